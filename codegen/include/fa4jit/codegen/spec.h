@@ -1,0 +1,119 @@
+#pragma once
+// KernelSpec: every choice baked into one generated kernel, as named fields (DESIGN.md §3, §7).
+// The CPU models take the same struct, so a kernel and its model are driven by one description.
+// Serialization (canonical JSON), hashing and validation live in spec_io.h / spec_validate.h.
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace fa4jit {
+
+enum class Target : uint8_t { Sm80, Sm89, Sm90a, Sm100a };
+enum class Route : uint8_t { Bf16, Nvfp8, DirectP };
+enum class KernelFamily : uint8_t { AttentionForward, Quantize };
+
+// How an FP4 operand (NVFP4 or MXFP4) is widened for a tensor core that has no FP4 input.
+//  Bf16: exact (E2M1 x UE4M3 needs at most 6 significant bits).
+//  E4m3: one rounding for NVFP4 (E4M3 keeps 4 significant bits), exact for MXFP4 in range;
+//        values are pre-multiplied by 2^-shift so that 6 x 448 fits E4M3 (see docs/NUMERICS.md).
+//  Native: the target's tensor core consumes FP4 directly (sm_100a block-scaled MMA).
+enum class Widening : uint8_t { Bf16, E4m3, Native };
+
+enum class ClassifierKind : uint8_t {
+  Threshold, // compare y with log2 of E2M1's round-to-nearest boundaries (== exp2 + RTN)
+  Affine,    // c = clamp(floor(alpha * y + beta), 0, 7)
+  Mixed,     // affine below y_split, exp2 + round-to-nearest at and above it
+};
+
+// Direct-P classifier (DESIGN.md §1.2). y = x - e_b, x = s*log2(e) - m <= 0 (up to the guard's
+// slack), e_b = floor(block max of x) - 2.
+struct ClassifierSpec {
+  ClassifierKind kind = ClassifierKind::Threshold;
+  float alpha = 2.0f;
+  float beta = 0.0f;
+  // log2 of the round-to-nearest boundaries {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5}.
+  std::array<float, 7> thresholds = {-2.0f, -0.41503750f, 0.32192809f, 0.80735492f,
+                                     1.32192809f, 1.80735492f, 2.32192809f};
+  float y_split = 1.0f; // Mixed only: y >= y_split uses exp2 + round-to-nearest
+};
+
+// Range guard (DESIGN.md §1.2): how the running row max is seeded and when O is rescaled.
+enum class GuardKind : uint8_t {
+  OnlineExact,   // classic online softmax: rescale whenever the tile max raises the row max
+  SampledAnchor, // seed m from a max over sampled keys; rescale only when a tile max exceeds
+                 // m + slack_log2 (slack keeps P within the fed format's range)
+};
+struct RangeGuardSpec {
+  GuardKind kind = GuardKind::SampledAnchor;
+  int sample_stride = 8;    // keys sampled for the anchor: every sample_stride-th key of tile 0
+  float slack_log2 = 0.0f;  // allowed x above 0 before a rescale (0 => rescale on any increase)
+};
+
+// Tiles and schedule.
+struct TileSpec {
+  int block_m = 64;  // query rows per CTA (or per consumer warpgroup on sm_90a fast path)
+  int block_n = 64;  // keys per main-loop iteration; multiple of 32 (Direct-P block)
+  int stages = 2;    // K/V shared-memory pipeline depth
+  int warps = 4;     // warps per CTA
+};
+
+// Formats of the operands of one attention kernel. Derived from the route by
+// defaultOperandFormats(route, target) but overridable for experiments.
+struct OperandSpec {
+  Widening qk_widening = Widening::E4m3; // how NVFP4 Q/K reach the tensor core
+  Widening v_widening = Widening::E4m3;  // how V (MXFP4 for directp, FP8 for nvfp8) is fed
+  int qk_widen_shift = 3;                // E4m3 widening: values times 2^-shift before rounding
+  int p_offset_log2 = 8;                 // P is fed as E4M3(P * 2^offset): P in [0, 2^offset * 6]
+  bool v_keys_permuted16 = false;        // Hopper register-P layout (HARDWARE-NOTES.md)
+};
+
+struct TmemPlanRef {
+  // For sm_100a: the TMEM planner's column assignment, recorded in the spec so it is part of
+  // the generated source (and of the cache key). Filled by codegen/tmem_planner.
+  int columns_allocated = 0;
+  int s_col[2] = {-1, -1};
+  int o_col[2] = {-1, -1};
+  int sf_col = -1;
+};
+
+struct AttentionSpec {
+  Route route = Route::DirectP;
+  int head_dim = 128;        // 64, 128 or 256 (baked)
+  bool causal = false;       // bottom-right aligned when seqlen_q != seqlen_k (baked)
+  float softmax_scale = 0.0f; // 0 => 1/sqrt(head_dim)
+  ClassifierSpec classifier;  // directp only
+  RangeGuardSpec guard;
+  TileSpec tile;
+  OperandSpec operands;
+  TmemPlanRef tmem;
+};
+
+enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16 };
+enum class QuantLayout : uint8_t {
+  RowMajorK,       // payload [rows, K] K-contiguous (Q, K: K = head dim)
+  Transposed,      // payload [cols, rows] with rows contiguous (V^T: keys contiguous)
+};
+struct QuantizeSpec {
+  QuantFormat format = QuantFormat::Nvfp4;
+  QuantLayout layout = QuantLayout::RowMajorK;
+  bool input_fp32 = false; // else BF16 input
+  bool keys_permuted16 = false;
+  int head_dim = 128;
+  int threads = 256;
+};
+
+struct KernelSpec {
+  KernelFamily family = KernelFamily::AttentionForward;
+  Target target = Target::Sm90a;
+  AttentionSpec attention; // family == AttentionForward
+  QuantizeSpec quantize;   // family == Quantize
+};
+
+const char *toString(Target t);
+const char *toString(Route r);
+const char *toString(Widening w);
+const char *toString(ClassifierKind k);
+const char *toString(GuardKind k);
+const char *toString(QuantFormat f);
+
+} // namespace fa4jit

@@ -1,0 +1,61 @@
+// Printable names of the spec enums; the same strings are used by the JSON form and the CLI.
+#include "fa4jit/codegen/spec.h"
+
+namespace fa4jit {
+
+const char *toString(Target t) {
+  switch (t) {
+  case Target::Sm80: return "sm_80";
+  case Target::Sm89: return "sm_89";
+  case Target::Sm90a: return "sm_90a";
+  case Target::Sm100a: return "sm_100a";
+  }
+  return "?";
+}
+
+const char *toString(Route r) {
+  switch (r) {
+  case Route::Bf16: return "bf16";
+  case Route::Nvfp8: return "nvfp8";
+  case Route::DirectP: return "directp";
+  }
+  return "?";
+}
+
+const char *toString(Widening w) {
+  switch (w) {
+  case Widening::Bf16: return "bf16";
+  case Widening::E4m3: return "e4m3";
+  case Widening::Native: return "native";
+  }
+  return "?";
+}
+
+const char *toString(ClassifierKind k) {
+  switch (k) {
+  case ClassifierKind::Threshold: return "threshold";
+  case ClassifierKind::Affine: return "affine";
+  case ClassifierKind::Mixed: return "mixed";
+  }
+  return "?";
+}
+
+const char *toString(GuardKind k) {
+  switch (k) {
+  case GuardKind::OnlineExact: return "online-exact";
+  case GuardKind::SampledAnchor: return "sampled-anchor";
+  }
+  return "?";
+}
+
+const char *toString(QuantFormat f) {
+  switch (f) {
+  case QuantFormat::Nvfp4: return "nvfp4";
+  case QuantFormat::Mxfp4: return "mxfp4";
+  case QuantFormat::Fp8PerHead: return "fp8";
+  case QuantFormat::Bf16: return "bf16";
+  }
+  return "?";
+}
+
+} // namespace fa4jit

@@ -1,0 +1,2 @@
+// Must not compile: cache sits below runtime.
+#include "fa4jit/runtime/engine.h"

@@ -1,0 +1,14 @@
+#include "subcommands.h"
+
+namespace fa4jit::tools {
+
+int runAccuracy(int argc, char **argv);
+
+const std::vector<Subcommand> &subcommands() {
+  static const std::vector<Subcommand> table = {
+      {"accuracy", "accuracy of every route and classifier against FP64 and BF16 (CPU models)", runAccuracy},
+  };
+  return table;
+}
+
+} // namespace fa4jit::tools
