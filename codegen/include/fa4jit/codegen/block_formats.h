@@ -1,0 +1,67 @@
+#pragma once
+// Block-scaled formats of DESIGN.md §1.1 on the host: NVFP4, MXFP4 and FP8-per-head
+// quantize/dequantize of strided tensors, in the exchange layouts of docs/NUMERICS.md §1
+// (packed payload, two codes per byte, low nibble first; scale factors in the tcgen05
+// block-scaled MMA's 512-byte atoms). The GPU quantizer kernels are tested bit for bit against
+// these functions.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "llvm/Support/Error.h"
+
+namespace fa4jit::formats {
+
+// A 2-D view of one head's matrix: element (r, c) at data[r * row_stride + c * col_stride].
+struct MatrixView {
+  const float *data = nullptr;
+  int rows = 0, cols = 0;
+  std::ptrdiff_t row_stride = 0, col_stride = 1;
+  float at(int r, int c) const { return data[r * row_stride + c * col_stride]; }
+};
+
+// Byte offset of scale (row r, scale column j) in the SF layout (NUMERICS.md §1.1) of a tensor
+// with `scale_cols` scale columns.
+std::size_t scaleFactorOffset(int r, int j, int scale_cols);
+// Bytes of an SF-layout scale tensor with rows padded to 128 and scale columns padded to 4.
+std::size_t scaleFactorBytes(int rows, int scale_cols);
+
+// NVFP4 along the columns of `m` (the reduction dimension): 16 elements per UE4M3 scale and one
+// FP32 global scale. cols must be a multiple of 16.
+struct Nvfp4Matrix {
+  int rows = 0, cols = 0;
+  std::vector<uint8_t> payload; // rows x cols/2 bytes, row-major
+  std::vector<uint8_t> scales;  // SF layout, scaleFactorBytes(rows, cols/16)
+  float global_scale = 1.0f;    // g = amax / (448*6), 1 when amax == 0
+  float value(int r, int c) const; // decoded E2M1 * UE4M3 * g
+  uint8_t code(int r, int c) const; // 4-bit code (sign in bit 3)
+  float blockScale(int r, int block) const; // decoded UE4M3 of block c/16
+};
+llvm::Expected<Nvfp4Matrix> quantizeNvfp4(const MatrixView &m);
+
+// MXFP4 along the columns of `m`: 32 elements per UE8M0 scale. The payload row length is cols
+// padded to `padded_cols` (a multiple of 32; padding codes are 0).
+struct Mxfp4Matrix {
+  int rows = 0, cols = 0, padded_cols = 0;
+  std::vector<uint8_t> payload; // rows x padded_cols/2 bytes
+  std::vector<uint8_t> scales;  // SF layout, scaleFactorBytes(rows, padded_cols/32)
+  float value(int r, int c) const;
+  uint8_t code(int r, int c) const;
+  int blockExponent(int r, int block) const; // E of block c/32 (UE8M0 - 127)
+  int maxBlockExponent() const;              // over all blocks (for the E4M3 widening shift)
+};
+llvm::Expected<Mxfp4Matrix> quantizeMxfp4(const MatrixView &m, int padded_cols);
+
+// FP8 E4M3 with one FP32 scale: x ~ E4M3(x / s) * s, s = amax / 448 (1 when amax == 0).
+struct Fp8Matrix {
+  int rows = 0, cols = 0, padded_cols = 0;
+  std::vector<uint8_t> payload; // rows x padded_cols
+  float scale = 1.0f;
+  float value(int r, int c) const;
+};
+llvm::Expected<Fp8Matrix> quantizeFp8PerTensor(const MatrixView &m, int padded_cols);
+
+// Errors name what is wrong: non-finite input (with its row/column), column counts that are not
+// a multiple of the block, empty matrices.
+
+} // namespace fa4jit::formats
