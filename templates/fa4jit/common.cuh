@@ -21,3 +21,12 @@ using std::uint64_t;
 using std::uint8_t;
 #endif
 } // namespace fa4jit::device
+
+// Functions marked FA4JIT_HD compile for the device and, when a host test or a CPU model
+// includes the header with a plain C++ compiler, for the host: one implementation, two users.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define FA4JIT_HD __host__ __device__ __forceinline__
+#define FA4JIT_DEVICE __device__ __forceinline__
+#else
+#define FA4JIT_HD inline
+#endif
