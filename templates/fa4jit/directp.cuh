@@ -41,7 +41,9 @@ FA4JIT_HD int directpBlockExponent(float block_max_x) {
 
 FA4JIT_HD int directpThresholdCode(const DirectPCoefficients &k, float y) {
   int c = 0;
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #pragma unroll
+#endif
   for (int i = 0; i < 7; ++i)
     c += (y >= k.theta[i]) ? 1 : 0;
   return c;
@@ -62,7 +64,9 @@ FA4JIT_HD int e2m1NearestCode(float p) {
   // Boundaries between consecutive magnitudes {0,.5,1,1.5,2,3,4,6}; at a tie the even code wins.
   const float mid[7] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
   int c = 0;
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #pragma unroll
+#endif
   for (int i = 0; i < 7; ++i) {
     // Above the midpoint: next code. Exactly at it: the even one of (i, i+1).
     const bool up = p > mid[i] || (p == mid[i] && ((i + 1) % 2 == 0));
