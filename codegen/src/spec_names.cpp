@@ -58,4 +58,20 @@ const char *toString(QuantFormat f) {
   return "?";
 }
 
+const char *toString(QuantLayout l) {
+  switch (l) {
+  case QuantLayout::RowMajorK: return "row-major-k";
+  case QuantLayout::Transposed: return "transposed";
+  }
+  return "?";
+}
+
+const char *toString(KernelFamily f) {
+  switch (f) {
+  case KernelFamily::AttentionForward: return "attention";
+  case KernelFamily::Quantize: return "quantize";
+  }
+  return "?";
+}
+
 } // namespace fa4jit

@@ -115,5 +115,7 @@ const char *toString(Widening w);
 const char *toString(ClassifierKind k);
 const char *toString(GuardKind k);
 const char *toString(QuantFormat f);
+const char *toString(QuantLayout l);
+const char *toString(KernelFamily f);
 
 } // namespace fa4jit

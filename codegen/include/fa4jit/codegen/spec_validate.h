@@ -1,0 +1,34 @@
+#pragma once
+// Validation of a KernelSpec before anything is generated or compiled: the rules of the hardware
+// and of the numerics (docs/NUMERICS.md), each a clear message naming the field instead of an NVRTC
+// log. What a particular template supports (e.g. block_m == 16 * warps on the mma.sync attention
+// path) is checked by that family's emitter, and again by the template's static_asserts.
+#include <string>
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+#include "llvm/Support/Error.h"
+
+namespace fa4jit {
+
+// Limits of one target that the rules below use.
+struct TargetLimits {
+  int max_shared_bytes; // dynamic shared memory per CTA (opt-in maximum)
+  bool fp8_mma;         // E4M3 tensor-core inputs (mma.sync on sm_89, wgmma on sm_90a, tcgen05)
+  bool fp4_mma;         // block-scaled FP4 tensor-core inputs (tcgen05 kind::mxf4nvf4)
+};
+TargetLimits targetLimits(Target t);
+
+// Shared memory that the operand tiles of an attention spec occupy at least (Q tile plus
+// `stages` K and V tiles, in the formats the route stores them in, scales included). The
+// template's own static_asserts are authoritative; this lower bound rejects hopeless tiles early.
+int attentionOperandSharedBytes(const AttentionSpec &a);
+
+// Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
+// not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.
+std::vector<std::string> specViolations(const KernelSpec &spec);
+
+// The same rules as an llvm::Error listing all violations (success when there are none).
+llvm::Error validateSpec(const KernelSpec &spec);
+
+} // namespace fa4jit

@@ -1,0 +1,496 @@
+// Canonical JSON of KernelSpec (see spec_io.h for what "canonical" promises).
+#include "fa4jit/codegen/spec_io.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <type_traits>
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/SHA256.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace fa4jit {
+namespace {
+
+// ---- enum tables: every value, so names parse back through the same toString spellings ----
+constexpr Target kTargets[] = {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a};
+constexpr Route kRoutes[] = {Route::Bf16, Route::Nvfp8, Route::DirectP};
+constexpr Widening kWidenings[] = {Widening::Bf16, Widening::E4m3, Widening::Native};
+constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, ClassifierKind::Affine,
+                                               ClassifierKind::Mixed};
+constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
+constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
+                                         QuantFormat::Fp8PerHead, QuantFormat::Bf16};
+constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
+constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize};
+
+template <typename E, std::size_t N>
+llvm::Expected<E> parseEnum(llvm::StringRef name, const E (&values)[N], const char *what) {
+  std::string accepted;
+  for (E v : values) {
+    if (name == toString(v))
+      return v;
+    accepted += accepted.empty() ? "" : ", ";
+    accepted += toString(v);
+  }
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "unknown %s '%s' (expected one of: %s)", what,
+                                 name.str().c_str(), accepted.c_str());
+}
+
+uint32_t floatBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// ---- writing --------------------------------------------------------------------------------
+// Keys inside each object are written in sorted order by hand (json::OStream keeps call order),
+// which is what makes the text canonical; floats go through formatFloat as raw JSON numbers.
+void writeFloat(llvm::json::OStream &j, llvm::StringRef key, float v) {
+  if (std::isfinite(v))
+    j.attributeBegin(key), j.rawValue(formatFloat(v)), j.attributeEnd();
+  else
+    j.attribute(key, formatFloat(v)); // JSON has no non-finite numbers: a string
+}
+
+void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
+  j.attributeObject("classifier", [&] {
+    writeFloat(j, "alpha", c.alpha);
+    writeFloat(j, "beta", c.beta);
+    j.attribute("kind", toString(c.kind));
+    j.attributeArray("thresholds", [&] {
+      for (float t : c.thresholds) {
+        if (std::isfinite(t))
+          j.rawValue(formatFloat(t));
+        else
+          j.value(formatFloat(t));
+      }
+    });
+    writeFloat(j, "y_split", c.y_split);
+  });
+}
+
+void writeAttention(llvm::json::OStream &j, const AttentionSpec &a) {
+  j.attributeObject("attention", [&] {
+    j.attribute("causal", a.causal);
+    writeClassifier(j, a.classifier);
+    j.attributeObject("guard", [&] {
+      j.attribute("kind", toString(a.guard.kind));
+      j.attribute("sample_stride", a.guard.sample_stride);
+      writeFloat(j, "slack_log2", a.guard.slack_log2);
+    });
+    j.attribute("head_dim", a.head_dim);
+    j.attributeObject("operands", [&] {
+      j.attribute("p_offset_log2", a.operands.p_offset_log2);
+      j.attribute("qk_widen_shift", a.operands.qk_widen_shift);
+      j.attribute("qk_widening", toString(a.operands.qk_widening));
+      j.attribute("v_keys_permuted16", a.operands.v_keys_permuted16);
+      j.attribute("v_widening", toString(a.operands.v_widening));
+    });
+    j.attribute("route", toString(a.route));
+    writeFloat(j, "softmax_scale", a.softmax_scale);
+    j.attributeObject("tile", [&] {
+      j.attribute("block_m", a.tile.block_m);
+      j.attribute("block_n", a.tile.block_n);
+      j.attribute("stages", a.tile.stages);
+      j.attribute("warps", a.tile.warps);
+    });
+    j.attributeObject("tmem", [&] {
+      j.attribute("columns_allocated", a.tmem.columns_allocated);
+      j.attributeArray("o_col", [&] { j.value(a.tmem.o_col[0]), j.value(a.tmem.o_col[1]); });
+      j.attributeArray("s_col", [&] { j.value(a.tmem.s_col[0]), j.value(a.tmem.s_col[1]); });
+      j.attribute("sf_col", a.tmem.sf_col);
+    });
+  });
+}
+
+void writeQuantize(llvm::json::OStream &j, const QuantizeSpec &q) {
+  j.attributeObject("quantize", [&] {
+    j.attribute("format", toString(q.format));
+    j.attribute("head_dim", q.head_dim);
+    j.attribute("input_fp32", q.input_fp32);
+    j.attribute("keys_permuted16", q.keys_permuted16);
+    j.attribute("layout", toString(q.layout));
+    j.attribute("threads", q.threads);
+  });
+}
+
+// ---- reading --------------------------------------------------------------------------------
+// Walks one JSON object, remembering the dotted path for error messages and which keys were
+// consumed, so that a misspelled key is reported instead of silently ignored.
+class ObjectReader {
+public:
+  ObjectReader(const llvm::json::Object &obj, std::string path) : obj_(obj), path_(std::move(path)) {}
+
+  std::string fieldPath(llvm::StringRef key) const {
+    return path_.empty() ? key.str() : path_ + "." + key.str();
+  }
+
+  llvm::Error fail(llvm::StringRef key, const llvm::Twine &msg) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "spec field '" + fieldPath(key) + "': " + msg);
+  }
+
+  const llvm::json::Value *find(llvm::StringRef key) {
+    seen_.insert(key.str());
+    return obj_.get(key);
+  }
+
+  llvm::Error readInt(llvm::StringRef key, int &out) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    llvm::Optional<int64_t> i = v->getAsInteger();
+    if (!i)
+      return fail(key, "expected an integer");
+    if (*i < INT32_MIN || *i > INT32_MAX)
+      return fail(key, "integer out of range");
+    out = static_cast<int>(*i);
+    return llvm::Error::success();
+  }
+
+  llvm::Error readBool(llvm::StringRef key, bool &out) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    llvm::Optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return fail(key, "expected true or false");
+    out = *b;
+    return llvm::Error::success();
+  }
+
+  static llvm::Optional<float> asFloat(const llvm::json::Value &v) {
+    if (llvm::Optional<double> d = v.getAsNumber())
+      return static_cast<float>(*d);
+    if (llvm::Optional<llvm::StringRef> s = v.getAsString()) {
+      if (*s == "nan")
+        return std::nanf("");
+      if (*s == "inf")
+        return INFINITY;
+      if (*s == "-inf")
+        return -INFINITY;
+    }
+    return llvm::None;
+  }
+
+  llvm::Error readFloat(llvm::StringRef key, float &out) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    llvm::Optional<float> f = asFloat(*v);
+    if (!f)
+      return fail(key, "expected a number (or \"nan\", \"inf\", \"-inf\")");
+    out = *f;
+    return llvm::Error::success();
+  }
+
+  template <typename E>
+  llvm::Error readEnum(llvm::StringRef key, E &out, llvm::Expected<E> (*parse)(llvm::StringRef)) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    llvm::Optional<llvm::StringRef> s = v->getAsString();
+    if (!s)
+      return fail(key, "expected a string");
+    llvm::Expected<E> e = parse(*s);
+    if (!e)
+      return fail(key, llvm::toString(e.takeError()));
+    out = *e;
+    return llvm::Error::success();
+  }
+
+  template <std::size_t N, typename T>
+  llvm::Error readArray(llvm::StringRef key, T (&out)[N]) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    const llvm::json::Array *arr = v->getAsArray();
+    if (!arr || arr->size() != N)
+      return fail(key, "expected an array of " + llvm::Twine(N) + " numbers");
+    for (std::size_t i = 0; i < N; ++i) {
+      if constexpr (std::is_same_v<T, int>) {
+        llvm::Optional<int64_t> x = (*arr)[i].getAsInteger();
+        if (!x || *x < INT32_MIN || *x > INT32_MAX)
+          return fail(key, "element " + llvm::Twine(i) + " is not an integer");
+        out[i] = static_cast<int>(*x);
+      } else {
+        llvm::Optional<float> x = asFloat((*arr)[i]);
+        if (!x)
+          return fail(key, "element " + llvm::Twine(i) + " is not a number");
+        out[i] = *x;
+      }
+    }
+    return llvm::Error::success();
+  }
+
+  // Visits a nested object (absent: nothing to read).
+  template <typename Fn>
+  llvm::Error readObject(llvm::StringRef key, Fn &&fn) {
+    const llvm::json::Value *v = find(key);
+    if (!v)
+      return llvm::Error::success();
+    const llvm::json::Object *o = v->getAsObject();
+    if (!o)
+      return fail(key, "expected an object");
+    ObjectReader sub(*o, fieldPath(key));
+    if (llvm::Error e = fn(sub))
+      return e;
+    return sub.checkNoUnknownKeys();
+  }
+
+  llvm::Error checkNoUnknownKeys() const {
+    std::set<std::string> unknown;
+    for (const auto &kv : obj_)
+      if (!seen_.count(kv.first.str()))
+        unknown.insert(kv.first.str());
+    if (unknown.empty())
+      return llvm::Error::success();
+    return fail(*unknown.begin(), "unknown key");
+  }
+
+private:
+  const llvm::json::Object &obj_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+// Early return of an error; the variable is named per line because the macro nests inside
+// lambdas passed to itself.
+#define FA4JIT_CONCAT2(a, b) a##b
+#define FA4JIT_CONCAT(a, b) FA4JIT_CONCAT2(a, b)
+#define FA4JIT_TRY(expr)                                                                           \
+  if (llvm::Error FA4JIT_CONCAT(err_, __LINE__) = (expr))                                          \
+    return FA4JIT_CONCAT(err_, __LINE__);
+
+llvm::Error readClassifier(ObjectReader &r, ClassifierSpec &c) {
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("kind"), c.kind, parseClassifierKind));
+  FA4JIT_TRY(r.readFloat("alpha", c.alpha));
+  FA4JIT_TRY(r.readFloat("beta", c.beta));
+  float theta[7];
+  std::copy(c.thresholds.begin(), c.thresholds.end(), theta);
+  FA4JIT_TRY(r.readArray("thresholds", theta));
+  std::copy(theta, theta + 7, c.thresholds.begin());
+  FA4JIT_TRY(r.readFloat("y_split", c.y_split));
+  return llvm::Error::success();
+}
+
+llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("route"), a.route, parseRoute));
+  FA4JIT_TRY(r.readInt("head_dim", a.head_dim));
+  FA4JIT_TRY(r.readBool("causal", a.causal));
+  FA4JIT_TRY(r.readFloat("softmax_scale", a.softmax_scale));
+  FA4JIT_TRY(r.readObject("classifier", [&](ObjectReader &s) { return readClassifier(s, a.classifier); }));
+  FA4JIT_TRY(r.readObject("guard", [&](ObjectReader &s) -> llvm::Error {
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("kind"), a.guard.kind, parseGuardKind));
+    FA4JIT_TRY(s.readInt("sample_stride", a.guard.sample_stride));
+    return s.readFloat("slack_log2", a.guard.slack_log2);
+  }));
+  FA4JIT_TRY(r.readObject("tile", [&](ObjectReader &s) -> llvm::Error {
+    FA4JIT_TRY(s.readInt("block_m", a.tile.block_m));
+    FA4JIT_TRY(s.readInt("block_n", a.tile.block_n));
+    FA4JIT_TRY(s.readInt("stages", a.tile.stages));
+    return s.readInt("warps", a.tile.warps);
+  }));
+  FA4JIT_TRY(r.readObject("operands", [&](ObjectReader &s) -> llvm::Error {
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("qk_widening"), a.operands.qk_widening, parseWidening));
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("v_widening"), a.operands.v_widening, parseWidening));
+    FA4JIT_TRY(s.readInt("qk_widen_shift", a.operands.qk_widen_shift));
+    FA4JIT_TRY(s.readInt("p_offset_log2", a.operands.p_offset_log2));
+    return s.readBool("v_keys_permuted16", a.operands.v_keys_permuted16);
+  }));
+  FA4JIT_TRY(r.readObject("tmem", [&](ObjectReader &s) -> llvm::Error {
+    FA4JIT_TRY(s.readInt("columns_allocated", a.tmem.columns_allocated));
+    FA4JIT_TRY(s.readArray("s_col", a.tmem.s_col));
+    FA4JIT_TRY(s.readArray("o_col", a.tmem.o_col));
+    return s.readInt("sf_col", a.tmem.sf_col);
+  }));
+  return llvm::Error::success();
+}
+
+llvm::Error readQuantize(ObjectReader &r, QuantizeSpec &q) {
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("format"), q.format, parseQuantFormat));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("layout"), q.layout, parseQuantLayout));
+  FA4JIT_TRY(r.readBool("input_fp32", q.input_fp32));
+  FA4JIT_TRY(r.readBool("keys_permuted16", q.keys_permuted16));
+  FA4JIT_TRY(r.readInt("head_dim", q.head_dim));
+  return r.readInt("threads", q.threads);
+}
+
+} // namespace
+
+std::string formatFloat(float value) {
+  if (std::isnan(value))
+    return "nan";
+  if (std::isinf(value))
+    return value > 0 ? "inf" : "-inf";
+  char buf[48];
+  // Nine significant digits always round-trip a float; fewer often do and read better.
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(value));
+    if (floatBits(static_cast<float>(std::strtod(buf, nullptr))) == floatBits(value))
+      return buf;
+  }
+  assert(false && "9 significant digits always round-trip a float");
+  return buf;
+}
+
+llvm::Expected<Target> parseTarget(llvm::StringRef n) { return parseEnum(n, kTargets, "target"); }
+llvm::Expected<Route> parseRoute(llvm::StringRef n) { return parseEnum(n, kRoutes, "route"); }
+llvm::Expected<Widening> parseWidening(llvm::StringRef n) { return parseEnum(n, kWidenings, "widening"); }
+llvm::Expected<ClassifierKind> parseClassifierKind(llvm::StringRef n) {
+  return parseEnum(n, kClassifierKinds, "classifier kind");
+}
+llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef n) { return parseEnum(n, kGuardKinds, "guard kind"); }
+llvm::Expected<QuantFormat> parseQuantFormat(llvm::StringRef n) {
+  return parseEnum(n, kQuantFormats, "quantize format");
+}
+llvm::Expected<QuantLayout> parseQuantLayout(llvm::StringRef n) {
+  return parseEnum(n, kQuantLayouts, "quantize layout");
+}
+llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef n) {
+  return parseEnum(n, kFamilies, "kernel family");
+}
+
+KernelSpec canonicalize(const KernelSpec &in) {
+  KernelSpec s = in;
+  if (s.family == KernelFamily::Quantize) {
+    s.attention = AttentionSpec{};
+    return s;
+  }
+  s.quantize = QuantizeSpec{};
+  AttentionSpec &a = s.attention;
+  const ClassifierSpec defaults;
+  if (a.route != Route::DirectP) {
+    a.classifier = defaults;
+  } else {
+    // Only the constants the chosen classifier reads are kept.
+    if (a.classifier.kind == ClassifierKind::Threshold) {
+      a.classifier.alpha = defaults.alpha;
+      a.classifier.beta = defaults.beta;
+    } else {
+      a.classifier.thresholds = defaults.thresholds;
+    }
+    if (a.classifier.kind != ClassifierKind::Mixed)
+      a.classifier.y_split = defaults.y_split;
+  }
+  if (a.route == Route::Bf16) {
+    a.operands = OperandSpec{}; // BF16 operands: no widening, no FP8 offset, V as given
+  } else {
+    if (a.operands.qk_widening != Widening::E4m3)
+      a.operands.qk_widen_shift = OperandSpec{}.qk_widen_shift;
+    // P is fed in V's format; Direct-P fed natively (UE8M0-scaled FP4) carries no FP8 offset.
+    if (a.route == Route::DirectP && a.operands.v_widening == Widening::Native)
+      a.operands.p_offset_log2 = OperandSpec{}.p_offset_log2;
+  }
+  if (a.guard.kind == GuardKind::OnlineExact)
+    a.guard = RangeGuardSpec{GuardKind::OnlineExact, RangeGuardSpec{}.sample_stride,
+                             RangeGuardSpec{}.slack_log2};
+  if (s.target != Target::Sm100a)
+    a.tmem = TmemPlanRef{};
+  return s;
+}
+
+bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
+  auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
+  const AttentionSpec &x = a.attention, &y = b.attention;
+  bool cls = x.classifier.kind == y.classifier.kind && feq(x.classifier.alpha, y.classifier.alpha) &&
+             feq(x.classifier.beta, y.classifier.beta) && feq(x.classifier.y_split, y.classifier.y_split);
+  for (int i = 0; i < 7; ++i)
+    cls = cls && feq(x.classifier.thresholds[i], y.classifier.thresholds[i]);
+  const bool attn =
+      x.route == y.route && x.head_dim == y.head_dim && x.causal == y.causal &&
+      feq(x.softmax_scale, y.softmax_scale) && cls && x.guard.kind == y.guard.kind &&
+      x.guard.sample_stride == y.guard.sample_stride && feq(x.guard.slack_log2, y.guard.slack_log2) &&
+      x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
+      x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps &&
+      x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
+      x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
+      x.operands.p_offset_log2 == y.operands.p_offset_log2 &&
+      x.operands.v_keys_permuted16 == y.operands.v_keys_permuted16 &&
+      x.tmem.columns_allocated == y.tmem.columns_allocated && x.tmem.s_col[0] == y.tmem.s_col[0] &&
+      x.tmem.s_col[1] == y.tmem.s_col[1] && x.tmem.o_col[0] == y.tmem.o_col[0] &&
+      x.tmem.o_col[1] == y.tmem.o_col[1] && x.tmem.sf_col == y.tmem.sf_col;
+  const QuantizeSpec &p = a.quantize, &q = b.quantize;
+  const bool quant = p.format == q.format && p.layout == q.layout && p.input_fp32 == q.input_fp32 &&
+                     p.keys_permuted16 == q.keys_permuted16 && p.head_dim == q.head_dim &&
+                     p.threads == q.threads;
+  return a.family == b.family && a.target == b.target && attn && quant;
+}
+
+std::string toJson(const KernelSpec &spec, unsigned indent) {
+  const KernelSpec s = canonicalize(spec);
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  llvm::json::OStream j(os, indent);
+  j.object([&] {
+    if (s.family == KernelFamily::AttentionForward)
+      writeAttention(j, s.attention);
+    j.attribute("family", toString(s.family));
+    if (s.family == KernelFamily::Quantize)
+      writeQuantize(j, s.quantize);
+    j.attribute("schema", kSpecSchemaVersion);
+    j.attribute("target", toString(s.target));
+  });
+  os.flush();
+  return out;
+}
+
+llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
+  llvm::Expected<llvm::json::Value> doc = llvm::json::parse(text);
+  if (!doc)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "spec is not valid JSON: " +
+                                                                       llvm::toString(doc.takeError()));
+  const llvm::json::Object *root = doc->getAsObject();
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "spec must be a JSON object");
+  KernelSpec s;
+  ObjectReader r(*root, "");
+  int schema = kSpecSchemaVersion;
+  FA4JIT_TRY(r.readInt("schema", schema));
+  if (schema != kSpecSchemaVersion)
+    return r.fail("schema", "version " + llvm::Twine(schema) + " is not supported (this build reads " +
+                                llvm::Twine(kSpecSchemaVersion) + ")");
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("family"), s.family, parseKernelFamily));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("target"), s.target, parseTarget));
+  // Only the family's own sub-object may appear: the other one would be silently dropped.
+  const bool attention = s.family == KernelFamily::AttentionForward;
+  if (root->get(attention ? "quantize" : "attention"))
+    return r.fail(attention ? "quantize" : "attention",
+                  llvm::Twine("not allowed in a spec of family '") + toString(s.family) + "'");
+  llvm::Error body =
+      attention ? r.readObject("attention", [&](ObjectReader &o) { return readAttention(o, s.attention); })
+                : r.readObject("quantize", [&](ObjectReader &o) { return readQuantize(o, s.quantize); });
+  FA4JIT_TRY(std::move(body));
+  FA4JIT_TRY(r.checkNoUnknownKeys());
+  return s;
+}
+
+std::string specHash(const KernelSpec &spec) {
+  llvm::SHA256 sha;
+  sha.update(toJson(spec, 0));
+  return llvm::toHex(llvm::arrayRefFromStringRef(sha.final()), /*LowerCase=*/true);
+}
+
+std::string kernelName(const KernelSpec &spec) {
+  const std::string hash8 = specHash(spec).substr(0, 8);
+  char buf[96];
+  if (spec.family == KernelFamily::Quantize) {
+    const QuantizeSpec &q = spec.quantize;
+    std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
+  } else {
+    const AttentionSpec &a = spec.attention;
+    std::snprintf(buf, sizeof buf, "fa4jit_attn_%s_d%d_c%d_%s", toString(a.route), a.head_dim,
+                  a.causal ? 1 : 0, hash8.c_str());
+  }
+  return buf;
+}
+
+} // namespace fa4jit

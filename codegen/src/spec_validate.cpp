@@ -1,0 +1,224 @@
+// Rules a KernelSpec must satisfy before code is generated (spec_validate.h).
+#include "fa4jit/codegen/spec_validate.h"
+
+#include <cassert>
+#include <cmath>
+#include <string>
+
+#include "fa4jit/codegen/spec_io.h"
+#include <sstream>
+
+namespace fa4jit {
+namespace {
+
+// E4M3's largest finite value is 448 = 1.75 * 2^8: a P fed as E4M3(P * 2^offset) with P up to
+// 2^slack (nvfp8) or 6 * 2^(slack - 2) (Direct-P) stays finite iff offset + slack <= 8.
+constexpr int kMaxFp8POffsetPlusSlack = 8;
+// 6 * 448 * 2^-shift <= 448 needs shift >= log2(6); past 8 the smallest NVFP4 values
+// (0.5 * 2^-9 scale) flush in E4M3 and the widening stops being useful.
+constexpr int kMinQkWidenShift = 3;
+constexpr int kMaxQkWidenShift = 8;
+static_assert((6 * 448) >> kMinQkWidenShift <= 448, "shift too small for E4M3's range");
+static_assert(1.75 * (1 << kMaxFp8POffsetPlusSlack) == 448.0, "E4M3 max is 1.75 * 2^8");
+
+bool isHeadDim(int d) { return d == 64 || d == 128 || d == 256; }
+bool isPowerOfTwo(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+// Collects violations; fail() concatenates its arguments into one message after the field.
+class Rules {
+public:
+  template <typename... Args>
+  void fail(const char *field, Args &&...args) {
+    std::ostringstream os;
+    os << field << ": ";
+    (os << ... << args);
+    out.push_back(os.str());
+  }
+  std::vector<std::string> out;
+};
+
+void checkClassifier(const ClassifierSpec &c, Rules &r) {
+  switch (c.kind) {
+  case ClassifierKind::Threshold:
+    for (int i = 0; i < 7; ++i) {
+      if (!std::isfinite(c.thresholds[i]))
+        r.fail("attention.classifier.thresholds", "element ", i, " is not finite");
+      else if (i > 0 && !(c.thresholds[i] > c.thresholds[i - 1]))
+        r.fail("attention.classifier.thresholds", "must increase strictly (element ", i, " = ", formatFloat(c.thresholds[i]), " after ", formatFloat(c.thresholds[i - 1]), "): the code counts thresholds below y");
+    }
+    break;
+  case ClassifierKind::Mixed:
+    if (!std::isfinite(c.y_split))
+      r.fail("attention.classifier.y_split", "must be finite");
+    [[fallthrough]];
+  case ClassifierKind::Affine:
+    if (!std::isfinite(c.alpha) || !(c.alpha > 0.0f))
+      r.fail("attention.classifier.alpha", formatFloat(c.alpha), " must be finite and > 0 (codes must grow with y)");
+    if (!std::isfinite(c.beta))
+      r.fail("attention.classifier.beta", "must be finite");
+    break;
+  }
+}
+
+void checkWidening(const char *field, Widening w, const TargetLimits &lim, Target t, Rules &r) {
+  if (w == Widening::Native && !lim.fp4_mma)
+    r.fail(field, "native FP4 needs block-scaled FP4 tensor cores (sm_100a), target is ", toString(t));
+  if (w == Widening::E4m3 && !lim.fp8_mma)
+    r.fail(field, "E4M3 widening needs FP8 tensor cores (sm_89 or newer), target is ", toString(t));
+}
+
+void checkAttention(const KernelSpec &s, Rules &r) {
+  const AttentionSpec &a = s.attention;
+  const TargetLimits lim = targetLimits(s.target);
+  if (!isHeadDim(a.head_dim))
+    r.fail("attention.head_dim", a.head_dim, " is not one of 64, 128, 256");
+  if (!std::isfinite(a.softmax_scale) || a.softmax_scale < 0.0f)
+    r.fail("attention.softmax_scale", formatFloat(a.softmax_scale), " must be finite and >= 0 (0 means 1/sqrt(head_dim))");
+
+  // Tiles.
+  const TileSpec &t = a.tile;
+  if (t.block_n <= 0 || t.block_n % 32 != 0)
+    r.fail("attention.tile.block_n", t.block_n, " is not a positive multiple of 32 (the Direct-P block)");
+  else if (t.block_n > 256)
+    r.fail("attention.tile.block_n", t.block_n, " exceeds 256 (the largest MMA N)");
+  if (t.block_m <= 0 || t.block_m % 16 != 0 || t.block_m > 256)
+    r.fail("attention.tile.block_m", t.block_m, " is not a multiple of 16 (the MMA's M) in [16, 256]");
+  if (t.warps < 1 || t.warps > 16)
+    r.fail("attention.tile.warps", t.warps, " is not in [1, 16]");
+  if (t.stages < 1 || t.stages > 8)
+    r.fail("attention.tile.stages", t.stages, " is not in [1, 8]");
+  if (r.out.empty()) {
+    const int bytes = attentionOperandSharedBytes(a);
+    if (bytes > lim.max_shared_bytes)
+      r.fail("attention.tile", "operand tiles need at least ", bytes, " bytes of shared memory, ", toString(s.target), " allows ", lim.max_shared_bytes);
+  }
+
+  // Range guard.
+  const RangeGuardSpec &g = a.guard;
+  if (g.kind == GuardKind::SampledAnchor) {
+    if (!isPowerOfTwo(g.sample_stride) || g.sample_stride > t.block_n)
+      r.fail("attention.guard.sample_stride", g.sample_stride, " is not a power of two in [1, block_n = ", t.block_n, "]");
+    if (!std::isfinite(g.slack_log2) || g.slack_log2 < 0.0f || g.slack_log2 > 8.0f)
+      r.fail("attention.guard.slack_log2", formatFloat(g.slack_log2), " is not in [0, 8]");
+  }
+
+  if (a.route == Route::Bf16) {
+    if (s.target == Target::Sm100a)
+      r.fail("attention.route", "the bf16 route has no sm_100a (tcgen05) kernel; use nvfp8 or directp");
+    return; // operands and classifier are not used (canonicalize resets them)
+  }
+
+  // Operands of the quantized routes.
+  const OperandSpec &o = a.operands;
+  checkWidening("attention.operands.qk_widening", o.qk_widening, lim, s.target, r);
+  checkWidening("attention.operands.v_widening", o.v_widening, lim, s.target, r);
+  if (a.route == Route::Nvfp8 && o.v_widening == Widening::Native)
+    r.fail("attention.operands.v_widening", "nvfp8 stores V in FP8 already: use e4m3 (fed as is) or bf16");
+  if (o.qk_widening == Widening::E4m3 &&
+      (o.qk_widen_shift < kMinQkWidenShift || o.qk_widen_shift > kMaxQkWidenShift))
+    r.fail("attention.operands.qk_widen_shift", o.qk_widen_shift, " is not in [", kMinQkWidenShift, ", ", kMaxQkWidenShift, "] (6 * 448 * 2^-shift must fit E4M3)");
+  const bool p_is_fp8 = !(a.route == Route::DirectP && o.v_widening == Widening::Native);
+  if (p_is_fp8) {
+    if (o.p_offset_log2 < 0)
+      r.fail("attention.operands.p_offset_log2", o.p_offset_log2, " is negative");
+    const float slack = g.kind == GuardKind::SampledAnchor ? g.slack_log2 : 0.0f;
+    if (std::isfinite(slack) && o.p_offset_log2 + static_cast<int>(std::ceil(slack)) > kMaxFp8POffsetPlusSlack)
+      r.fail("attention.operands.p_offset_log2", "p_offset_log2 (", o.p_offset_log2, ") + ceil(guard.slack_log2) (", static_cast<int>(std::ceil(slack)), ") exceeds ", kMaxFp8POffsetPlusSlack, ": fed P would overflow E4M3 (448)");
+  }
+  if (a.route == Route::DirectP)
+    checkClassifier(a.classifier, r);
+
+  // TMEM plan (sm_100a): only checked when the planner filled it.
+  const TmemPlanRef &m = a.tmem;
+  if (s.target == Target::Sm100a && m.columns_allocated != 0) {
+    if (!isPowerOfTwo(m.columns_allocated) || m.columns_allocated < 32 || m.columns_allocated > 512)
+      r.fail("attention.tmem.columns_allocated", m.columns_allocated, " is not a power of two in [32, 512] (tcgen05.alloc)");
+    const int cols[] = {m.s_col[0], m.s_col[1], m.o_col[0], m.o_col[1], m.sf_col};
+    for (int c : cols)
+      if (c < -1 || c >= m.columns_allocated)
+        r.fail("attention.tmem", "column ", c, " is outside the ", m.columns_allocated, " allocated columns");
+  }
+}
+
+void checkQuantize(const KernelSpec &s, Rules &r) {
+  const QuantizeSpec &q = s.quantize;
+  if (!isHeadDim(q.head_dim))
+    r.fail("quantize.head_dim", q.head_dim, " is not one of 64, 128, 256");
+  switch (q.format) {
+  case QuantFormat::Nvfp4:
+    if (q.layout != QuantLayout::RowMajorK)
+      r.fail("quantize.layout", "NVFP4 (Q, K) is blocked along the head dim: use row-major-k");
+    if (q.keys_permuted16)
+      r.fail("quantize.keys_permuted16", "only the transposed V layouts permute keys");
+    break;
+  case QuantFormat::Mxfp4:
+  case QuantFormat::Fp8PerHead:
+    if (q.layout != QuantLayout::Transposed)
+      r.fail("quantize.layout", toString(q.format), " V is stored key-contiguous for the PV product: use transposed");
+    break;
+  case QuantFormat::Bf16:
+    r.fail("quantize.format", "bf16 operands are consumed as given: there is nothing to quantize");
+    break;
+  }
+  // One thread per 16-element NVFP4 block, or per (head-dim row, 32 keys) for V^T: a CTA must cover
+  // whole rows, and the V^T tile (threads / 4 head-dim rows) must divide the head dim.
+  if (!isPowerOfTwo(q.threads) || q.threads < 64 || q.threads > 512)
+    r.fail("quantize.threads", q.threads, " is not a power of two in [64, 512]");
+  else if (q.layout == QuantLayout::Transposed && isHeadDim(q.head_dim) && q.threads / 4 > q.head_dim)
+    r.fail("quantize.threads", q.threads, " threads tile ", q.threads / 4, " head-dim rows, more than head_dim = ", q.head_dim);
+}
+
+} // namespace
+
+TargetLimits targetLimits(Target t) {
+  switch (t) {
+  case Target::Sm80: return {163 * 1024, false, false};
+  case Target::Sm89: return {99 * 1024, true, false};
+  case Target::Sm90a: return {227 * 1024, true, false};
+  case Target::Sm100a: return {227 * 1024, true, true};
+  }
+  assert(false && "unknown target");
+  return {0, false, false};
+}
+
+int attentionOperandSharedBytes(const AttentionSpec &a) {
+  // Bytes per element as the tiles sit in shared memory: BF16 operands 2, FP8/widened-FP8 1,
+  // stored FP4 (native) 0.5 plus one scale byte per 16 (NVFP4) or 32 (MXFP4) elements.
+  auto qkBytes = [&](int elems) {
+    if (a.route == Route::Bf16 || a.operands.qk_widening == Widening::Bf16)
+      return 2 * elems;
+    if (a.operands.qk_widening == Widening::Native)
+      return elems / 2 + elems / 16;
+    return elems;
+  };
+  auto vBytes = [&](int elems) {
+    if (a.route == Route::Bf16 || a.operands.v_widening == Widening::Bf16)
+      return 2 * elems;
+    if (a.operands.v_widening == Widening::Native)
+      return elems / 2 + elems / 32;
+    return elems;
+  };
+  const int d = a.head_dim;
+  return qkBytes(a.tile.block_m * d) + a.tile.stages * (qkBytes(a.tile.block_n * d) + vBytes(a.tile.block_n * d));
+}
+
+std::vector<std::string> specViolations(const KernelSpec &spec) {
+  Rules r;
+  if (spec.family == KernelFamily::Quantize)
+    checkQuantize(spec, r);
+  else
+    checkAttention(spec, r);
+  return r.out;
+}
+
+llvm::Error validateSpec(const KernelSpec &spec) {
+  const std::vector<std::string> v = specViolations(spec);
+  if (v.empty())
+    return llvm::Error::success();
+  std::string msg = "invalid " + std::string(toString(spec.family)) + " spec for " + toString(spec.target) + ":";
+  for (const std::string &line : v)
+    msg += "\n  " + line;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+} // namespace fa4jit
