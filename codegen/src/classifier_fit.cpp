@@ -1,0 +1,187 @@
+// Fitting the Direct-P classifier: a fixed grid over (alpha, beta), then a fixed local
+// refinement; the mixed kind repeats a local search per candidate y_split.
+#include "fa4jit/codegen/classifier_fit.h"
+
+#include <cmath>
+#include <limits>
+
+#include "fa4jit/codegen/formats.h"
+
+namespace fa4jit::fit {
+
+device::DirectPCoefficients directpCoefficients(const ClassifierSpec &c) {
+  device::DirectPCoefficients k{};
+  k.kind = c.kind == ClassifierKind::Threshold ? 0 : c.kind == ClassifierKind::Affine ? 1 : 2;
+  k.alpha = c.alpha;
+  k.beta = c.beta;
+  for (int i = 0; i < 7; ++i)
+    k.theta[i] = c.thresholds[i];
+  k.y_split = c.y_split;
+  return k;
+}
+
+namespace {
+
+// Per row: y = x - e_b of every visible key, 2^e_b of its block, and the exact weights w
+// (normalized). Everything that does not depend on the classifier is computed once.
+struct PreparedRow {
+  std::vector<float> y;
+  std::vector<double> block_scale; // 2^e_b per key
+  std::vector<double> w;
+  double w2 = 0; // sum w^2
+};
+
+std::vector<PreparedRow> prepare(const ScoreRows &rows) {
+  std::vector<PreparedRow> out;
+  const int n = rows.row_length;
+  for (int r = 0; r < rows.rows(); ++r) {
+    const float *t = rows.t.data() + static_cast<std::size_t>(r) * n;
+    float m = -std::numeric_limits<float>::infinity();
+    for (int j = 0; j < n; ++j)
+      m = std::fmax(m, t[j]);
+    if (m == -std::numeric_limits<float>::infinity())
+      continue; // no visible key
+    PreparedRow p;
+    double wsum = 0;
+    for (int b0 = 0; b0 < n; b0 += 32) {
+      const int b1 = std::min(n, b0 + 32);
+      float bmax = -std::numeric_limits<float>::infinity();
+      for (int j = b0; j < b1; ++j)
+        bmax = std::fmax(bmax, t[j] - m);
+      if (bmax == -std::numeric_limits<float>::infinity())
+        continue;
+      const int eb = device::directpBlockExponent(bmax);
+      for (int j = b0; j < b1; ++j) {
+        if (t[j] == -std::numeric_limits<float>::infinity())
+          continue;
+        const float x = t[j] - m;
+        p.y.push_back(x - static_cast<float>(eb));
+        p.block_scale.push_back(std::ldexp(1.0, eb));
+        p.w.push_back(std::exp2(static_cast<double>(x)));
+        wsum += p.w.back();
+      }
+    }
+    for (double &w : p.w) {
+      w /= wsum;
+      p.w2 += w * w;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double objective(const device::DirectPCoefficients &k, const std::vector<PreparedRow> &rows) {
+  if (rows.empty())
+    return 0;
+  double total = 0;
+  for (const PreparedRow &p : rows) {
+    double s = 0, sp2 = 0, spw = 0;
+    for (std::size_t j = 0; j < p.y.size(); ++j) {
+      const double v = formats::kE2M1Magnitude[device::directpCode(k, p.y[j])] * p.block_scale[j];
+      s += v;
+      sp2 += v * v;
+      spw += v * p.w[j];
+    }
+    // sum (P/S - w)^2 = sum P^2/S^2 - 2 sum P w / S + sum w^2; an all-zero row loses everything.
+    const double err = s > 0 ? (sp2 / (s * s) - 2 * spw / s + p.w2) / p.w2 : 1.0;
+    total += std::fmax(err, 0.0);
+  }
+  return total / static_cast<double>(rows.size());
+}
+
+struct Search {
+  const std::vector<PreparedRow> &rows;
+  ClassifierSpec best;
+  double best_obj = std::numeric_limits<double>::infinity();
+  int evaluations = 0;
+
+  void consider(ClassifierSpec c) {
+    ++evaluations;
+    const double obj = objective(directpCoefficients(c), rows);
+    if (obj < best_obj) { // strict: ties keep the earlier point, so the result is reproducible
+      best_obj = obj;
+      best = c;
+    }
+  }
+
+  // (alpha, beta) over [a0, a1] x [b0, b1] with the given steps, y_split fixed.
+  void grid(ClassifierSpec base, float a0, float a1, float as, float b0, float b1, float bs) {
+    const int na = as > 0 ? static_cast<int>(std::floor((a1 - a0) / as + 0.5f)) : 0;
+    const int nb = static_cast<int>(std::floor((b1 - b0) / bs + 0.5f));
+    for (int i = 0; i <= na; ++i)
+      for (int j = 0; j <= nb; ++j) {
+        base.alpha = a0 + i * as;
+        base.beta = b0 + j * bs;
+        consider(base);
+      }
+  }
+
+  void refine(int rounds, float as, float bs, bool fit_alpha) {
+    for (int r = 0; r < rounds; ++r) {
+      as *= 0.5f;
+      bs *= 0.5f;
+      const ClassifierSpec c = best;
+      const float a_step = fit_alpha ? as : 0.0f;
+      grid(c, c.alpha - 2 * a_step, c.alpha + 2 * a_step, a_step, c.beta - 2 * bs, c.beta + 2 * bs, bs);
+    }
+  }
+};
+
+} // namespace
+
+double classifierObjective(const ClassifierSpec &classifier, const ScoreRows &rows) {
+  return objective(directpCoefficients(classifier), prepare(rows));
+}
+
+llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions &o) {
+  if (o.kind == ClassifierKind::Threshold)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the threshold classifier has no coefficients to fit");
+  if (!(o.alpha_step > 0) || !(o.beta_step > 0) || o.alpha_max < o.alpha_min ||
+      o.beta_max < o.beta_min || o.alpha_min <= 0 || o.refine_rounds < 0 ||
+      (o.kind == ClassifierKind::Mixed && o.y_splits.empty()))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "classifier fit grid is empty or ill-formed (alpha [%g, %g] step "
+                                   "%g, beta [%g, %g] step %g)",
+                                   o.alpha_min, o.alpha_max, o.alpha_step, o.beta_min, o.beta_max,
+                                   o.beta_step);
+  const std::vector<PreparedRow> prepared = prepare(rows);
+  if (prepared.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "no score row with a visible key to fit the classifier to");
+  Search s{prepared, {}, std::numeric_limits<double>::infinity(), 0};
+  ClassifierSpec base;
+  base.kind = ClassifierKind::Affine;
+  const float a0 = o.fit_alpha ? o.alpha_min : o.fixed_alpha;
+  const float a1 = o.fit_alpha ? o.alpha_max : o.fixed_alpha;
+  const float as = o.fit_alpha ? o.alpha_step : 0.0f;
+  s.grid(base, a0, a1, as, o.beta_min, o.beta_max, o.beta_step);
+  s.refine(o.refine_rounds, o.alpha_step, o.beta_step, o.fit_alpha);
+
+  if (o.kind == ClassifierKind::Mixed) {
+    // Around the affine optimum, per y_split: the native exp2 covers the top codes, so the
+    // affine part may prefer a slightly different line.
+    const ClassifierSpec affine = s.best;
+    s.best_obj = std::numeric_limits<double>::infinity();
+    for (float split : o.y_splits) {
+      ClassifierSpec c = affine;
+      c.kind = ClassifierKind::Mixed;
+      c.y_split = split;
+      const float aw = o.fit_alpha ? 2 * o.alpha_step : 0.0f;
+      s.grid(c, c.alpha - aw, c.alpha + aw, o.fit_alpha ? o.alpha_step : 0.0f, c.beta - 8 * o.beta_step,
+             c.beta + 8 * o.beta_step, o.beta_step);
+    }
+    s.refine(o.refine_rounds, o.alpha_step, o.beta_step, o.fit_alpha);
+  }
+
+  FitResult r;
+  r.classifier = s.best;
+  r.objective = s.best_obj;
+  ClassifierSpec threshold;
+  threshold.kind = ClassifierKind::Threshold;
+  r.threshold_objective = objective(directpCoefficients(threshold), prepared);
+  r.evaluations = s.evaluations;
+  return r;
+}
+
+} // namespace fa4jit::fit

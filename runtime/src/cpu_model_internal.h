@@ -1,0 +1,48 @@
+#pragma once
+// Internals of the route models (cpu_model.h), shared by cpu_model*.cpp only.
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+#include "fa4jit/directp.cuh"
+#include "fa4jit/runtime/cpu_model.h"
+
+namespace fa4jit::cpu::detail {
+
+// One head's operand as the tensor core consumes it: [S, D] row-major floats (the widened
+// FP8/BF16 values), plus the per-head FP32 scale applied outside the product.
+struct FedOperand {
+  int seqlen = 0, head_dim = 0;
+  std::vector<float> values;
+  float scale = 1.0f; // Q/K: NVFP4 global scale g (1 for bf16); V: epilogue factor f
+  const float *row(int s) const { return values.data() + static_cast<std::size_t>(s) * head_dim; }
+};
+
+// Q of one (batch, query head), K or V of one (batch, kv head), as the route feeds them.
+llvm::Expected<FedOperand> feedQK(const AttentionSpec &spec, const TensorRef &t, int b, int h,
+                                  int seqlen, int head_dim, const char *name);
+llvm::Expected<FedOperand> feedV(const AttentionSpec &spec, const TensorRef &v, int b, int h,
+                                 int seqlen, int head_dim);
+
+// kscale = softmax_scale * log2(e) as the one FP32 constant codegen folds (NUMERICS.md §2.1).
+float log2ScoreScale(const AttentionSpec &spec);
+// The FP32 factor t = acc * factor for one (q head, kv head) pair.
+float scoreFactor(const AttentionSpec &spec, float q_scale, float k_scale);
+// The offset subtracted from log2(l) in the LSE: p_offset_log2 for FP8-fed P, else 0.
+int lseOffset(const AttentionSpec &spec);
+
+// Everything one row needs.
+struct RowInputs {
+  const AttentionSpec *spec = nullptr;
+  device::DirectPCoefficients coeffs{};
+  const float *q = nullptr; // fed Q row, head_dim values
+  const FedOperand *k = nullptr;
+  const FedOperand *v = nullptr;
+  float score_factor = 1.0f;
+  int visible = 0; // keys [0, visible) are visible
+};
+
+// Online softmax over the key tiles and the epilogue: writes head_dim outputs and the LSE.
+// With `trace`, also records the row's internals.
+void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *trace);
+
+} // namespace fa4jit::cpu::detail

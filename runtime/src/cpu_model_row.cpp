@@ -1,0 +1,177 @@
+// One query row of a route model: scores, tile-by-tile online softmax with the range guard, P
+// per route, the normalizer from the fed values, the epilogue (docs/NUMERICS.md §2.1-§2.4).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cpu_model_internal.h"
+#include "fa4jit/codegen/formats.h"
+
+namespace fa4jit::cpu::detail {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
+
+// The row's log2-domain scores: acc formed in FP64, rounded to FP32 once, times the factor.
+void rowScores(const RowInputs &in, std::vector<float> &t) {
+  const FedOperand &k = *in.k;
+  t.assign(k.seqlen, kNegInf);
+  for (int j = 0; j < in.visible; ++j) {
+    const float *kr = k.row(j);
+    double acc = 0;
+    for (int d = 0; d < k.head_dim; ++d)
+      acc += static_cast<double>(in.q[d]) * kr[d];
+    t[j] = static_cast<float>(acc) * in.score_factor;
+  }
+}
+
+// SampledAnchor: max of t over the sampled visible keys of the first tile with a visible key.
+// Visible keys are a prefix, so that tile is tile 0 whenever any key is visible.
+float sampledAnchor(const RowInputs &in, const std::vector<float> &t) {
+  const int block_n = in.spec->tile.block_n, stride = in.spec->guard.sample_stride;
+  float m = kNegInf;
+  for (int j = 0; j < std::min(block_n, in.visible); j += stride)
+    m = std::max(m, t[j]);
+  return m;
+}
+
+// P for the keys [j0, j1) of one tile, given x = t - m (masked keys: x = -inf). Returns the fed
+// values in p (and codes / block exponents for directp); `lsum` gets the FP64 sum of what l adds.
+void tileP(const RowInputs &in, const std::vector<float> &x, int j0, int j1, std::vector<float> &p,
+           std::vector<uint8_t> &code, std::vector<int> &block_exp, double &lsum) {
+  const AttentionSpec &spec = *in.spec;
+  const int off = spec.operands.p_offset_log2;
+  lsum = 0;
+  switch (spec.route) {
+  case Route::Bf16:
+    for (int j = j0; j < j1; ++j) {
+      const float e = x[j] == kNegInf ? 0.0f : std::exp2(x[j]);
+      lsum += e; // l sums p before its BF16 rounding
+      p[j] = formats::roundToBF16(e);
+    }
+    return;
+  case Route::Nvfp8:
+    for (int j = j0; j < j1; ++j) {
+      p[j] = x[j] == kNegInf ? 0.0f : e4m3Round(std::exp2(x[j] + static_cast<float>(off)));
+      lsum += p[j];
+    }
+    return;
+  case Route::DirectP: {
+    const bool native = spec.operands.v_widening == Widening::Native;
+    for (int b0 = j0; b0 < j1; b0 += 32) {
+      const int b1 = std::min(j1, b0 + 32);
+      float bmax = kNegInf;
+      for (int j = b0; j < b1; ++j)
+        bmax = std::max(bmax, x[j]);
+      if (bmax == kNegInf) {
+        block_exp[b0 / 32] = kNoVisibleKey;
+        for (int j = b0; j < b1; ++j) {
+          p[j] = 0.0f;
+          code[j] = 0;
+        }
+        continue;
+      }
+      const int eb = device::directpBlockExponent(bmax);
+      block_exp[b0 / 32] = eb;
+      for (int j = b0; j < b1; ++j) {
+        const int c = x[j] == kNegInf ? 0 : device::directpCode(in.coeffs, x[j] - static_cast<float>(eb));
+        code[j] = static_cast<uint8_t>(c);
+        const float mag = formats::kE2M1Magnitude[c];
+        // E4m3 feed: exact unless e_b + off < -8, where E4M3's subnormals flush small codes.
+        p[j] = native ? std::ldexp(mag, std::max(eb, -127)) : e4m3Round(std::ldexp(mag, eb + off));
+        lsum += p[j];
+      }
+    }
+    return;
+  }
+  }
+}
+
+} // namespace
+
+void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *trace) {
+  const AttentionSpec &spec = *in.spec;
+  const FedOperand &v = *in.v;
+  const int n = in.k->seqlen, dim = v.head_dim, block_n = spec.tile.block_n;
+  std::vector<float> t, x(n, kNegInf), p(n, 0.0f);
+  std::vector<uint8_t> code(n, 0);
+  std::vector<int> block_exp((n + 31) / 32, kNoVisibleKey);
+  std::vector<float> o(dim, 0.0f);
+  std::vector<double> tile_o(dim);
+  rowScores(in, t);
+
+  float m = kNegInf, l = 0.0f;
+  const bool sampled = spec.guard.kind == GuardKind::SampledAnchor;
+  if (sampled)
+    m = sampledAnchor(in, t);
+  if (trace)
+    trace->anchor = m;
+
+  for (int j0 = 0; j0 < n; j0 += block_n) {
+    const int j1 = std::min(n, j0 + block_n);
+    float tmax = kNegInf;
+    for (int j = j0; j < j1; ++j)
+      tmax = std::max(tmax, t[j]);
+    if (tmax != kNegInf) { // a tile of masked keys changes nothing
+      float m_new = std::max(m, tmax);
+      if (sampled)
+        m_new = tmax <= m + spec.guard.slack_log2 ? m : tmax;
+      if (m_new != m) {
+        const float r = m == kNegInf ? 0.0f : std::exp2(m - m_new);
+        for (float &ov : o)
+          ov *= r;
+        l *= r;
+        m = m_new;
+      }
+      for (int j = j0; j < j1; ++j)
+        x[j] = t[j] == kNegInf ? kNegInf : t[j] - m;
+      double lsum = 0;
+      tileP(in, x, j0, j1, p, code, block_exp, lsum);
+      std::fill(tile_o.begin(), tile_o.end(), 0.0);
+      for (int j = j0; j < j1; ++j) {
+        if (p[j] == 0.0f)
+          continue;
+        const float *vr = v.row(j);
+        for (int d = 0; d < dim; ++d)
+          tile_o[d] += static_cast<double>(p[j]) * vr[d];
+      }
+      for (int d = 0; d < dim; ++d)
+        o[d] += static_cast<float>(tile_o[d]);
+      l += static_cast<float>(lsum);
+    }
+    if (trace) {
+      trace->tile_m.push_back(m);
+      trace->tile_l.push_back(l);
+    }
+  }
+
+  float lse = kNegInf;
+  if (in.visible == 0) {
+    std::fill(o.begin(), o.end(), 0.0f);
+  } else {
+    for (float &ov : o)
+      ov = formats::roundToBF16(ov / l * v.scale);
+    lse = (m + std::log2(l) - static_cast<float>(lseOffset(spec))) * static_cast<float>(M_LN2);
+  }
+  for (int d = 0; d < dim; ++d)
+    o_out[d] = o[d];
+  *lse_out = lse;
+  if (trace) {
+    trace->t = std::move(t);
+    trace->x = std::move(x);
+    trace->p_fed = std::move(p);
+    if (spec.route == Route::DirectP) {
+      trace->code = std::move(code);
+      trace->block_exponent = std::move(block_exp);
+    }
+    trace->m = m;
+    trace->l = l;
+    trace->lse = lse;
+    trace->o = std::move(o);
+  }
+}
+
+} // namespace fa4jit::cpu::detail
