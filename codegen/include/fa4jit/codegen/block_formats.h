@@ -27,7 +27,9 @@ std::size_t scaleFactorOffset(int r, int j, int scale_cols);
 std::size_t scaleFactorBytes(int rows, int scale_cols);
 
 // NVFP4 along the columns of `m` (the reduction dimension): 16 elements per UE4M3 scale and one
-// FP32 global scale. cols must be a multiple of 16.
+// FP32 global scale. cols must be a multiple of 16. In FP32, as NUMERICS.md §1 writes it:
+//   g = amax / 2688 (1 when that is 0: amax = 0 or an underflowing quotient);
+//   s_b = amax_b == 0 ? 0 : UE4M3(amax_b / (6*g));  c = E2M1(x / (s_b*g)), or 0 when s_b*g == 0.
 struct Nvfp4Matrix {
   int rows = 0, cols = 0;
   std::vector<uint8_t> payload; // rows x cols/2 bytes, row-major
@@ -40,7 +42,10 @@ struct Nvfp4Matrix {
 llvm::Expected<Nvfp4Matrix> quantizeNvfp4(const MatrixView &m);
 
 // MXFP4 along the columns of `m`: 32 elements per UE8M0 scale. The payload row length is cols
-// padded to `padded_cols` (a multiple of 32; padding codes are 0).
+// padded to `padded_cols` (>= cols, a multiple of 32; padding codes are 0).
+//   E = clamp(floor(log2 amax_b) - 2, -127, 127), -127 for amax_b == 0;  c = E2M1(x * 2^-E).
+// Blocks made only of padding get E = -127 (byte 0); SF padding (rows to 128, scale columns to
+// 4) is zero bytes.
 struct Mxfp4Matrix {
   int rows = 0, cols = 0, padded_cols = 0;
   std::vector<uint8_t> payload; // rows x padded_cols/2 bytes
@@ -52,7 +57,8 @@ struct Mxfp4Matrix {
 };
 llvm::Expected<Mxfp4Matrix> quantizeMxfp4(const MatrixView &m, int padded_cols);
 
-// FP8 E4M3 with one FP32 scale: x ~ E4M3(x / s) * s, s = amax / 448 (1 when amax == 0).
+// FP8 E4M3 with one FP32 scale: x ~ E4M3(x / s) * s, s = amax / 448 (1 when that is 0).
+// padded_cols >= cols; padding bytes are 0.
 struct Fp8Matrix {
   int rows = 0, cols = 0, padded_cols = 0;
   std::vector<uint8_t> payload; // rows x padded_cols
@@ -62,6 +68,7 @@ struct Fp8Matrix {
 llvm::Expected<Fp8Matrix> quantizeFp8PerTensor(const MatrixView &m, int padded_cols);
 
 // Errors name what is wrong: non-finite input (with its row/column), column counts that are not
-// a multiple of the block, empty matrices.
+// a multiple of the block, padded_cols too small or misaligned, empty matrices. The caller adds
+// the tensor and head.
 
 } // namespace fa4jit::formats
