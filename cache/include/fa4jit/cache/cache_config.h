@@ -1,0 +1,23 @@
+#pragma once
+// How a KernelCache is set up. Filled by fa4jit::runtime::loadConfig() (the one place that
+// reads FA4JIT_* variables) or directly by tests and tools.
+#include <cstdint>
+#include <string>
+
+namespace fa4jit::cache {
+
+struct CacheConfig {
+  // Writable user layer; empty means memory only.
+  std::string userDir;
+  // Read-only layer of pre-compiled kernels shipped with a deployment, searched before the user
+  // layer and never written; empty means none.
+  std::string systemDir;
+  // The user layer is pruned to this many bytes (least recently used first) after a publish.
+  uint64_t maxBytes = uint64_t(4) << 30;
+  // The in-process layer keeps at most this many bytes of entries.
+  uint64_t memoryMaxBytes = uint64_t(512) << 20;
+  // No disk at all (FA4JIT_DISABLE_CACHE): every process compiles what it uses once.
+  bool disableDisk = false;
+};
+
+} // namespace fa4jit::cache

@@ -1,0 +1,86 @@
+#pragma once
+// The kernel cache: an in-process layer, then a read-only system layer, then the user layer on
+// disk. Entries are content-addressed (CacheKey), published atomically, verified on every load,
+// and produced at most once across processes by a per-key lock with a double-checked lookup.
+// It never fails to open: an unusable user directory degrades to memory with one warning.
+#include "fa4jit/cache/cache_config.h"
+#include "fa4jit/cache/cache_entry.h"
+#include "fa4jit/cache/cache_key.h"
+#include "fa4jit/cache/cache_reports.h"
+#include "fa4jit/cache/publish_hook.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace fa4jit::cache {
+
+class DiskStore;
+class KeyMutexes;
+class MemoryLayer;
+
+class KernelCache {
+public:
+  using Producer = llvm::function_ref<llvm::Expected<EntryFiles>()>;
+
+  static std::unique_ptr<KernelCache> open(const CacheConfig &config);
+  ~KernelCache();
+  KernelCache(const KernelCache &) = delete;
+  KernelCache &operator=(const KernelCache &) = delete;
+
+  // Memory, system, user; on a miss, lock the key, look again, produce, publish, unlock.
+  // A producer error is returned as is and nothing is cached.
+  llvm::Expected<EntryPtr> getOrCreate(const CacheKey &key, Producer produce);
+  // nullptr on a miss. A corrupt user entry is reported, removed and treated as a miss.
+  EntryPtr lookup(llvm::StringRef digest);
+  // Stores an entry made elsewhere (e.g. by a pre-compiling tool).
+  llvm::Expected<EntryPtr> publish(const CacheKey &key, EntryFiles files);
+
+  std::vector<EntryInfo> list() const; // system layer first, then user
+  CacheStats stat() const;
+  VerifyReport verify(const VerifyOptions &options);
+  // Prunes the user layer to options.maxBytes; a no-op report without a user layer.
+  PruneReport prune(const PruneOptions &options);
+  // Removes every user entry and empties the memory layer.
+  PruneReport clear();
+
+  bool hasUserLayer() const;
+  // Why the user layer is off (empty when it is on or was never configured).
+  std::string degradedReason() const;
+
+  void setPublishHookForTesting(PublishHook hook);
+
+private:
+  explicit KernelCache(const CacheConfig &config);
+  std::shared_ptr<const DiskStore> userStore() const;
+  void degrade(const std::string &reason);
+  // Without the key's lock; *userCorrupt tells whether the user entry failed verification.
+  EntryPtr loadUnlocked(llvm::StringRef digest, bool *userCorrupt);
+  EntryPtr remember(std::shared_ptr<CacheEntry> entry);
+  // With the key locked: a hit, or nullptr after removing a corrupt entry.
+  EntryPtr recheckLocked(const DiskStore &user, llvm::StringRef digest);
+  // With the key locked when user is set.
+  llvm::Expected<EntryPtr> storeProduced(const CacheKey &key, EntryFiles files, const DiskStore *user);
+
+  CacheConfig config_;
+  std::unique_ptr<MemoryLayer> memory_;
+  std::unique_ptr<KeyMutexes> keyMutexes_;
+  std::shared_ptr<const DiskStore> system_;
+  std::string systemReason_;
+  mutable std::mutex stateMutex_; // guards user_, degradedReason_, warned_, hook_
+  std::shared_ptr<const DiskStore> user_;
+  std::string degradedReason_;
+  bool warned_ = false;
+  PublishHook hook_;
+  struct AtomicCounters {
+    std::atomic<uint64_t> memoryHits{0}, systemHits{0}, userHits{0}, misses{0}, produced{0}, corruptRemoved{0};
+  };
+  mutable AtomicCounters counters_;
+};
+
+} // namespace fa4jit::cache

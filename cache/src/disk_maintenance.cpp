@@ -1,0 +1,141 @@
+// The walks over one cache root behind ls, stat and prune.
+#include "disk_store.h"
+
+#include "fa4jit/cache/manifest.h"
+#include "fa4jit/cache/sha256.h"
+
+#include "layout.h"
+
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace fa4jit::cache {
+namespace {
+
+bool isShardName(llvm::StringRef name) {
+  return name.size() == 2 && isSha256Hex((name + std::string(62, '0')).str());
+}
+
+int64_t unixSeconds(FileTime t) {
+  return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
+}
+
+} // namespace
+
+std::vector<DiskStore::Scan> DiskStore::scanEntries() const {
+  std::vector<Scan> out;
+  for (const std::string &shard : listDirectory(root_)) {
+    if (!isShardName(shard))
+      continue;
+    for (const std::string &key : listDirectory(root_ + "/" + shard)) {
+      if (!isSha256Hex(key) || llvm::StringRef(key).take_front(2) != shard)
+        continue;
+      Scan s;
+      s.key = key;
+      std::string dir = entryDir(root_, key);
+      for (const std::string &name : listDirectory(dir))
+        s.bytes += fileSize(dir + "/" + name);
+      s.lastUse = modificationTime(dir + "/" + kLastUseName);
+      if (s.lastUse == FileTime())
+        s.lastUse = modificationTime(dir + "/" + kManifestName);
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> DiskStore::tempDirs() const {
+  std::vector<std::string> out;
+  for (const std::string &name : listDirectory(tmpDir(root_)))
+    out.push_back(tmpDir(root_) + "/" + name);
+  return out;
+}
+
+std::vector<EntryInfo> DiskStore::list() const {
+  std::vector<EntryInfo> out;
+  for (const Scan &s : scanEntries()) {
+    EntryInfo info;
+    info.key = s.key;
+    info.layer = layer();
+    info.bytes = s.bytes;
+    info.lastUseUnixSeconds = unixSeconds(s.lastUse);
+    llvm::Expected<std::string> text = readWholeFile(entryDir(root_, s.key) + "/" + kManifestName, 1 << 20);
+    llvm::Expected<Manifest> manifest = text ? parseManifest(*text) : text.takeError();
+    if (manifest) {
+      info.createdUnixSeconds = manifest->createdUnixSeconds;
+      info.writerVersion = manifest->writerVersion;
+      info.files = manifest->files;
+      info.keyParts = manifest->keyParts;
+    } else {
+      info.problem = llvm::toString(manifest.takeError());
+    }
+    out.push_back(std::move(info));
+  }
+  std::sort(out.begin(), out.end(), [](const EntryInfo &a, const EntryInfo &b) { return a.key < b.key; });
+  return out;
+}
+
+LayerStats DiskStore::stats() const {
+  LayerStats st;
+  st.dir = root_;
+  st.available = true;
+  for (const Scan &s : scanEntries()) {
+    ++st.entries;
+    st.bytes += s.bytes;
+  }
+  st.tempDirs = tempDirs().size();
+  return st;
+}
+
+PruneReport DiskStore::prune(uint64_t maxBytes) const {
+  assert(writable_ && "the system layer is never pruned");
+  PruneReport report;
+  for (const std::string &path : tempDirs()) {
+    llvm::StringRef name = llvm::sys::path::filename(path);
+    llvm::StringRef key = name.take_front(64);
+    if (isSha256Hex(key)) {
+      // Writers keep their temp dir only while they hold the key's lock; a free lock means the
+      // writer died (SIGKILL, power loss) and the directory is garbage.
+      llvm::Expected<std::unique_ptr<FileLock>> lock = lockKey(key, /*wait=*/false);
+      if (!lock) {
+        llvm::consumeError(lock.takeError());
+        continue;
+      }
+      if (!*lock)
+        continue;
+    }
+    removeTree(path);
+    ++report.tempDirsRemoved;
+  }
+  std::vector<Scan> entries = scanEntries();
+  for (const Scan &s : entries) {
+    ++report.entriesBefore;
+    report.bytesBefore += s.bytes;
+  }
+  std::sort(entries.begin(), entries.end(), [](const Scan &a, const Scan &b) {
+    return a.lastUse != b.lastUse ? a.lastUse < b.lastUse : a.key < b.key;
+  });
+  uint64_t total = report.bytesBefore;
+  for (const Scan &s : entries) {
+    if (total <= maxBytes)
+      break;
+    llvm::Expected<std::unique_ptr<FileLock>> lock = lockKey(s.key, /*wait=*/false);
+    if (!lock)
+      llvm::consumeError(lock.takeError());
+    if (!lock || !*lock) {
+      ++report.skippedBusy;
+      continue;
+    }
+    removeLocked(s.key);
+    total -= s.bytes;
+    ++report.entriesRemoved;
+    report.bytesRemoved += s.bytes;
+  }
+  report.entriesAfter = report.entriesBefore - report.entriesRemoved;
+  report.bytesAfter = total;
+  return report;
+}
+
+} // namespace fa4jit::cache

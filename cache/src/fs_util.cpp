@@ -1,0 +1,186 @@
+#include "fs_util.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fa4jit::cache {
+namespace {
+
+// Closes a descriptor on every path out of a function.
+struct Fd {
+  int fd;
+  explicit Fd(int f) : fd(f) {}
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+int openRetry(const std::string &path, int flags, mode_t mode = 0) {
+  int fd;
+  do
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+} // namespace
+
+llvm::Error errnoError(llvm::StringRef what, llvm::StringRef path, int err) {
+  return llvm::createStringError(std::error_code(err, std::generic_category()), "%s '%s': %s", what.str().c_str(),
+                                 path.str().c_str(), std::strerror(err));
+}
+
+llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxBytes) {
+  Fd f(openRetry(path.str(), O_RDONLY));
+  if (f.fd < 0)
+    return errnoError("cannot open", path, errno);
+  std::string data;
+  char buffer[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(f.fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errnoError("cannot read", path, errno);
+    if (n == 0)
+      return data;
+    if (data.size() + uint64_t(n) > maxBytes)
+      return llvm::createStringError(std::errc::file_too_large, "'%s' is larger than %llu bytes", path.str().c_str(),
+                                     static_cast<unsigned long long>(maxBytes));
+    data.append(buffer, size_t(n));
+  }
+}
+
+llvm::Error writeFileDurably(llvm::StringRef path, llvm::StringRef bytes) {
+  Fd f(openRetry(path.str(), O_WRONLY | O_CREAT | O_EXCL, 0600));
+  if (f.fd < 0)
+    return errnoError("cannot create", path, errno);
+  const char *p = bytes.data();
+  size_t left = bytes.size();
+  while (left > 0) {
+    ssize_t n = ::write(f.fd, p, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return errnoError("cannot write", path, errno);
+    p += n;
+    left -= size_t(n);
+  }
+  if (::fsync(f.fd) != 0)
+    return errnoError("cannot fsync", path, errno);
+  int fd = f.fd;
+  f.fd = -1;
+  if (::close(fd) != 0) // NFS reports deferred write errors here
+    return errnoError("cannot close", path, errno);
+  return llvm::Error::success();
+}
+
+llvm::Error fsyncDirectory(llvm::StringRef path) {
+  Fd f(openRetry(path.str(), O_RDONLY | O_DIRECTORY));
+  if (f.fd < 0)
+    return errnoError("cannot open directory", path, errno);
+  if (::fsync(f.fd) != 0 && errno != EINVAL) // some file systems cannot fsync directories
+    return errnoError("cannot fsync directory", path, errno);
+  return llvm::Error::success();
+}
+
+llvm::Error createPrivateDirectories(llvm::StringRef path) {
+  if (path.empty() || isDirectory(path))
+    return llvm::Error::success();
+  llvm::StringRef parent = path.rtrim('/').rsplit('/').first;
+  if (!parent.empty() && parent != path)
+    if (llvm::Error e = createPrivateDirectories(parent))
+      return e;
+  if (::mkdir(path.str().c_str(), 0700) != 0 && errno != EEXIST)
+    return errnoError("cannot create directory", path, errno);
+  if (!isDirectory(path))
+    return errnoError("cannot create directory", path, ENOTDIR);
+  return llvm::Error::success();
+}
+
+llvm::Error checkPrivateDirectory(llvm::StringRef path, bool requireOwnedByUs) {
+  struct stat st;
+  if (::stat(path.str().c_str(), &st) != 0)
+    return errnoError("cannot inspect cache directory", path, errno);
+  if (!S_ISDIR(st.st_mode))
+    return errnoError("cache path is not a directory:", path, ENOTDIR);
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return llvm::createStringError(std::errc::permission_denied,
+                                   "refusing cache directory '%s': it is writable by group or others (mode %o); "
+                                   "run 'chmod go-w %s' or choose another FA4JIT_CACHE_DIR",
+                                   path.str().c_str(), unsigned(st.st_mode & 07777), path.str().c_str());
+  if (requireOwnedByUs && st.st_uid != ::geteuid())
+    return llvm::createStringError(std::errc::permission_denied,
+                                   "refusing cache directory '%s': it belongs to uid %u, not to this user (uid %u)",
+                                   path.str().c_str(), unsigned(st.st_uid), unsigned(::geteuid()));
+  return llvm::Error::success();
+}
+
+bool pathExists(llvm::StringRef path) {
+  struct stat st;
+  return ::lstat(path.str().c_str(), &st) == 0;
+}
+
+bool isDirectory(llvm::StringRef path) {
+  struct stat st;
+  return ::stat(path.str().c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> listDirectory(llvm::StringRef path) {
+  std::vector<std::string> names;
+  DIR *dir = ::opendir(path.str().c_str());
+  if (!dir)
+    return names;
+  while (struct dirent *d = ::readdir(dir)) {
+    llvm::StringRef name(d->d_name);
+    if (name != "." && name != "..")
+      names.push_back(name.str());
+  }
+  ::closedir(dir);
+  return names;
+}
+
+void removeTree(llvm::StringRef path) {
+  struct stat st;
+  if (::lstat(path.str().c_str(), &st) != 0)
+    return;
+  if (S_ISDIR(st.st_mode)) {
+    for (const std::string &name : listDirectory(path))
+      removeTree((path + "/" + name).str());
+    ::rmdir(path.str().c_str());
+  } else {
+    ::unlink(path.str().c_str());
+  }
+}
+
+FileTime modificationTime(llvm::StringRef path) {
+  struct stat st;
+  if (::stat(path.str().c_str(), &st) != 0)
+    return FileTime();
+  auto since = std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec);
+  return FileTime(std::chrono::duration_cast<FileTime::duration>(since));
+}
+
+uint64_t fileSize(llvm::StringRef path) {
+  struct stat st;
+  return ::stat(path.str().c_str(), &st) == 0 ? uint64_t(st.st_size) : 0;
+}
+
+llvm::Error setModificationTime(llvm::StringRef path, FileTime time) {
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
+  struct timespec times[2];
+  times[0].tv_sec = times[1].tv_sec = ns / 1000000000;
+  times[0].tv_nsec = times[1].tv_nsec = ns % 1000000000;
+  if (::utimensat(AT_FDCWD, path.str().c_str(), times, 0) != 0)
+    return errnoError("cannot set the time of", path, errno);
+  return llvm::Error::success();
+}
+
+} // namespace fa4jit::cache

@@ -1,0 +1,218 @@
+#include "fa4jit/cache/kernel_cache.h"
+
+#include "disk_store.h"
+#include "key_lock.h"
+#include "memory_layer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace fa4jit::cache {
+
+KernelCache::KernelCache(const CacheConfig &config)
+    : config_(config), memory_(std::make_unique<MemoryLayer>(config.memoryMaxBytes)),
+      keyMutexes_(std::make_unique<KeyMutexes>()) {}
+
+KernelCache::~KernelCache() = default;
+
+std::unique_ptr<KernelCache> KernelCache::open(const CacheConfig &config) {
+  std::unique_ptr<KernelCache> cache(new KernelCache(config));
+  if (config.disableDisk)
+    return cache;
+  if (!config.systemDir.empty()) {
+    if (!isDirectory(config.systemDir)) {
+      cache->systemReason_ = "'" + config.systemDir + "' is not a directory";
+      spdlog::debug("fa4jit cache: no system layer: {}", cache->systemReason_);
+    } else if (auto system = DiskStore::openReadOnly(config.systemDir)) {
+      cache->system_ = std::move(*system);
+    } else {
+      cache->systemReason_ = llvm::toString(system.takeError());
+      spdlog::warn("fa4jit cache: system layer not used: {}", cache->systemReason_);
+    }
+  }
+  if (config.userDir.empty()) {
+    cache->degrade("no cache directory is configured");
+    return cache;
+  }
+  if (auto user = DiskStore::openWritable(config.userDir))
+    cache->user_ = std::move(*user);
+  else
+    cache->degrade(llvm::toString(user.takeError()));
+  return cache;
+}
+
+std::shared_ptr<const DiskStore> KernelCache::userStore() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return user_;
+}
+
+bool KernelCache::hasUserLayer() const { return userStore() != nullptr; }
+
+std::string KernelCache::degradedReason() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return degradedReason_;
+}
+
+void KernelCache::setPublishHookForTesting(PublishHook hook) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  hook_ = std::move(hook);
+}
+
+// A process that cannot write its cache still runs, recompiling what it uses once; saying so
+// more than once would flood logs of jobs that launch thousands of kernels.
+void KernelCache::degrade(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  user_.reset();
+  if (degradedReason_.empty())
+    degradedReason_ = reason;
+  if (!warned_)
+    spdlog::warn("fa4jit cache: using memory only (compiled kernels are not kept across runs): {}", reason);
+  warned_ = true;
+}
+
+EntryPtr KernelCache::remember(std::shared_ptr<CacheEntry> entry) {
+  EntryPtr shared = std::move(entry);
+  memory_->put(shared);
+  return shared;
+}
+
+EntryPtr KernelCache::loadUnlocked(llvm::StringRef digest, bool *userCorrupt) {
+  *userCorrupt = false;
+  if (system_) {
+    LoadResult r = system_->load(digest, /*touchLastUse=*/false);
+    if (r.status == LoadStatus::Hit) {
+      ++counters_.systemHits;
+      return remember(std::move(r.entry));
+    }
+    if (r.status == LoadStatus::Corrupt)
+      spdlog::warn("fa4jit cache: ignoring corrupt entry {} in the system layer {}: {}", digest.str(),
+                   system_->root(), r.problem);
+  }
+  if (auto user = userStore()) {
+    LoadResult r = user->load(digest, /*touchLastUse=*/true);
+    if (r.status == LoadStatus::Hit) {
+      ++counters_.userHits;
+      return remember(std::move(r.entry));
+    }
+    // Judged again under the key's lock: a reader racing a prune sees files vanish.
+    *userCorrupt = r.status == LoadStatus::Corrupt;
+  }
+  return nullptr;
+}
+
+EntryPtr KernelCache::recheckLocked(const DiskStore &user, llvm::StringRef digest) {
+  LoadResult r = user.load(digest, /*touchLastUse=*/true);
+  if (r.status == LoadStatus::Hit) {
+    ++counters_.userHits;
+    return remember(std::move(r.entry));
+  }
+  if (r.status == LoadStatus::Corrupt) {
+    spdlog::warn("fa4jit cache: entry {} in {} is corrupt ({}); removing it, it will be recompiled", digest.str(),
+                 user.root(), r.problem);
+    user.removeLocked(digest);
+    ++counters_.corruptRemoved;
+  }
+  return nullptr;
+}
+
+EntryPtr KernelCache::lookup(llvm::StringRef digest) {
+  if (EntryPtr hit = memory_->get(digest)) {
+    ++counters_.memoryHits;
+    return hit;
+  }
+  bool userCorrupt = false;
+  if (EntryPtr hit = loadUnlocked(digest, &userCorrupt))
+    return hit;
+  if (userCorrupt)
+    if (auto user = userStore()) {
+      KeyMutexes::Guard guard(*keyMutexes_, digest.str());
+      llvm::Expected<std::unique_ptr<FileLock>> lock = user->lockKey(digest, /*wait=*/true);
+      if (!lock)
+        llvm::consumeError(lock.takeError());
+      else if (EntryPtr hit = recheckLocked(*user, digest))
+        return hit;
+    }
+  return nullptr;
+}
+
+llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer produce) {
+  if (EntryPtr hit = memory_->get(key.digest)) {
+    ++counters_.memoryHits;
+    return hit;
+  }
+  // Threads of this process queue here; processes queue on the key's file lock below.
+  KeyMutexes::Guard guard(*keyMutexes_, key.digest);
+  if (EntryPtr hit = memory_->get(key.digest)) {
+    ++counters_.memoryHits;
+    return hit;
+  }
+  bool userCorrupt = false;
+  if (EntryPtr hit = loadUnlocked(key.digest, &userCorrupt))
+    return hit;
+  std::shared_ptr<const DiskStore> user = userStore();
+  std::unique_ptr<FileLock> lock;
+  if (user) {
+    llvm::Expected<std::unique_ptr<FileLock>> locked = user->lockKey(key.digest, /*wait=*/true);
+    if (!locked) {
+      degrade(llvm::toString(locked.takeError()));
+      user.reset();
+    } else {
+      lock = std::move(*locked);
+      // The double check: whoever held the lock before us may have just published this key.
+      if (EntryPtr hit = recheckLocked(*user, key.digest))
+        return hit;
+    }
+  }
+  ++counters_.misses;
+  llvm::Expected<EntryFiles> files = produce();
+  if (!files)
+    return files.takeError();
+  ++counters_.produced;
+  llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(*files), user.get());
+  lock.reset();
+  if (stored && user && userStore())
+    user->prune(config_.maxBytes);
+  return stored;
+}
+
+llvm::Expected<EntryPtr> KernelCache::storeProduced(const CacheKey &key, EntryFiles files, const DiskStore *user) {
+  for (const auto &[name, data] : files)
+    if (std::string why = checkEntryFileName(name); !why.empty())
+      return llvm::createStringError(std::errc::invalid_argument, "cannot cache kernel %s: %s", key.digest.c_str(),
+                                     why.c_str());
+  if (user) {
+    PublishHook hook;
+    {
+      std::lock_guard<std::mutex> state(stateMutex_);
+      hook = hook_;
+    }
+    if (llvm::Error e = user->publishLocked(key, files, hook))
+      degrade(llvm::toString(std::move(e)));
+  }
+  auto entry = std::make_shared<CacheEntry>();
+  entry->key = key.digest;
+  entry->files = std::move(files);
+  entry->layer = Layer::Produced;
+  return remember(std::move(entry));
+}
+
+llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles files) {
+  KeyMutexes::Guard guard(*keyMutexes_, key.digest);
+  std::shared_ptr<const DiskStore> user = userStore();
+  std::unique_ptr<FileLock> lock;
+  if (user) {
+    llvm::Expected<std::unique_ptr<FileLock>> locked = user->lockKey(key.digest, /*wait=*/true);
+    if (!locked) {
+      degrade(llvm::toString(locked.takeError()));
+      user.reset();
+    } else {
+      lock = std::move(*locked);
+    }
+  }
+  llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(files), user.get());
+  lock.reset();
+  if (stored && user && userStore())
+    user->prune(config_.maxBytes);
+  return stored;
+}
+
+} // namespace fa4jit::cache

@@ -1,0 +1,93 @@
+// KernelCache's ls, stat, verify, prune and clear.
+#include "fa4jit/cache/kernel_cache.h"
+
+#include "disk_store.h"
+#include "key_lock.h"
+#include "memory_layer.h"
+
+#include <spdlog/spdlog.h>
+
+namespace fa4jit::cache {
+
+std::vector<EntryInfo> KernelCache::list() const {
+  std::vector<EntryInfo> out;
+  if (system_)
+    out = system_->list();
+  if (auto user = userStore()) {
+    std::vector<EntryInfo> more = user->list();
+    out.insert(out.end(), more.begin(), more.end());
+  }
+  return out;
+}
+
+CacheStats KernelCache::stat() const {
+  CacheStats st;
+  std::shared_ptr<const DiskStore> user = userStore();
+  st.mode = config_.disableDisk ? "disabled" : user ? "disk" : "memory";
+  st.degradedReason = degradedReason();
+  st.maxBytes = config_.maxBytes;
+  if (user) {
+    st.user = user->stats();
+  } else {
+    st.user.dir = config_.userDir;
+    st.user.unavailableReason = config_.disableDisk ? "the disk cache is disabled" : st.degradedReason;
+  }
+  if (system_) {
+    st.system = system_->stats();
+  } else {
+    st.system.dir = config_.systemDir;
+    st.system.unavailableReason = config_.systemDir.empty() ? "none configured" : systemReason_;
+  }
+  st.memoryEntries = memory_->entries();
+  st.memoryBytes = memory_->bytes();
+  st.counters.memoryHits = counters_.memoryHits;
+  st.counters.systemHits = counters_.systemHits;
+  st.counters.userHits = counters_.userHits;
+  st.counters.misses = counters_.misses;
+  st.counters.produced = counters_.produced;
+  st.counters.corruptRemoved = counters_.corruptRemoved;
+  return st;
+}
+
+VerifyReport KernelCache::verify(const VerifyOptions &options) {
+  VerifyReport report;
+  auto check = [&](const DiskStore &store) {
+    for (const DiskStore::Scan &s : store.scanEntries()) {
+      ++report.checked;
+      LoadResult r = store.load(s.key, /*touchLastUse=*/false);
+      if (r.status != LoadStatus::Corrupt)
+        continue;
+      VerifyIssue issue{s.key, store.layer(), r.problem, false};
+      if (options.removeBad && store.layer() == Layer::User) {
+        KeyMutexes::Guard guard(*keyMutexes_, s.key);
+        llvm::Expected<std::unique_ptr<FileLock>> lock = store.lockKey(s.key, /*wait=*/true);
+        if (!lock) {
+          llvm::consumeError(lock.takeError());
+        } else if (store.load(s.key, false).status == LoadStatus::Corrupt) {
+          store.removeLocked(s.key);
+          memory_->erase(s.key);
+          ++counters_.corruptRemoved;
+          issue.removed = true;
+        }
+      }
+      report.bad.push_back(std::move(issue));
+    }
+  };
+  if (system_)
+    check(*system_);
+  if (auto user = userStore())
+    check(*user);
+  return report;
+}
+
+PruneReport KernelCache::prune(const PruneOptions &options) {
+  auto user = userStore();
+  return user ? user->prune(options.maxBytes) : PruneReport{};
+}
+
+PruneReport KernelCache::clear() {
+  memory_->clear();
+  return prune(PruneOptions{0});
+}
+
+} // namespace fa4jit::cache
