@@ -1,0 +1,47 @@
+#pragma once
+// THE place that reads FA4JIT_* environment variables. Everything else receives these structs,
+// so a setting is parsed (and rejected, with the variable named) once.
+//
+//   FA4JIT_CACHE_DIR          user cache (default $XDG_CACHE_HOME/fa4jit, else ~/.cache/fa4jit)
+//   FA4JIT_SYSTEM_CACHE_DIR   read-only pre-compiled layer searched first
+//   FA4JIT_CACHE_MAX_BYTES    user cache cap: bytes, or with K, M, G, T (binary) suffix
+//   FA4JIT_DISABLE_CACHE      1/true/yes/on: no disk cache at all
+//   FA4JIT_TUNE               off | on | replay (replay fails on a missing tuning record)
+//   FA4JIT_LOG_LEVEL          trace | debug | info | warn | error | critical | off
+//   FA4JIT_REPRO_DIR          where failed compiles leave a reproducer (default <cache dir>/repro)
+#include "fa4jit/cache/cache_config.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <spdlog/common.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace fa4jit::runtime {
+
+enum class TuneMode { Off, On, Replay };
+const char *tuneModeName(TuneMode mode);
+
+struct RuntimeConfig {
+  cache::CacheConfig cache;
+  TuneMode tune = TuneMode::Off;
+  spdlog::level::level_enum logLevel = spdlog::level::warn;
+  std::string reproDir; // empty when no directory could be derived
+};
+
+// The value of an environment variable, nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(llvm::StringRef name)>;
+
+llvm::Expected<RuntimeConfig> loadConfig();
+// Same, reading variables through `lookup` (tests pass a map).
+llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup);
+
+// "4096", "512M", "10G", "1.5G" is rejected; suffixes K, M, G, T (optionally KiB, MiB, ...) are
+// powers of 1024.
+llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text);
+
+} // namespace fa4jit::runtime
