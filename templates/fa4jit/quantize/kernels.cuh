@@ -1,0 +1,22 @@
+#pragma once
+// The two passes of a quantizer, as the generated instantiation file calls them:
+//   extern "C" __global__ void <name>_amax(QuantizeParams p)   { amaxPass<Config>(p); }
+//   extern "C" __global__ void <name>_encode(QuantizeParams p) { encodePass<Config>(p); }
+// params.cuh describes the launches and the output layouts.
+#include "fa4jit/quantize/amax.cuh"
+#include "fa4jit/quantize/nvfp4.cuh"
+#include "fa4jit/quantize/vt_fp8.cuh"
+#include "fa4jit/quantize/vt_mxfp4.cuh"
+
+namespace fa4jit::device::quantize {
+
+template <class C> FA4JIT_DEVICE void encodePass(const QuantizeParams &p) {
+  if constexpr (QuantizeTraits<C>::kFormat == Format::Nvfp4)
+    nvfp4EncodePass<C>(p);
+  else if constexpr (QuantizeTraits<C>::kFormat == Format::Mxfp4)
+    vtMxfp4EncodePass<C>(p);
+  else
+    vtFp8EncodePass<C>(p);
+}
+
+} // namespace fa4jit::device::quantize

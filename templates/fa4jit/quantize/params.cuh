@@ -1,0 +1,96 @@
+#pragma once
+// Run-time arguments and output layout of the quantizer kernels (docs/NUMERICS.md §1).
+// Host-compilable: the runtime fills this exact struct and passes it by value as the one kernel
+// argument of both passes (same convention as attention/params.cuh); the static_asserts pin the
+// layout that host and device share.
+//
+// Two passes per tensor, launched in this order on one stream:
+//   <name>_amax   grid (amax_chunks, batch * heads): per-head partial max |x| into amax_partial,
+//                 and nonfinite = 1 if any input is NaN or Inf;
+//   <name>_encode grid quantizeEncodeGrid(...): reduces the partials of its head, then writes the
+//                 payload, the scale factors and the per-head scalar.
+// The caller zeroes *nonfinite before the first pass and turns a 1 into an error (NUMERICS §1).
+//
+// Outputs are dense, (batch, head) major, each head's block exactly as the host reference
+// (codegen/block_formats.h) lays out one matrix:
+//   NVFP4 Q/K   payload [B, H, S, D/2]           scales  [B*H][quantizeScaleBytesPerHead]
+//               head_scalar float g
+//   MXFP4 V^T   payload [B, H, D, Skp/2]         scales  [B*H][quantizeScaleBytesPerHead]
+//               head_scalar int32 v_shift = (max block exponent of the head) - 6
+//   FP8 V^T     payload [B, H, D, Skp]           scales  unused (0)
+//               head_scalar float s_v
+// with Skp = S rounded up to 128 (padding keys hold code 0) and the scale tensors in the SF layout
+// of NUMERICS.md §1.1 (padding rows and columns 0).
+#include "fa4jit/common.cuh"
+
+namespace fa4jit::device::quantize {
+
+struct QuantizeParams {
+  uint64_t x;            // input [B, H, S, D]: bf16 or fp32 (baked), head dim contiguous
+  uint64_t payload;      // output payload (layout above)
+  uint64_t scales;       // output scale factors (NVFP4, MXFP4); 0 for FP8
+  uint64_t head_scalar;  // [B*H]: float g (NVFP4), int32 v_shift (MXFP4), float s_v (FP8)
+  uint64_t amax_partial; // float [B*H][amax_chunks], workspace written by the amax pass
+  uint64_t nonfinite;    // int32 flag, set to 1 when the input holds NaN or Inf
+  int64_t x_batch_stride, x_head_stride, x_row_stride; // in elements of x
+  int32_t batch;
+  int32_t heads;
+  int32_t seqlen;        // S >= 1 (rows of Q/K, keys of V)
+  int32_t amax_chunks;   // CTAs per head of the amax pass, >= 1
+};
+static_assert(sizeof(QuantizeParams) == 6 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
+static_assert(alignof(QuantizeParams) == 8, "QuantizeParams alignment changed");
+
+// Keys of V^T are padded to a multiple of this (one 4-column scale atom of 32-key blocks).
+constexpr int kVtKeyTile = 128;
+
+FA4JIT_HD constexpr int64_t quantizePaddedKeys(int seqlen) {
+  return (static_cast<int64_t>(seqlen) + kVtKeyTile - 1) / kVtKeyTile * kVtKeyTile;
+}
+
+FA4JIT_HD constexpr int64_t sfBytes(int64_t rows, int64_t scale_cols) {
+  return (rows + 127) / 128 * ((scale_cols + 3) / 4) * 512;
+}
+
+// format: 0 NVFP4 (row-major), 1 MXFP4 (V^T), 2 FP8 (V^T), as fa4jit::QuantFormat.
+FA4JIT_HD constexpr int64_t quantizePayloadBytesPerHead(int format, int head_dim, int seqlen) {
+  return format == 0 ? static_cast<int64_t>(seqlen) * head_dim / 2
+                     : head_dim * quantizePaddedKeys(seqlen) / (format == 1 ? 2 : 1);
+}
+
+FA4JIT_HD constexpr int64_t quantizeScaleBytesPerHead(int format, int head_dim, int seqlen) {
+  return format == 0 ? sfBytes(seqlen, head_dim / 16)
+                     : (format == 1 ? sfBytes(head_dim, quantizePaddedKeys(seqlen) / 32) : 0);
+}
+
+// Rows of x one CTA of the NVFP4 encode pass covers: one thread per 16-element block.
+FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return threads / (head_dim / 16); }
+// Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
+FA4JIT_HD constexpr int vtDimsPerCta(int threads) { return threads / 4; }
+
+struct Grid3 {
+  int x, y, z;
+};
+
+// Grid of the encode pass (block = threads, no dynamic shared memory).
+//   NVFP4: x over rows (S padded to 128: padding rows' scale bytes are written too), y = B*H.
+//   V^T:   x over 128-key tiles, y over head-dim tiles, z = B*H.
+FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
+                                            int seqlen) {
+  return format == 0
+             ? Grid3{static_cast<int>(((seqlen + 127) / 128 * 128 + nvfp4RowsPerCta(threads, head_dim) - 1) /
+                                      nvfp4RowsPerCta(threads, head_dim)),
+                     batch * heads, 1}
+             : Grid3{static_cast<int>(quantizePaddedKeys(seqlen) / kVtKeyTile), head_dim / vtDimsPerCta(threads),
+                     batch * heads};
+}
+
+// A reasonable amax_chunks: enough CTAs to fill a GPU several times over, at least 8 rows each.
+FA4JIT_HD constexpr int quantizeDefaultAmaxChunks(int batch, int heads, int seqlen) {
+  const int by_rows = (seqlen + 7) / 8;
+  const int target = (4 * 132 + batch * heads - 1) / (batch * heads);
+  const int c = target < by_rows ? target : by_rows;
+  return c < 1 ? 1 : c;
+}
+
+} // namespace fa4jit::device::quantize

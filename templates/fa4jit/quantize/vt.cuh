@@ -1,0 +1,71 @@
+#pragma once
+// Pass 2 for V: the transposed layouts V^T [D, Skp] (keys contiguous) that FP8 tensor cores need
+// for O = P V (K-major operands only, HARDWARE-NOTES.md), in MXFP4 (directp) or FP8 (nvfp8).
+// A CTA stages 128 keys x T::kDims head-dim rows of x in shared memory, then each thread encodes
+// one (head-dim row, 32-key block): 32 keys are one MXFP4 scale block, and 128 keys are exactly
+// one 4-column atom of the scale-factor layout.
+#include "fa4jit/quantize/amax.cuh"
+
+namespace fa4jit::device::quantize {
+
+// Key (within a 32-key block) stored at position `pos`. Permuted: inside each 16 keys the order
+// [0,1,8,9,2,3,10,11,4,5,12,13,6,7,14,15], so the 4 keys a Hopper thread holds in its S
+// accumulator ({2q, 2q+1, 8+2q, 9+2q}) are the 4 consecutive k its FP8 A fragment wants ({4q..4q+3})
+// and P needs no shuffle.
+FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
+  if (!permuted)
+    return pos;
+  const int a = (pos & 15) / 4, b = pos & 3;
+  return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
+}
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// Stages keys [k0, k0 + 128) x head-dim rows [d0, d0 + kDims) of head bh, transposed:
+// tile[d][key] (keys past seqlen read as 0, which is what the padding keys encode to).
+template <class T>
+FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, float (*tile)[T::kTilePitch]) {
+  constexpr int kVecPerRow = T::kDims / T::kVec;
+  const bool vec_ok = vectorLoadsOk<T>(p);
+  const int64_t base = headOffset(p, bh);
+  for (int i = threadIdx.x; i < kVtKeyTile * kVecPerRow; i += T::kThreads) {
+    const int key = i / kVecPerRow;
+    const int dv = (i % kVecPerRow) * T::kVec;
+    float v[T::kVec];
+    if (k0 + key < p.seqlen) {
+      loadRun<T, T::kVec>(p, base + (k0 + key) * p.x_row_stride + d0 + dv, vec_ok, v);
+    } else {
+#pragma unroll
+      for (int j = 0; j < T::kVec; ++j)
+        v[j] = 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < T::kVec; ++j)
+      tile[dv + j][key] = v[j];
+  }
+  __syncthreads();
+}
+
+// The 32 values of this thread's (row, block), in stored (possibly permuted) key order. Threads
+// of a warp read 32 consecutive rows: with the odd pitch every read is conflict-free.
+template <class T>
+FA4JIT_DEVICE void readVtBlock(const float (*tile)[T::kTilePitch], int d, int blk, float (&v)[32]) {
+#pragma unroll
+  for (int pos = 0; pos < 32; ++pos)
+    v[pos] = tile[d][blk * 32 + vtKeyAt(pos, T::kPermuted)];
+}
+
+// The scale bytes of head-dim rows [head_dim, 128) (only head_dim 64 has them) for this tile's 4
+// scale columns: the SF layout pads rows to a multiple of 128 with zeros.
+template <class T> FA4JIT_DEVICE void zeroVtScalePadding(uint8_t *sf, int k0, int scale_cols) {
+  constexpr int kPadRows = (128 - T::kHeadDim % 128) % 128;
+  if constexpr (kPadRows > 0) {
+    if (blockIdx.y == gridDim.y - 1)
+      for (int i = threadIdx.x; i < kPadRows * 4; i += T::kThreads)
+        sf[scaleFactorOffset(T::kHeadDim + i / 4, k0 / 32 + i % 4, scale_cols)] = 0;
+  }
+}
+
+#endif // CUDA compilers
+
+} // namespace fa4jit::device::quantize
