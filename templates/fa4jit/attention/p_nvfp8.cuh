@@ -1,0 +1,40 @@
+#pragma once
+// nvfp8 route P (NUMERICS.md §2.3): P_fed = E4M3(exp2(x + off)), l += P_fed (the decoded byte,
+// so numerator and denominator describe the same operator).
+// FP8 A fragment of keys 32kb..32kb+31 (mma.cuh), with V's keys permuted within each 16
+// (tile_load.cuh): a0 = (g, n-tiles 4kb, 4kb+1), a1 = (g+8, same), a2 = (g, 4kb+2, 4kb+3),
+// a3 = (g+8, same); byte order inside a register: tile 4kb (2 keys) then tile 4kb+1 (2 keys).
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/mma.cuh"
+#include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/formats.cuh"
+
+namespace fa4jit::device::attention {
+
+template <class C>
+FA4JIT_DEVICE void buildPNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
+                               const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+  using T = AttentionTraits<C>;
+  constexpr float kOff = static_cast<float>(C::p_offset_log2);
+#pragma unroll
+  for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      uint32_t half[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int nt = 4 * kb + i;
+        const float x0 = s[nt][2 * r] - st.m_use[r], x1 = s[nt][2 * r + 1] - st.m_use[r];
+        half[i] = floatsToE4M3x2(exp2f(x0 + kOff), exp2f(x1 + kOff));
+        float f0, f1;
+        unpackE4m3x2(half[i], f0, f1);
+        st.l[r] += f0;
+        st.l[r] += f1;
+      }
+      pa[kb][r] = half[0] | (half[1] << 16);
+      pa[kb][2 + r] = half[2] | (half[3] << 16);
+    }
+  }
+}
+
+} // namespace fa4jit::device::attention

@@ -1,0 +1,70 @@
+#pragma once
+// S = Q K^T for one warp's 16 query rows and one key tile, then t = acc * score multiplier and
+// the mask (NUMERICS.md §2.1). s[nt][i] follows the m16n8 accumulator layout of mma.cuh:
+//   (lane, nt, i) -> (row g + 8*(i/2), key 8*nt + 2q + i%2).
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/mma.cuh"
+
+namespace fa4jit::device::attention {
+
+FA4JIT_DEVICE uint32_t lds32(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+FA4JIT_DEVICE float negInf() { return __int_as_float(0xff800000); }
+
+// q_warp: the warp's 16 rows of Q in shared memory; k_tile: the key tile [block_n][pitch].
+template <class C>
+FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], const uint8_t *q_warp,
+                                 const uint8_t *k_tile, int lane) {
+  using T = AttentionTraits<C>;
+  constexpr int P = T::kQkPitch;
+  const int g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < T::kSTiles; ++nt)
+    s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+  if constexpr (T::kQkBf16) {
+#pragma unroll
+    for (int kk = 0; kk < T::kHeadDim / 16; ++kk) {
+      const uint8_t *qa = q_warp + g * P + (kk * 16 + 2 * q) * 2;
+      const uint32_t a0 = lds32(qa), a1 = lds32(qa + 8 * P), a2 = lds32(qa + 16), a3 = lds32(qa + 8 * P + 16);
+#pragma unroll
+      for (int nt = 0; nt < T::kSTiles; ++nt) {
+        const uint8_t *kb = k_tile + (nt * 8 + g) * P + (kk * 16 + 2 * q) * 2;
+        sm80_mma_m16n8k16_f32_bf16(s[nt], a0, a1, a2, a3, lds32(kb), lds32(kb + 16));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < T::kHeadDim / 32; ++kk) {
+      const uint8_t *qa = q_warp + g * P + kk * 32 + 4 * q;
+      const uint32_t a0 = lds32(qa), a1 = lds32(qa + 8 * P), a2 = lds32(qa + 16), a3 = lds32(qa + 8 * P + 16);
+#pragma unroll
+      for (int nt = 0; nt < T::kSTiles; ++nt) {
+        const uint8_t *kb = k_tile + (nt * 8 + g) * P + kk * 32 + 4 * q;
+        sm89_mma_m16n8k32_f32_e4m3(s[nt], a0, a1, a2, a3, lds32(kb), lds32(kb + 16));
+      }
+    }
+  }
+}
+
+// t = acc * mul; keys at or beyond a row's visible count (causal limit, or seqlen_k) become -inf.
+// vis[r]: number of visible keys of this thread's row g + 8r; key0: first key of the tile.
+template <class C, bool kMask>
+FA4JIT_DEVICE void scaleAndMask(float (&s)[AttentionTraits<C>::kSTiles][4], float mul, const int (&vis)[2],
+                                int key0, int lane) {
+  using T = AttentionTraits<C>;
+  const int q = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < T::kSTiles; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float t = s[nt][i] * mul;
+      if constexpr (kMask) {
+        const int key = key0 + nt * 8 + 2 * q + (i & 1);
+        t = key < vis[i / 2] ? t : negInf();
+      }
+      s[nt][i] = t;
+    }
+  }
+}
+
+} // namespace fa4jit::device::attention
