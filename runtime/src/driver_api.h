@@ -1,0 +1,51 @@
+#pragma once
+// Private: the Driver API entry points fa4jit uses, as function pointers typed from cuda.h.
+// cuda.h #defines many names to versioned symbols (cuMemAlloc -> cuMemAlloc_v2, cuEventElapsedTime
+// -> cuEventElapsedTime_v2, ...); the members below therefore carry the versioned names and
+// types, and they are resolved with cuGetProcAddress(<base name>, CUDA_VERSION), which returns
+// exactly the ABI version these headers declare.
+#include <cuda.h>
+
+#define FA4JIT_DRIVER_FUNCTIONS(X)                                                                 \
+  X(cuGetErrorName)                                                                                \
+  X(cuGetErrorString)                                                                              \
+  X(cuInit)                                                                                        \
+  X(cuDriverGetVersion)                                                                            \
+  X(cuDeviceGetCount)                                                                              \
+  X(cuDeviceGet)                                                                                   \
+  X(cuDeviceGetName)                                                                               \
+  X(cuDeviceGetAttribute)                                                                          \
+  X(cuDeviceTotalMem)                                                                              \
+  X(cuDevicePrimaryCtxRetain)                                                                      \
+  X(cuDevicePrimaryCtxRelease)                                                                     \
+  X(cuCtxSetCurrent)                                                                               \
+  X(cuCtxSynchronize)                                                                              \
+  X(cuModuleLoadDataEx)                                                                            \
+  X(cuModuleUnload)                                                                                \
+  X(cuModuleGetFunction)                                                                           \
+  X(cuFuncSetAttribute)                                                                            \
+  X(cuFuncGetAttribute)                                                                            \
+  X(cuLaunchKernelEx)                                                                              \
+  X(cuMemAlloc)                                                                                    \
+  X(cuMemFree)                                                                                     \
+  X(cuMemcpyHtoD)                                                                                  \
+  X(cuMemcpyDtoH)                                                                                  \
+  X(cuMemsetD8)                                                                                    \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy)                                                                               \
+  X(cuStreamSynchronize)                                                                           \
+  X(cuEventCreate)                                                                                 \
+  X(cuEventDestroy)                                                                                \
+  X(cuEventRecord)                                                                                 \
+  X(cuEventSynchronize)                                                                            \
+  X(cuEventElapsedTime)
+
+namespace fa4jit::runtime {
+
+struct DriverApi {
+#define FA4JIT_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
+  FA4JIT_DRIVER_FUNCTIONS(FA4JIT_DRIVER_MEMBER)
+#undef FA4JIT_DRIVER_MEMBER
+};
+
+} // namespace fa4jit::runtime
