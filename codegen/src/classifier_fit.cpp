@@ -70,7 +70,8 @@ std::vector<PreparedRow> prepare(const ScoreRows &rows) {
   return out;
 }
 
-double objective(const device::DirectPCoefficients &k, const std::vector<PreparedRow> &rows) {
+double objective(const device::DirectPCoefficients &k, const std::vector<PreparedRow> &rows,
+                 FitObjective kind) {
   if (rows.empty())
     return 0;
   double total = 0;
@@ -82,22 +83,41 @@ double objective(const device::DirectPCoefficients &k, const std::vector<Prepare
       sp2 += v * v;
       spw += v * p.w[j];
     }
-    // sum (P/S - w)^2 = sum P^2/S^2 - 2 sum P w / S + sum w^2; an all-zero row loses everything.
-    const double err = s > 0 ? (sp2 / (s * s) - 2 * spw / s + p.w2) / p.w2 : 1.0;
-    total += std::fmax(err, 0.0);
+    // An all-zero row loses everything.
+    if (!(s > 0)) {
+      total += 1.0;
+      continue;
+    }
+    if (kind == FitObjective::Cosine) {
+      total += std::fmax(1.0 - spw / std::sqrt(sp2 * p.w2), 0.0);
+      continue;
+    }
+    // sum (P/S - w)^2 = sum P^2/S^2 - 2 sum P w / S + sum w^2.
+    total += std::fmax((sp2 / (s * s) - 2 * spw / s + p.w2) / p.w2, 0.0);
   }
   return total / static_cast<double>(rows.size());
 }
 
+double nativeFraction(const std::vector<PreparedRow> &rows, float y_split) {
+  std::size_t n = 0, native = 0;
+  for (const PreparedRow &p : rows) {
+    n += p.y.size();
+    for (float y : p.y)
+      native += y >= y_split ? 1 : 0;
+  }
+  return n ? static_cast<double>(native) / static_cast<double>(n) : 0.0;
+}
+
 struct Search {
   const std::vector<PreparedRow> &rows;
+  FitObjective kind;
   ClassifierSpec best;
   double best_obj = std::numeric_limits<double>::infinity();
   int evaluations = 0;
 
   void consider(ClassifierSpec c) {
     ++evaluations;
-    const double obj = objective(directpCoefficients(c), rows);
+    const double obj = objective(directpCoefficients(c), rows, kind);
     if (obj < best_obj) { // strict: ties keep the earlier point, so the result is reproducible
       best_obj = obj;
       best = c;
@@ -129,8 +149,9 @@ struct Search {
 
 } // namespace
 
-double classifierObjective(const ClassifierSpec &classifier, const ScoreRows &rows) {
-  return objective(directpCoefficients(classifier), prepare(rows));
+double classifierObjective(const ClassifierSpec &classifier, const ScoreRows &rows,
+                           FitObjective kind) {
+  return objective(directpCoefficients(classifier), prepare(rows), kind);
 }
 
 llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions &o) {
@@ -149,7 +170,7 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
   if (prepared.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "no score row with a visible key to fit the classifier to");
-  Search s{prepared, {}, std::numeric_limits<double>::infinity(), 0};
+  Search s{prepared, o.objective, {}, std::numeric_limits<double>::infinity(), 0};
   ClassifierSpec base;
   base.kind = ClassifierKind::Affine;
   const float a0 = o.fit_alpha ? o.alpha_min : o.fixed_alpha;
@@ -163,7 +184,11 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
     // affine part may prefer a slightly different line.
     const ClassifierSpec affine = s.best;
     s.best_obj = std::numeric_limits<double>::infinity();
+    bool any = false;
     for (float split : o.y_splits) {
+      if (nativeFraction(prepared, split) > o.max_native_fraction)
+        continue;
+      any = true;
       ClassifierSpec c = affine;
       c.kind = ClassifierKind::Mixed;
       c.y_split = split;
@@ -171,6 +196,10 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
       s.grid(c, c.alpha - aw, c.alpha + aw, o.fit_alpha ? o.alpha_step : 0.0f, c.beta - 8 * o.beta_step,
              c.beta + 8 * o.beta_step, o.beta_step);
     }
+    if (!any)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "no y_split keeps the native exp2 fraction within %g",
+                                     o.max_native_fraction);
     s.refine(o.refine_rounds, o.alpha_step, o.beta_step, o.fit_alpha);
   }
 
@@ -179,8 +208,10 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
   r.objective = s.best_obj;
   ClassifierSpec threshold;
   threshold.kind = ClassifierKind::Threshold;
-  r.threshold_objective = objective(directpCoefficients(threshold), prepared);
+  r.threshold_objective = objective(directpCoefficients(threshold), prepared, o.objective);
   r.evaluations = s.evaluations;
+  if (r.classifier.kind == ClassifierKind::Mixed)
+    r.native_fraction = nativeFraction(prepared, r.classifier.y_split);
   return r;
 }
 

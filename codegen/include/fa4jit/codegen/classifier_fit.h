@@ -3,11 +3,14 @@
 // mixed kind) that minimize the output error of the Direct-P softmax, either for a Gaussian
 // score model of the shape or for scores captured from a real model (docs/CALIBRATION.md).
 //
-// Objective: for a row with exact weights w_j = exp2(x_j) / sum exp2(x) and Direct-P weights
-// w^_j = P_j / sum P (P as fed, the normalizer sums the same values), the relative squared error
-// err = sum (w^ - w)^2 / sum w^2 is E||O^ - O||^2 / E||O||^2 for values V independent of the
-// scores. The fit minimizes its mean over the sampled rows. Deterministic: fixed seeds, a fixed
-// grid, then a fixed local refinement; ties keep the first point in grid order.
+// Objectives: for a row with exact weights w_j = exp2(x_j) / sum exp2(x) and Direct-P weights
+// w^_j = P_j / sum P (P as fed, the normalizer sums the same values), and values V independent
+// of the scores with zero mean,
+//  - RelativeSquaredError: sum (w^ - w)^2 / sum w^2 = E||O^ - O||^2 / E||O||^2;
+//  - Cosine: 1 - sum w^ w / sqrt(sum w^2 * sum w^^2) = 1 - E[O^.O] / sqrt(E||O^||^2 E||O||^2),
+//    blind to a row's overall scale (which the fed normalizer largely cancels).
+// The fit minimizes the mean over the sampled rows. Deterministic: fixed seeds, a fixed grid,
+// then a fixed local refinement; ties keep the first point in grid order.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -54,17 +57,24 @@ llvm::Expected<CalibrationScores> parseCalibrationScores(llvm::StringRef text, l
 llvm::Expected<CalibrationScores> readCalibrationFile(const std::string &path);
 ScoreRows scoresFromCalibration(const CalibrationScores &cal);
 
-// Mean relative squared error of the Direct-P weights (the objective above) over the rows;
-// rows with no visible key are skipped.
-double classifierObjective(const ClassifierSpec &classifier, const ScoreRows &rows);
+enum class FitObjective : uint8_t { RelativeSquaredError, Cosine };
+
+// Mean objective (above) of the Direct-P weights over the rows; rows with no visible key are
+// skipped.
+double classifierObjective(const ClassifierSpec &classifier, const ScoreRows &rows,
+                           FitObjective objective = FitObjective::Cosine);
 
 struct FitOptions {
   ClassifierKind kind = ClassifierKind::Affine; // Affine or Mixed (Threshold has nothing to fit)
+  FitObjective objective = FitObjective::Cosine;
   bool fit_alpha = true;     // false: keep alpha = fixed_alpha, fit beta (and y_split)
   float fixed_alpha = 2.0f;
   float alpha_min = 1.0f, alpha_max = 4.0f, alpha_step = 0.25f;
   float beta_min = -2.0f, beta_max = 8.0f, beta_step = 0.125f;
   std::vector<float> y_splits = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 2.5f};
+  // Mixed: the native exp2 costs MUFU throughput (the resource Direct-P saves), so a split is
+  // only eligible if at most this fraction of the visible keys has y >= y_split.
+  double max_native_fraction = 0.125;
   int refine_rounds = 2; // each halves the step around the best point (5x5 neighbourhood)
 };
 
@@ -72,6 +82,7 @@ struct FitResult {
   ClassifierSpec classifier;
   double objective = 0;           // of the fitted classifier
   double threshold_objective = 0; // of the threshold classifier (exp2 + round to nearest)
+  double native_fraction = 0;     // mixed: fraction of visible keys that take the native exp2
   int evaluations = 0;
 };
 llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions &options);

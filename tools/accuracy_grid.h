@@ -1,0 +1,55 @@
+#pragma once
+// The experiment behind `fa4jit accuracy`: for each grid point (sigma, seqlen, head dim, causal),
+// Gaussian Q, K, V ~ N(0, sigma^2), one head, a subset of query rows against all keys; every
+// route model (and every Direct-P classifier variant) compared with the FP64 reference and with
+// the BF16 route.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+#include "llvm/Support/Error.h"
+
+namespace fa4jit::tools {
+
+// Direct-P classifier variants the table reports.
+//  threshold: exp2 + round to nearest, as comparisons;  affine: alpha and beta fitted;
+//  affine-a2: alpha = 2, beta fitted;  mixed: affine below a fitted y_split, exp2 above.
+inline const char *const kClassifierVariants[] = {"threshold", "affine", "affine-a2", "mixed"};
+
+struct AccuracyGrid {
+  std::vector<double> sigmas = {0.5, 1.0, 2.0};
+  std::vector<int> seqlens = {1024, 4096};
+  std::vector<int> head_dims = {128};
+  std::vector<bool> causal = {false, true};
+  std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
+  std::vector<std::string> classifiers = {"threshold", "affine", "affine-a2", "mixed"};
+  int rows = 256;        // query rows sampled evenly over the sequence
+  uint64_t seed = 1;
+  int threads = 0;       // 0: all cores
+};
+
+struct AccuracyRow {
+  std::string route;
+  std::string classifier; // "none" for routes without a classifier
+  ClassifierSpec coefficients;
+  double sigma = 0;
+  int seqlen = 0, head_dim = 0;
+  bool causal = false;
+  double cos_vs_fp64 = 0, cos_vs_bf16 = 0;
+  double rel_l2_vs_fp64 = 0, rel_l2_vs_bf16 = 0;
+};
+
+// Checks the grid (head dims 64/128/256, lengths and rows >= 1, sigma > 0, known classifiers).
+llvm::Error validateGrid(const AccuracyGrid &grid);
+
+// `progress(done, total)` is called after each grid point.
+llvm::Expected<std::vector<AccuracyRow>>
+runAccuracyGrid(const AccuracyGrid &grid, const std::function<void(int, int)> &progress);
+
+// The classifier of a variant for one shape (fits the Gaussian score model of the shape).
+llvm::Expected<ClassifierSpec> classifierForVariant(const std::string &variant, double sigma,
+                                                   int seqlen, bool causal, uint64_t seed);
+
+} // namespace fa4jit::tools
