@@ -1,0 +1,96 @@
+// A writer SIGKILLed in the middle of a publish leaves no visible entry; the next getOrCreate
+// compiles and publishes normally, and prune removes the dead writer's temporary directory.
+#include "cache_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace fa4jit::cache;
+using namespace fa4jit::cache::test;
+
+TEST_CASE("a writer killed mid-publish leaves no partial entry", "[cache]") {
+  auto stage = GENERATE(PublishStage::FirstFileWritten, PublishStage::BeforeRename);
+  ScratchDir dir;
+  std::string root = dir.sub("cache");
+  CacheKey key = sampleKey("killed");
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    auto cache = KernelCache::open(userConfig(root));
+    cache->setPublishHookForTesting([&](PublishStage s) {
+      if (s != stage)
+        return;
+      (void)!::write(ready[1], "x", 1);
+      for (;;)
+        ::pause(); // the parent kills us here
+    });
+    auto entry = cache->getOrCreate(key, [] { return llvm::Expected<EntryFiles>(sampleFiles("killed")); });
+    ::_exit(entry ? 3 : 4); // reaching this means the hook never fired
+  }
+  ::close(ready[1]);
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  ::close(ready[0]);
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+
+  auto cache = KernelCache::open(userConfig(root));
+  CHECK(cache->lookup(key.digest) == nullptr);
+  CHECK(cache->list().empty());
+  CHECK(::access(entryPath(root, key.digest).c_str(), F_OK) != 0);
+  CHECK(cache->stat().user.tempDirs == 1);
+  CHECK(cache->verify({}).bad.empty());
+
+  // The dead writer's lock died with it: prune may clean up, and a new compile goes through.
+  PruneReport pruned = cache->prune({uint64_t(1) << 30});
+  CHECK(pruned.tempDirsRemoved == 1);
+  CHECK(cache->stat().user.tempDirs == 0);
+  int produced = 0;
+  auto entry = cache->getOrCreate(key, [&]() -> llvm::Expected<EntryFiles> {
+    ++produced;
+    return sampleFiles("killed");
+  });
+  REQUIRE(static_cast<bool>(entry));
+  CHECK(produced == 1);
+  CHECK(KernelCache::open(userConfig(root))->lookup(key.digest) != nullptr);
+}
+
+TEST_CASE("a publish while another writer holds the key's temp dir does not remove it", "[cache]") {
+  ScratchDir dir;
+  std::string root = dir.sub("cache");
+  CacheKey key = sampleKey("busy");
+  int ready[2], release[2];
+  REQUIRE(::pipe(ready) == 0);
+  REQUIRE(::pipe(release) == 0);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto cache = KernelCache::open(userConfig(root));
+    cache->setPublishHookForTesting([&](PublishStage s) {
+      if (s != PublishStage::BeforeRename)
+        return;
+      (void)!::write(ready[1], "x", 1);
+      char b;
+      (void)!::read(release[0], &b, 1);
+    });
+    auto entry = cache->getOrCreate(key, [] { return llvm::Expected<EntryFiles>(sampleFiles("busy")); });
+    ::_exit(entry ? 0 : 1);
+  }
+  char c = 0;
+  REQUIRE(::read(ready[0], &c, 1) == 1);
+  auto cache = KernelCache::open(userConfig(root));
+  CHECK(cache->prune({0}).tempDirsRemoved == 0); // its writer is alive and holds the lock
+  REQUIRE(::write(release[1], "x", 1) == 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  CHECK(cache->lookup(key.digest) != nullptr);
+}

@@ -1,0 +1,191 @@
+// The system layer is searched first and never written; an unusable user directory degrades to
+// memory with exactly one warning; a directory others may write is refused.
+#include "cache_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <map>
+#include <sys/stat.h>
+
+using namespace fa4jit::cache;
+using namespace fa4jit::cache::test;
+
+namespace {
+
+// path -> (mode, mtime ns, size) for everything under root.
+using Snapshot = std::map<std::string, std::tuple<unsigned, long long, long long>>;
+void snapshot(const std::string &path, Snapshot &out) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return;
+  out[path] = {unsigned(st.st_mode), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size};
+  if (!S_ISDIR(st.st_mode))
+    return;
+  DIR *d = ::opendir(path.c_str());
+  while (struct dirent *e = d ? ::readdir(d) : nullptr) {
+    std::string name = e->d_name;
+    if (name != "." && name != "..")
+      snapshot(path + "/" + name, out);
+  }
+  if (d)
+    ::closedir(d);
+}
+
+llvm::Expected<EntryFiles> mustNotRun() {
+  return llvm::createStringError(std::errc::operation_not_permitted, "producer ran");
+}
+
+} // namespace
+
+TEST_CASE("the system layer is searched first and never written", "[cache]") {
+  ScratchDir dir;
+  std::string system = dir.sub("system");
+  std::string user = dir.sub("user");
+  CacheKey shipped = sampleKey("shipped");
+  REQUIRE(static_cast<bool>(KernelCache::open(userConfig(system))->publish(shipped, sampleFiles("shipped"))));
+  // The user layer holds a different payload under the same key: the system one must win.
+  EntryFiles userVersion = sampleFiles("shipped");
+  userVersion["spec.json"] = "{\"from\":\"user\"}";
+  REQUIRE(static_cast<bool>(KernelCache::open(userConfig(user))->publish(shipped, userVersion)));
+  Snapshot before;
+  snapshot(system, before);
+
+  CacheConfig config = userConfig(user);
+  config.systemDir = system;
+  config.maxBytes = 0; // even a prune to nothing must leave the system layer alone
+  auto cache = KernelCache::open(config);
+  REQUIRE(cache->stat().system.available);
+  auto entry = cache->getOrCreate(shipped, mustNotRun);
+  REQUIRE(static_cast<bool>(entry));
+  CHECK((*entry)->layer == Layer::System);
+  CHECK((*entry)->files == sampleFiles("shipped"));
+  CHECK(cache->stat().counters.systemHits == 1);
+
+  auto fresh = cache->getOrCreate(sampleKey("new"), [] { return llvm::Expected<EntryFiles>(sampleFiles("new")); });
+  REQUIRE(static_cast<bool>(fresh));
+  cache->prune({0});
+  cache->clear();
+  cache->verify({});
+  Snapshot unchanged;
+  snapshot(system, unchanged);
+  CHECK(unchanged == before);
+
+  // A damaged system entry is skipped, never removed.
+  flipByte(entryPath(system, shipped.digest) + "/kernel.cubin", 1);
+  before.clear();
+  snapshot(system, before);
+  auto fallback = KernelCache::open(config);
+  VerifyOptions fix;
+  fix.removeBad = true;
+  VerifyReport report = fallback->verify(fix);
+  REQUIRE(report.bad.size() == 1);
+  CHECK(report.bad[0].layer == Layer::System);
+  CHECK_FALSE(report.bad[0].removed);
+  auto recompiled = fallback->getOrCreate(shipped, [] { return llvm::Expected<EntryFiles>(sampleFiles("shipped")); });
+  REQUIRE(static_cast<bool>(recompiled));
+  CHECK((*recompiled)->layer == Layer::Produced);
+  Snapshot after;
+  snapshot(system, after);
+  CHECK(before == after);
+  std::vector<EntryInfo> ls = fallback->list();
+  REQUIRE(ls.size() == 2);
+  CHECK(ls[0].layer == Layer::System);
+  CHECK(ls[1].layer == Layer::User);
+}
+
+TEST_CASE("an unwritable user directory degrades to memory with one warning", "[cache]") {
+  ScratchDir dir;
+  // A path below a regular file cannot be created, even by root (tests run as root, where mode
+  // bits do not stop writes).
+  writeFile(dir.sub("file"), "not a directory");
+  WarningCounter warnings;
+  auto cache = KernelCache::open(userConfig(dir.sub("file/cache")));
+  CHECK_FALSE(cache->hasUserLayer());
+  CHECK(warnings.warnings() == 1);
+  CHECK_THAT(warnings.last(), Catch::Contains("memory only") && Catch::Contains("file/cache"));
+  CHECK_THAT(cache->degradedReason(), Catch::Contains("file/cache"));
+  int produced = 0;
+  for (int i = 0; i < 3; ++i)
+    for (const char *name : {"a", "b"}) {
+      auto e = cache->getOrCreate(sampleKey(name), [&]() -> llvm::Expected<EntryFiles> {
+        ++produced;
+        return sampleFiles(name);
+      });
+      REQUIRE(static_cast<bool>(e));
+      CHECK((*e)->files == sampleFiles(name));
+    }
+  CHECK(produced == 2);
+  cache->prune({0});
+  cache->verify({});
+  CHECK(warnings.warnings() == 1);
+  CacheStats st = cache->stat();
+  CHECK(st.mode == "memory");
+  CHECK_FALSE(st.user.available);
+  CHECK(st.memoryEntries == 2);
+}
+
+TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
+  ScratchDir dir;
+  std::string root = dir.sub("cache");
+  auto cache = KernelCache::open(userConfig(root));
+  REQUIRE(cache->hasUserLayer());
+  // Make publishing impossible: the temporary directory's place is taken by a regular file.
+  llvm::sys::fs::remove_directories(root + "/tmp");
+  writeFile(root + "/tmp", "");
+  WarningCounter warnings;
+  for (const char *name : {"x", "y", "z"}) {
+    auto e = cache->getOrCreate(sampleKey(name), [&] { return llvm::Expected<EntryFiles>(sampleFiles(name)); });
+    REQUIRE(static_cast<bool>(e));
+  }
+  CHECK(warnings.warnings() == 1);
+  CHECK_FALSE(cache->hasUserLayer());
+  CHECK(cache->lookup(sampleKey("z").digest) != nullptr);
+}
+
+TEST_CASE("a cache directory writable by group or others is refused", "[cache]") {
+  for (unsigned mode : {0777u, 0770u, 0757u}) {
+    ScratchDir dir;
+    std::string root = dir.sub("cache");
+    REQUIRE(::mkdir(root.c_str(), 0700) == 0);
+    REQUIRE(::chmod(root.c_str(), mode) == 0);
+    WarningCounter warnings;
+    auto cache = KernelCache::open(userConfig(root));
+    INFO("mode " << std::oct << mode);
+    CHECK_FALSE(cache->hasUserLayer());
+    CHECK_THAT(cache->degradedReason(), Catch::Contains("writable by group or others") && Catch::Contains(root));
+    CHECK(warnings.warnings() == 1);
+    REQUIRE(static_cast<bool>(cache->publish(sampleKey("m"), sampleFiles("m"))));
+    CHECK(cache->stat().mode == "memory");
+    CHECK(modeOf(root) == mode); // not "fixed" behind the user's back
+    CHECK(::access((root + "/tmp").c_str(), F_OK) != 0);
+  }
+}
+
+TEST_CASE("a system layer writable by others is not used", "[cache]") {
+  ScratchDir dir;
+  std::string system = dir.sub("system");
+  CacheKey key = sampleKey("planted");
+  REQUIRE(static_cast<bool>(KernelCache::open(userConfig(system))->publish(key, sampleFiles("planted"))));
+  REQUIRE(::chmod(system.c_str(), 0777) == 0);
+  CacheConfig config = userConfig(dir.sub("user"));
+  config.systemDir = system;
+  auto cache = KernelCache::open(config);
+  CHECK(cache->hasUserLayer());
+  CHECK_FALSE(cache->stat().system.available);
+  CHECK_THAT(cache->stat().system.unavailableReason, Catch::Contains("writable by group or others"));
+  CHECK(cache->lookup(key.digest) == nullptr);
+}
+
+TEST_CASE("with the disk disabled nothing is written and nothing is warned", "[cache]") {
+  ScratchDir dir;
+  CacheConfig config = userConfig(dir.sub("cache"));
+  config.disableDisk = true;
+  WarningCounter warnings;
+  auto cache = KernelCache::open(config);
+  REQUIRE(static_cast<bool>(cache->publish(sampleKey("d"), sampleFiles("d"))));
+  CHECK(cache->lookup(sampleKey("d").digest) != nullptr);
+  CHECK(cache->stat().mode == "disabled");
+  CHECK(warnings.warnings() == 0);
+  CHECK(::access(dir.sub("cache").c_str(), F_OK) != 0);
+}

@@ -1,0 +1,55 @@
+// Manifests round-trip, and a flipped bit anywhere in one is caught by its self hash.
+#include "fa4jit/cache/manifest.h"
+#include "fa4jit/cache/sha256.h"
+
+#include <catch2/catch.hpp>
+
+using namespace fa4jit::cache;
+
+namespace {
+Manifest sample() {
+  Manifest m;
+  m.schema = 1;
+  m.key = sha256Hex("key");
+  m.writerVersion = "0.1.0";
+  m.createdUnixSeconds = 1700000000;
+  m.files = {{"kernel.cubin", 1234, sha256Hex("cubin")}, {"spec.json", 10, sha256Hex("spec")}};
+  m.keyParts = {{"schema", "1"}, {"target", "sm_100a"}};
+  return m;
+}
+} // namespace
+
+TEST_CASE("a manifest round-trips", "[cache]") {
+  llvm::Expected<Manifest> back = parseManifest(serializeManifest(sample()));
+  REQUIRE(static_cast<bool>(back));
+  Manifest m = sample();
+  CHECK(back->schema == m.schema);
+  CHECK(back->key == m.key);
+  CHECK(back->writerVersion == m.writerVersion);
+  CHECK(back->createdUnixSeconds == m.createdUnixSeconds);
+  REQUIRE(back->files.size() == 2);
+  CHECK(back->files[0].name == "kernel.cubin");
+  CHECK(back->files[0].size == 1234);
+  CHECK(back->files[1].sha256 == sha256Hex("spec"));
+  CHECK(back->keyParts == m.keyParts);
+}
+
+TEST_CASE("every single-bit flip in a manifest is detected", "[cache]") {
+  std::string text = serializeManifest(sample());
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string damaged = text;
+    damaged[i] = char(damaged[i] ^ 0x01);
+    llvm::Expected<Manifest> parsed = parseManifest(damaged);
+    INFO("offset " << i);
+    CHECK_FALSE(static_cast<bool>(parsed));
+    llvm::consumeError(parsed.takeError());
+  }
+}
+
+TEST_CASE("a manifest with a file name outside the allowed set is rejected", "[cache]") {
+  Manifest m = sample();
+  m.files[0].name = "../escape";
+  llvm::Expected<Manifest> parsed = parseManifest(serializeManifest(m));
+  REQUIRE_FALSE(static_cast<bool>(parsed));
+  CHECK_THAT(llvm::toString(parsed.takeError()), Catch::Contains("../escape"));
+}
