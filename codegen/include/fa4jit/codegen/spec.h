@@ -74,6 +74,15 @@ struct TmemPlanRef {
   int s_col[2] = {-1, -1};
   int o_col[2] = {-1, -1};
   int sf_col = -1;
+  // Added by the TMEM planner (codegen/tmem_planner.h): P aliasing S, the spare S destination of
+  // a claimed overlap window, and each block-scaled operand's scale-factor columns per Q tile
+  // (-1 = absent). sf_col above is the lowest of them.
+  int p_col[2] = {-1, -1};
+  int s_spare_col = -1;
+  int sfq_col[2] = {-1, -1};
+  int sfk_col[2] = {-1, -1};
+  int sfp_col[2] = {-1, -1};
+  int sfv_col[2] = {-1, -1};
 };
 
 struct AttentionSpec {
