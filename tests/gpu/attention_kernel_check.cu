@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -508,13 +509,85 @@ template <class C> static bool runVariant(const char *vname, const Case &cs, uin
   return r.ok;
 }
 
+
+// ---- speed (informational; the benchmark tool owns real numbers) --------------------------------
+// Valid but synthetic operands: random payload bytes (every nibble is an E2M1 code), unit scales.
+template <class C> static void benchVariant(const char *vname, int B, int H, int S) {
+  using Tr = AttentionTraits<C>;
+  constexpr int D = C::head_dim;
+  const int skp = (S + 127) / 128 * 128;
+  const size_t n = static_cast<size_t>(B) * H * S * D;
+  std::mt19937 rng(7);
+  std::vector<uint16_t> bf(n);
+  std::vector<uint8_t> fp4(n / 2), fp8(static_cast<size_t>(B) * H * D * skp);
+  for (auto &x : bf)
+    x = floatToBF16(std::normal_distribution<float>(0.0f, 1.0f)(rng));
+  for (auto &x : fp4)
+    x = static_cast<uint8_t>(rng());
+  for (auto &x : fp8)
+    x = static_cast<uint8_t>(rng() & 0x3F); // positive, below 1
+  std::vector<uint8_t> sf(static_cast<size_t>(B) * H * std::max<int64_t>(scaleFactorBytes(S, D / 16), scaleFactorBytes(D, skp / 32)), 0x38);
+  std::vector<float> ones(B * H, 1.0f / 64.0f);
+  std::vector<int32_t> zeros(B * H, 0);
+  AttentionParams p{};
+  p.batch = B, p.heads_q = H, p.heads_kv = H, p.seqlen_q = S, p.seqlen_k = S;
+  std::vector<void *> allocs;
+  auto up = [&](auto &v) { auto *d = toDevice(v); allocs.push_back(d); return reinterpret_cast<uint64_t>(d); };
+  if (C::route == Route::Bf16) {
+    p.q = up(bf), p.k = up(bf), p.v = up(bf);
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = D;
+    p.q_head_stride = p.k_head_stride = p.v_head_stride = static_cast<int64_t>(S) * D;
+  } else {
+    p.q = up(fp4), p.k = up(fp4), p.q_sf = up(sf), p.k_sf = up(sf), p.v_sf = up(sf);
+    p.q_global_scale = up(ones), p.k_global_scale = up(ones), p.v_scale = up(ones), p.v_shift = up(zeros);
+    p.q_row_stride = p.k_row_stride = D / 2;
+    p.q_head_stride = p.k_head_stride = static_cast<int64_t>(S) * D / 2;
+    p.q_sf_head_stride = p.k_sf_head_stride = scaleFactorBytes(S, D / 16);
+    p.v_sf_head_stride = scaleFactorBytes(D, skp / 32);
+    p.v = C::route == Route::Nvfp8 ? up(fp8) : up(fp4);
+    p.v_row_stride = C::route == Route::Nvfp8 ? skp : skp / 2;
+    p.v_head_stride = static_cast<int64_t>(D) * p.v_row_stride;
+  }
+  p.q_batch_stride = p.q_head_stride * H, p.k_batch_stride = p.k_head_stride * H, p.v_batch_stride = p.v_head_stride * H;
+  p.q_sf_batch_stride = p.q_sf_head_stride * H, p.k_sf_batch_stride = p.k_sf_head_stride * H;
+  p.v_sf_batch_stride = p.v_sf_head_stride * H;
+  std::vector<uint16_t> o(n);
+  p.o = up(o);
+  p.o_row_stride = D, p.o_head_stride = static_cast<int64_t>(S) * D, p.o_batch_stride = p.o_head_stride * H;
+  CUDA_CHECK(cudaFuncSetAttribute(checkKernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, Tr::kSharedBytes));
+  dim3 grid((S + C::block_m - 1) / C::block_m, H, B);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0), cudaEventCreate(&e1);
+  for (int i = 0; i < 3; ++i)
+    checkKernel<C><<<grid, Tr::kThreads, Tr::kSharedBytes>>>(p);
+  const int reps = 10;
+  cudaEventRecord(e0);
+  for (int i = 0; i < reps; ++i)
+    checkKernel<C><<<grid, Tr::kThreads, Tr::kSharedBytes>>>(p);
+  cudaEventRecord(e1);
+  CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  ms /= reps;
+  const double flops = 4.0 * B * H * static_cast<double>(S) * S * D * (C::causal ? 0.5 : 1.0);
+  std::printf("bench %-34s B%d H%d S%d: %.3f ms, %.1f TFLOP/s\n", vname, B, H, S, ms, flops / ms * 1e-9);
+  for (void *a : allocs)
+    cudaFree(a);
+}
+
 static const Case kCases[] = {
     {"gauss", 1, 2, 1, 77, 203, 0},    {"gauss", 2, 4, 2, 256, 256, 0},  {"len1", 1, 1, 1, 1, 1, 0},
     {"sq>sk", 1, 2, 2, 300, 100, 0},   {"sq<sk", 1, 2, 1, 40, 333, 0},   {"huge", 1, 2, 2, 64, 500, 1},
     {"dominant", 1, 2, 1, 70, 300, 2}, {"equal", 1, 2, 1, 64, 190, 3},
 };
 
+static bool g_bench = false;
+
 template <class C> static int runAll(const char *vname) {
+  if (g_bench) {
+    benchVariant<C>(vname, 4, 16, 4096);
+    return 0;
+  }
   int fails = 0;
   uint32_t seed = 1234;
   for (const Case &cs : kCases)
@@ -524,7 +597,8 @@ template <class C> static int runAll(const char *vname) {
 
 #define VARIANT(...) fails += runAll<Cfg<__VA_ARGS__>>("Cfg<" #__VA_ARGS__ ">")
 
-int main() {
+int main(int argc, char **argv) {
+  g_bench = argc > 1 && std::string(argv[1]) == "--bench";
   int fails = 0;
 #if CHECK_ROUTE == 0
   VARIANT(0, 64, false, 0);

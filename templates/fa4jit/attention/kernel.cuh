@@ -86,13 +86,13 @@ template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p)
   if constexpr (C::route == Route::Bf16) {
     const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     loadBf16Rows<T::kHeadDim, T::kBlockM, T::kQkPitch, T::kThreads>(q_smem, qg + m0 * p.q_row_stride,
-                                                                    p.q_row_stride, q_valid, tid);
+                                                                    static_cast<int>(p.q_row_stride), q_valid, tid);
   } else {
     const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
     const float pre = T::kQkBf16 ? 1.0f : exp2Int(-C::qk_widen_shift);
     loadNvfp4Rows<T::kHeadDim, T::kBlockM, T::kQkPitch, T::kThreads, T::kQkBf16>(
-        q_smem, qg + m0 * p.q_row_stride, p.q_row_stride, qsf, m0, q_valid, pre, tid);
+        q_smem, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), qsf, m0, q_valid, pre, tid);
     const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
     const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
     score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
@@ -137,19 +137,19 @@ template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p)
     __syncthreads(); // the previous tile's K/V reads are done (and Q is visible on tile 0)
     if constexpr (C::route == Route::Bf16) {
       loadBf16Rows<T::kHeadDim, T::kBlockN, T::kQkPitch, T::kThreads>(
-          k_smem, reinterpret_cast<const uint16_t *>(kg) + key0 * p.k_row_stride, p.k_row_stride, k_valid, tid);
+          k_smem, reinterpret_cast<const uint16_t *>(kg) + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride), k_valid, tid);
       loadBf16Rows<T::kHeadDim, T::kBlockN, T::kVPitch, T::kThreads>(
-          v_smem, reinterpret_cast<const uint16_t *>(vg) + key0 * p.v_row_stride, p.v_row_stride, k_valid, tid);
+          v_smem, reinterpret_cast<const uint16_t *>(vg) + key0 * p.v_row_stride, static_cast<int>(p.v_row_stride), k_valid, tid);
     } else {
       const float pre = T::kQkBf16 ? 1.0f : exp2Int(-C::qk_widen_shift);
       loadNvfp4Rows<T::kHeadDim, T::kBlockN, T::kQkPitch, T::kThreads, T::kQkBf16>(
-          k_smem, kg + key0 * p.k_row_stride, p.k_row_stride, ksf, key0, k_valid, pre, tid);
+          k_smem, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride), ksf, key0, k_valid, pre, tid);
       if constexpr (C::route == Route::Nvfp8)
         loadFp8Vt<T::kHeadDim, T::kBlockN, T::kVPitch, T::kThreads, C::v_keys_permuted16>(
-            v_smem, vg, p.v_row_stride, key0, keys_padded, tid);
+            v_smem, vg, static_cast<int>(p.v_row_stride), key0, keys_padded, tid);
       else
         loadMxfp4Vt<T::kHeadDim, T::kBlockN, T::kVPitch, T::kThreads, C::v_keys_permuted16>(
-            v_smem, vg, p.v_row_stride, vsf, key0, keys_padded, v_shift, tid);
+            v_smem, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, tid);
     }
     __syncthreads();
 

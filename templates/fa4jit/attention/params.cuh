@@ -11,6 +11,8 @@
 //   scale-factor tensors: bytes, per (batch, head) only (inside a head the SF layout of
 //   NUMERICS.md §1.1 fixes every offset).
 // The innermost dimension is always contiguous (head dim for Q/K/O and bf16 V, keys for V^T).
+// Row strides are int64 here but offsets inside one tile are formed in 32 bits (fewer registers
+// for the loop-invariant addressing): row_stride * 256 must stay below 2^31.
 // Alignment: every base address and every stride in bytes must be a multiple of 16 (tiles move in
 // 16-byte vectors). Per-head scalars (global scales, s_v, v_shift) are dense arrays indexed
 // [batch * heads + head] with heads = Hq for Q, Hkv for K and V.

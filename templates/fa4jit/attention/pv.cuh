@@ -42,6 +42,10 @@ FA4JIT_DEVICE void accumulatePVFp8(float (&o)[AttentionTraits<C>::kOTiles][4],
     for (int dt = 0; dt < T::kOTiles; ++dt) {
       const uint8_t *vb = vt_tile + (dt * 8 + g) * T::kVPitch + kb * 32 + 4 * q;
       sm89_mma_m16n8k32_f32_e4m3(o[dt], pa[kb][0], pa[kb][1], pa[kb][2], pa[kb][3], lds32(vb), lds32(vb + 16));
+      // Next to a 128-register O (D = 256) ptxas would hoist every tile's B loads ahead of the
+      // MMAs and spill; a compiler fence every 8 tiles bounds the loads in flight to 16 registers.
+      if (dt % 8 == 7)
+        asm volatile("" ::: "memory");
     }
   }
 }

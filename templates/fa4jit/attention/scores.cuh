@@ -33,7 +33,7 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
       }
     }
   } else {
-#pragma unroll
+#pragma unroll 1
     for (int kk = 0; kk < T::kHeadDim / 32; ++kk) {
       const uint8_t *qa = q_warp + g * P + kk * 32 + 4 * q;
       const uint32_t a0 = lds32(qa), a1 = lds32(qa + 8 * P), a2 = lds32(qa + 16), a3 = lds32(qa + 8 * P + 16);

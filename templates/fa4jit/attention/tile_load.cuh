@@ -25,7 +25,7 @@ FA4JIT_DEVICE uint4 permuteKeys16(uint4 v) {
 // BF16 rows [kRows][kHeadDim] (head dim contiguous, `row_stride` elements apart) into shared rows
 // of kPitch bytes; rows >= valid_rows become zeros.
 template <int kHeadDim, int kRows, int kPitch, int kThreads>
-FA4JIT_DEVICE void loadBf16Rows(uint8_t *smem, const uint16_t *gmem, int64_t row_stride, int valid_rows,
+FA4JIT_DEVICE void loadBf16Rows(uint8_t *smem, const uint16_t *gmem, int row_stride, int valid_rows,
                                 int tid) {
   constexpr int kVecsPerRow = kHeadDim * 2 / 16;
   constexpr int kVecs = kRows * kVecsPerRow;
@@ -48,7 +48,7 @@ FA4JIT_DEVICE void loadBf16Rows(uint8_t *smem, const uint16_t *gmem, int64_t row
 //   else   : E4M3(E2M1[c] * s_b * pre_scale) with pre_scale = 2^-sigma, one rounding (E4m3).
 // `row0` is the absolute row of tile row 0 (the SF layout is indexed by absolute row).
 template <int kHeadDim, int kRows, int kPitch, int kThreads, bool kToBf16>
-FA4JIT_DEVICE void loadNvfp4Rows(uint8_t *smem, const uint8_t *payload, int64_t row_stride,
+FA4JIT_DEVICE void loadNvfp4Rows(uint8_t *smem, const uint8_t *payload, int row_stride,
                                  const uint8_t *sf, int row0, int valid_rows, float pre_scale, int tid) {
   constexpr int kBlocksPerRow = kHeadDim / 16; // one scale and 8 payload bytes each
   constexpr int kUnits = kRows * kBlocksPerRow;
@@ -61,7 +61,7 @@ FA4JIT_DEVICE void loadNvfp4Rows(uint8_t *smem, const uint8_t *payload, int64_t 
       float scale = 0.0f;
       if (row < valid_rows) {
         codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
-        scale = ue4m3ToFloat(sf[scaleFactorOffset(row0 + row, blk, kBlocksPerRow)]);
+        scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
       }
       if constexpr (kToBf16) {
         uint32_t w[8];
@@ -89,7 +89,7 @@ FA4JIT_DEVICE void loadNvfp4Rows(uint8_t *smem, const uint8_t *payload, int64_t 
 // FP8 V^T tile: rows d = 0..kHeadDim-1 of keys [key0, key0 + kBlockN) (keys contiguous, padded
 // with zeros to Skp in global memory; keys >= Skp read as zeros here).
 template <int kHeadDim, int kBlockN, int kPitch, int kThreads, bool kPermuted>
-FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int64_t row_stride, int key0, int keys_padded,
+FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int row_stride, int key0, int keys_padded,
                              int tid) {
   constexpr int kVecsPerRow = kBlockN / 16;
   constexpr int kVecs = kHeadDim * kVecsPerRow;
@@ -111,12 +111,12 @@ FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int64_t row_strid
 // MXFP4 V^T tile widened to E4M3: v = E4M3(E2M1[c] * 2^(E_b - v_shift)) (NUMERICS.md §2.3), one
 // table per (d, 32-key block), exact while E_b - v_shift >= -8.
 template <int kHeadDim, int kBlockN, int kPitch, int kThreads, bool kPermuted>
-FA4JIT_DEVICE void loadMxfp4Vt(uint8_t *smem, const uint8_t *vt, int64_t row_stride, const uint8_t *sf,
+FA4JIT_DEVICE void loadMxfp4Vt(uint8_t *smem, const uint8_t *vt, int row_stride, const uint8_t *sf,
                                int key0, int keys_padded, int v_shift, int tid) {
   constexpr int kBlocksPerRow = kBlockN / 32; // 16 payload bytes + one UE8M0 scale each
   constexpr int kUnits = kHeadDim * kBlocksPerRow;
   const int scale_cols = keys_padded / 32;
-#pragma unroll kLoadUnroll
+#pragma unroll kLoadUnroll / 2 // 32 output bytes per unit
   for (int it = 0; it < (kUnits + kThreads - 1) / kThreads; ++it) {
     const int u = tid + it * kThreads;
     if (kUnits % kThreads == 0 || u < kUnits) {
@@ -125,7 +125,7 @@ FA4JIT_DEVICE void loadMxfp4Vt(uint8_t *smem, const uint8_t *vt, int64_t row_str
       uint4 lo = zeroVec(), hi = zeroVec();
       if (key < keys_padded) {
         const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
-        const int e = ue8m0Exponent(sf[scaleFactorOffset(d, key / 32, scale_cols)]);
+        const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
         const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
         const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
         const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
