@@ -74,6 +74,8 @@ FA4JIT_HD float exp2Int(int k) {
 
 // __byte_perm semantics (selector nibble n picks byte (s >> 4n) & 7 of the pair {x = bytes 0..3,
 // y = bytes 4..7}); on the device this is one PRMT, the primitive behind all 8-entry byte tables.
+// Callers keep bit 3 of each selector nibble clear: PRMT's default mode reads it as "replicate the
+// sign bit of the selected byte", which this host emulation does not model.
 FA4JIT_HD uint32_t bytePerm(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   return __byte_perm(x, y, s);
