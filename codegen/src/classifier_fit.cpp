@@ -184,11 +184,15 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
     // affine part may prefer a slightly different line.
     const ClassifierSpec affine = s.best;
     s.best_obj = std::numeric_limits<double>::infinity();
-    bool any = false;
-    for (float split : o.y_splits) {
-      if (nativeFraction(prepared, split) > o.max_native_fraction)
-        continue;
-      any = true;
+    // y < 3 always (x <= 0, e_b = floor(max x) - 2), so a split of 3 never takes the native
+    // exp2: the fallback when no listed split fits the budget.
+    std::vector<float> splits;
+    for (float split : o.y_splits)
+      if (nativeFraction(prepared, split) <= o.max_native_fraction)
+        splits.push_back(split);
+    if (splits.empty())
+      splits.push_back(3.0f);
+    for (float split : splits) {
       ClassifierSpec c = affine;
       c.kind = ClassifierKind::Mixed;
       c.y_split = split;
@@ -196,10 +200,6 @@ llvm::Expected<FitResult> fitClassifier(const ScoreRows &rows, const FitOptions 
       s.grid(c, c.alpha - aw, c.alpha + aw, o.fit_alpha ? o.alpha_step : 0.0f, c.beta - 8 * o.beta_step,
              c.beta + 8 * o.beta_step, o.beta_step);
     }
-    if (!any)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "no y_split keeps the native exp2 fraction within %g",
-                                     o.max_native_fraction);
     s.refine(o.refine_rounds, o.alpha_step, o.beta_step, o.fit_alpha);
   }
 

@@ -73,7 +73,8 @@ struct FitOptions {
   float beta_min = -2.0f, beta_max = 8.0f, beta_step = 0.125f;
   std::vector<float> y_splits = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 2.5f};
   // Mixed: the native exp2 costs MUFU throughput (the resource Direct-P saves), so a split is
-  // only eligible if at most this fraction of the visible keys has y >= y_split.
+  // only eligible if at most this fraction of the visible keys has y >= y_split. When none is,
+  // y_split = 3 (above every y: the affine classifier alone).
   double max_native_fraction = 0.125;
   int refine_rounds = 2; // each halves the step around the best point (5x5 neighbourhood)
 };

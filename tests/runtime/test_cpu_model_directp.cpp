@@ -1,0 +1,158 @@
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "cpu_model_fixtures.h"
+#include "fa4jit/codegen/formats.h"
+#include "fa4jit/runtime/cpu_model.h"
+#include "fa4jit/runtime/cpu_reference.h"
+
+using namespace fa4jit;
+using namespace fa4jit::cpu;
+using namespace fa4jit::cpu::testing;
+
+namespace {
+
+AttentionSpec directpSpec(ClassifierKind kind, int d) {
+  AttentionSpec s;
+  s.route = Route::DirectP;
+  s.head_dim = d;
+  s.classifier.kind = kind;
+  s.classifier.alpha = 2.0f;
+  s.classifier.beta = 2.75f;
+  return s;
+}
+
+// Round-to-nearest E2M1 magnitude code of p in double, ties to the even code.
+int nearestCode(double p) {
+  int best = 0;
+  for (int c = 1; c < 8; ++c) {
+    const double dc = std::fabs(p - formats::kE2M1Magnitude[c]);
+    const double db = std::fabs(p - formats::kE2M1Magnitude[best]);
+    if (dc < db || (dc == db && c % 2 == 0))
+      best = c;
+  }
+  return best;
+}
+
+bool nearBoundary(double p) {
+  for (double b : {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0})
+    if (std::fabs(p - b) < 1e-5 * b)
+      return true;
+  return false;
+}
+
+RowTrace traceRow(const AttentionSpec &spec, const OwnedProblem &p, TraceRow where) {
+  ModelOptions o;
+  o.trace = {where};
+  auto m = runRouteModel(spec, p.problem, o);
+  REQUIRE_OK(m);
+  return m->traces[0];
+}
+
+} // namespace
+
+TEST_CASE("directp threshold codes equal exp2 + round to nearest", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 1, 1, 32, 1000, 128}, 1.0, 41);
+  const AttentionSpec spec = directpSpec(ClassifierKind::Threshold, 128);
+  int checked = 0;
+  for (int row : {0, 13, 31}) {
+    const RowTrace t = traceRow(spec, p, {0, 0, row});
+    for (int j = 0; j < 1000; ++j) {
+      const int eb = t.block_exponent[j / 32];
+      REQUIRE(eb != kNoVisibleKey);
+      const double y = static_cast<double>(t.x[j] - static_cast<float>(eb));
+      const double e = std::exp2(y);
+      if (nearBoundary(e))
+        continue;
+      CHECK(t.code[j] == nearestCode(e));
+      ++checked;
+    }
+  }
+  CHECK(checked > 2900);
+}
+
+TEST_CASE("directp block exponents, fed P and the normalizer", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 333, 64}, 1.0, 42);
+  for (ClassifierKind kind : {ClassifierKind::Threshold, ClassifierKind::Affine, ClassifierKind::Mixed}) {
+    const AttentionSpec spec = directpSpec(kind, 64);
+    const RowTrace t = traceRow(spec, p, {0, 1, 40});
+    const int tiles = (333 + 63) / 64;
+    REQUIRE(static_cast<int>(t.tile_m.size()) == tiles);
+    REQUIRE(t.block_exponent.size() == 11);
+    double l = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+      double tile_sum = 0;
+      for (int b = tile * 2; b < std::min(11, tile * 2 + 2); ++b) {
+        float bmax = -INFINITY;
+        for (int j = b * 32; j < std::min(333, b * 32 + 32); ++j)
+          bmax = std::max(bmax, t.x[j]);
+        CHECK(t.block_exponent[b] == static_cast<int>(std::floor(bmax)) - 2);
+        bool nonzero = false;
+        for (int j = b * 32; j < std::min(333, b * 32 + 32); ++j) {
+          const float want = formats::e4m3ToFloat(formats::floatToE4M3(
+              std::ldexp(formats::kE2M1Magnitude[t.code[j]], t.block_exponent[b] + 8)));
+          CHECK(t.p_fed[j] == want);
+          tile_sum += t.p_fed[j];
+          nonzero |= t.code[j] != 0;
+        }
+        CHECK(nonzero); // a block's largest key never gets code 0
+      }
+      l += tile_sum * std::exp2(static_cast<double>(t.tile_m[tile]) - t.m);
+    }
+    CHECK(t.l == Approx(l).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("directp causal: masked keys feed zero, fully masked rows are O = 0, LSE = -inf", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 2, 1, 100, 70, 64}, 1.0, 43);
+  AttentionSpec spec = directpSpec(ClassifierKind::Threshold, 64);
+  spec.causal = true;
+  ModelOptions o;
+  o.trace = {{0, 0, 40}};
+  auto m = runRouteModel(spec, p.problem, o);
+  REQUIRE_OK(m);
+  const AttentionResult &r = m->result;
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 100; ++i) {
+      const int visible = causalVisibleKeys(i, 100, 70);
+      const double lse = r.lse[r.rowIndex(0, h, i)];
+      double norm = 0;
+      for (int d = 0; d < 64; ++d) {
+        REQUIRE(std::isfinite(r.oRow(0, h, i)[d]));
+        norm += std::fabs(r.oRow(0, h, i)[d]);
+      }
+      if (visible == 0) {
+        CHECK(lse == -INFINITY);
+        CHECK(norm == 0);
+      } else {
+        CHECK(std::isfinite(lse));
+        CHECK(norm > 0);
+      }
+    }
+  const RowTrace &t = m->traces[0]; // row 40 sees keys 0..10
+  for (int j = 11; j < 70; ++j) {
+    CHECK(t.p_fed[j] == 0.0f);
+    CHECK(t.code[j] == 0);
+  }
+  CHECK(t.block_exponent[1] == kNoVisibleKey);
+  CHECK(t.tile_m.size() == 2);
+}
+
+TEST_CASE("directp native V widening: unshifted P and exact V", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 1, 1, 16, 256, 128}, 1.0, 44);
+  AttentionSpec e4 = directpSpec(ClassifierKind::Threshold, 128);
+  AttentionSpec native = e4;
+  native.operands.v_widening = Widening::Native;
+  ModelOptions o;
+  o.trace = {{0, 0, 3}};
+  auto a = runRouteModel(e4, p.problem, o);
+  auto b = runRouteModel(native, p.problem, o);
+  REQUIRE_OK(a);
+  REQUIRE_OK(b);
+  const RowTrace &ta = a->traces[0], &tb = b->traces[0];
+  CHECK(ta.code == tb.code);
+  for (int j = 0; j < 256; ++j)
+    CHECK(tb.p_fed[j] == std::ldexp(formats::kE2M1Magnitude[tb.code[j]], tb.block_exponent[j / 32]));
+  CHECK(ta.lse == Approx(tb.lse).epsilon(1e-5)); // LSE removes the P offset of the E4M3 feed
+  CHECK(compareOutputs(a->result, b->result).cosine > 0.9999);
+}

@@ -1,0 +1,136 @@
+// Runs the `fa4jit accuracy` binary (FA4JIT_CLI) as a user would.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "llvm/Support/JSON.h"
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out; // stdout and stderr together
+};
+
+Run runCli(const std::string &args) {
+  Run r;
+  const std::string cmd = std::string(FA4JIT_CLI) + " accuracy " + args + " 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string tempFile(const std::string &name, const std::string &text) {
+  const std::string path = "/tmp/fa4jit_test_" + std::to_string(getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+} // namespace
+
+TEST_CASE("accuracy --json prints one row per route and classifier", "[cli][accuracy]") {
+  const Run r = runCli("--json --sigma 1 --seqlen 256 --head-dim 64 --causal 0,1 --rows 16 --seed 3");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto v = llvm::json::parse(r.out);
+  if (!v)
+    FAIL(llvm::toString(v.takeError()));
+  const llvm::json::Array *rows = v->getAsArray();
+  REQUIRE(rows != nullptr);
+  CHECK(rows->size() == 2 * (2 + 4)); // causal x (bf16, nvfp8, directp x 4 classifiers)
+  int directp = 0;
+  for (const llvm::json::Value &row : *rows) {
+    const llvm::json::Object *o = row.getAsObject();
+    REQUIRE(o != nullptr);
+    for (const char *key : {"route", "classifier", "sigma", "seqlen", "head_dim", "causal",
+                            "cos_vs_fp64", "cos_vs_bf16", "rel_l2_vs_fp64"})
+      CHECK(o->get(key) != nullptr);
+    CHECK(o->getInteger("head_dim").getValueOr(0) == 64);
+    CHECK(o->getInteger("seqlen").getValueOr(0) == 256);
+    const double cos = o->getNumber("cos_vs_fp64").getValueOr(0);
+    CHECK(cos > 0.9);
+    CHECK(cos <= 1.0);
+    if (o->getString("route").getValueOr("") == "directp") {
+      ++directp;
+      CHECK(o->getObject("coefficients") != nullptr);
+    }
+    if (o->getString("route").getValueOr("") == "bf16")
+      CHECK(o->getNumber("cos_vs_bf16").getValueOr(0) == 1.0);
+  }
+  CHECK(directp == 8);
+}
+
+TEST_CASE("accuracy prints a readable table and --help", "[cli][accuracy]") {
+  const Run t = runCli("--sigma 1 --seqlen 128 --head-dim 128 --causal 1 --rows 8 --routes nvfp8,directp --classifiers threshold");
+  INFO(t.out);
+  REQUIRE(t.status == 0);
+  CHECK_THAT(t.out, Catch::Contains("sigma=1 seqlen=128 head_dim=128 causal=yes"));
+  CHECK_THAT(t.out, Catch::Contains("cos(fp64)"));
+  CHECK_THAT(t.out, Catch::Contains("nvfp8"));
+  CHECK_THAT(t.out, Catch::Contains("threshold"));
+  const Run h = runCli("--help");
+  CHECK(h.status == 0);
+  CHECK_THAT(h.out, Catch::Contains("--calibrate FILE"));
+}
+
+TEST_CASE("accuracy rejects bad input with a clear error", "[cli][accuracy]") {
+  struct Bad {
+    const char *args;
+    const char *message;
+  };
+  const Bad cases[] = {
+      {"--head-dim 96", "unsupported head dim 96"},
+      {"--seqlen 0", "seqlen must be >= 1"},
+      {"--routes bf16,fp4", "bad value 'bf16,fp4' for --routes"},
+      {"--classifiers cubic", "unknown classifier 'cubic'"},
+      {"--sigma nan", "sigma must be finite"},
+      {"--rows", "needs a value"},
+      {"--frobnicate 1", "unknown option '--frobnicate'"},
+      {"--calibrate /nonexistent/fa4jit.cal", "cannot read calibration file"},
+  };
+  for (const Bad &b : cases) {
+    const Run r = runCli(b.args);
+    INFO(b.args << " -> " << r.out);
+    CHECK(r.status != 0);
+    CHECK_THAT(r.out, Catch::Contains(b.message));
+  }
+}
+
+TEST_CASE("accuracy --calibrate fits coefficients from captured scores", "[cli][accuracy][calibration]") {
+  std::string text = "fa4jit-calibration 1\nhead_dim 64\nseqlen 64\nscores\n";
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 64; ++j)
+      text += std::to_string(((j * 37 + r * 11) % 64) / 8.0 - 4.0) + " ";
+    text += "\n";
+  }
+  const std::string good = tempFile("good.cal", text);
+  const Run ok = runCli("--calibrate " + good + " --json");
+  INFO(ok.out);
+  REQUIRE(ok.status == 0);
+  auto v = llvm::json::parse(ok.out);
+  if (!v)
+    FAIL(llvm::toString(v.takeError()));
+  REQUIRE(v->getAsArray() != nullptr);
+  CHECK(v->getAsArray()->size() == 3);
+  for (const llvm::json::Value &row : *v->getAsArray()) {
+    CHECK(row.getAsObject()->getNumber("alpha").hasValue());
+    CHECK(row.getAsObject()->getNumber("beta").hasValue());
+  }
+
+  const std::string bad = tempFile("nan.cal", "fa4jit-calibration 1\nhead_dim 64\nseqlen 2\nscores\n1 2\n3 nan\n");
+  const Run r = runCli("--calibrate " + bad);
+  INFO(r.out);
+  CHECK(r.status != 0);
+  CHECK_THAT(r.out, Catch::Contains(bad + ":6: score 2 is NaN"));
+  std::remove(good.c_str());
+  std::remove(bad.c_str());
+}
