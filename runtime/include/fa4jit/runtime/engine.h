@@ -1,0 +1,141 @@
+#pragma once
+// The public C++ API: an Engine holds the configuration, the kernel JIT (cache included) and the
+// device context, and runs quantizers and attention forwards on device pointers.
+//
+//   auto engine = fa4jit::Engine::create();                 // reads FA4JIT_* once
+//   fa4jit::ForwardArgs args;
+//   args.q = {q_ptr, fa4jit::DType::BF16, {B, Hq, Sq, D}, {Hq*Sq*D, Sq*D, D, 1}};
+//   ... k, v ([B, Hkv, Sk, D]), o ([B, Hq, Sq, D], BF16), lse (float [B, Hq, Sq], optional)
+//   args.route = fa4jit::Route::DirectP;  args.causal = true;
+//   if (auto err = (*engine)->forward(args)) { ... llvm::toString(std::move(err)) ... }
+//
+// Every argument is validated (shapes, head dim, strides, 16-byte alignment, dtype, that the
+// pointers are device memory of the engine's device) and errors say what is wrong.
+#include "fa4jit/codegen/spec.h"
+#include "fa4jit/runtime/config.h"
+#include "fa4jit/runtime/device_objects.h"
+#include "fa4jit/runtime/driver_library.h"
+#include "fa4jit/runtime/kernel_jit.h"
+#include "fa4jit/runtime/kernel_module.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace fa4jit {
+
+enum class DType : uint8_t { BF16, F32 };
+const char *toString(DType t);
+
+// A 4-D device tensor [batch, heads, seq, head_dim]; strides in elements; the last dim must be
+// contiguous (stride 1).
+struct TensorDesc {
+  std::uint64_t data = 0; // CUdeviceptr
+  DType dtype = DType::BF16;
+  std::int64_t shape[4] = {0, 0, 0, 0};
+  std::int64_t stride[4] = {0, 0, 0, 1};
+  static TensorDesc contiguous(std::uint64_t data, DType dtype, std::int64_t b, std::int64_t h, std::int64_t s,
+                               std::int64_t d) {
+    return {data, dtype, {b, h, s, d}, {h * s * d, s * d, d, 1}};
+  }
+};
+
+// One quantized attention operand in the exchange layout of docs/NUMERICS.md §1, owned by the
+// engine's caller.
+struct QuantizedTensor {
+  QuantFormat format = QuantFormat::Nvfp4;
+  int batch = 0, heads = 0, seqlen = 0, head_dim = 0;
+  runtime::DeviceBuffer payload;     // dense per head
+  runtime::DeviceBuffer scales;      // SF layout per head (NVFP4, MXFP4); empty for FP8
+  runtime::DeviceBuffer head_scalar; // float g | int32 v_shift | float s_v, [batch*heads]
+};
+
+struct ForwardArgs {
+  TensorDesc q, k, v;    // BF16
+  TensorDesc o;          // BF16 output [B, Hq, Sq, D]
+  std::uint64_t lse = 0; // optional float [B, Hq, Sq] (natural log); 0 = not written
+  Route route = Route::DirectP;
+  bool causal = false;
+  float softmax_scale = 0.0f;                 // 0 => 1/sqrt(D)
+  std::optional<ClassifierSpec> classifier;   // directp: override the tuned/heuristic classifier
+  std::optional<KernelSpec> spec;             // use exactly this attention spec (tuning, tests)
+  void *stream = nullptr;                     // CUstream; null = legacy default stream
+};
+
+// Operands already quantized (e.g. by quantize(), or kept from a previous step).
+struct QuantizedForwardArgs {
+  const QuantizedTensor *q = nullptr, *k = nullptr, *v = nullptr;
+  TensorDesc o;
+  std::uint64_t lse = 0;
+  Route route = Route::DirectP;
+  bool causal = false;
+  float softmax_scale = 0.0f;
+  std::optional<ClassifierSpec> classifier;
+  std::optional<KernelSpec> spec;
+  void *stream = nullptr;
+};
+
+struct EngineOptions {
+  std::optional<runtime::RuntimeConfig> config; // default: runtime::loadConfig() (FA4JIT_*)
+  int device = 0;
+};
+
+class Engine {
+public:
+  static llvm::Expected<std::unique_ptr<Engine>> create(const EngineOptions &options = {});
+  ~Engine();
+
+  // Quantizes x ([B, H, S, D], BF16 or F32) into `format` (NVFP4 rows for Q/K; MXFP4 or FP8 V^T
+  // for V). A NaN or Inf in x is an error naming the tensor (this synchronizes the stream).
+  llvm::Expected<QuantizedTensor> quantize(const TensorDesc &x, QuantFormat format, const char *what = "x",
+                                           void *stream = nullptr);
+
+  // Attention forward from BF16 inputs: quantizes as the route needs (into engine workspace),
+  // then runs the attention kernel chosen for the shape.
+  llvm::Error forward(const ForwardArgs &args);
+  // Attention forward on quantized operands (no quantization, no synchronization).
+  llvm::Error forward(const QuantizedForwardArgs &args);
+
+  // The attention spec forward() would use for these arguments (tuned, else heuristic).
+  llvm::Expected<KernelSpec> attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
+                                              const std::optional<ClassifierSpec> &classifier) const;
+
+  const runtime::DeviceInfo &device() const { return device_; }
+  runtime::CudaDriver &driver() { return driver_; }
+  runtime::KernelJit &jit() { return *jit_; }
+  const runtime::RuntimeConfig &config() const { return config_; }
+  Target target() const { return target_; }
+
+  // A launchable kernel for `spec` (compiled or cached, loaded into this engine's device).
+  llvm::Expected<runtime::Kernel &> kernel(const KernelSpec &spec, const std::string &entry);
+
+private:
+  Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
+         std::unique_ptr<runtime::KernelJit> jit, Target target);
+  llvm::Error launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
+                              const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
+                              const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
+
+  runtime::RuntimeConfig config_;
+  runtime::CudaDriver &driver_;
+  runtime::DeviceInfo device_;
+  std::unique_ptr<runtime::KernelJit> jit_;
+  Target target_;
+  std::mutex modules_mutex_;
+  std::map<std::string, std::unique_ptr<runtime::KernelModule>> modules_; // by cache key
+  struct Workspace {
+    // Quantized operands of the last BF16-input forward.
+    std::optional<QuantizedTensor> q, k, v;
+  };
+  std::unique_ptr<Workspace> workspace_;
+};
+
+// The target fa4jit compiles for on a device of this compute capability (sm_90 -> sm_90a,
+// sm_100 -> sm_100a, sm_89, sm_80), or an error for devices it has no kernels for.
+llvm::Expected<Target> targetForDevice(int cc_major, int cc_minor);
+
+} // namespace fa4jit

@@ -1,0 +1,24 @@
+#pragma once
+// Argument checks of the public API, as pure functions (testable without a GPU). Each error names
+// the tensor and the field that is wrong and what was expected.
+#include "fa4jit/runtime/engine.h"
+
+#include "llvm/Support/Error.h"
+
+namespace fa4jit::runtime {
+
+// Byte size of one element of `t`.
+int elementBytes(DType t);
+
+// A [B, H, S, D] tensor: positive sizes, D in {64, 128, 256}, last stride 1, non-negative
+// strides, base and every outer stride (in bytes) a multiple of 16 (kernels move 16-byte vectors).
+llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected);
+
+// q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D], o like q; Hq % Hkv == 0; lse 4-byte aligned.
+llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, const TensorDesc &v,
+                                  const TensorDesc &o, std::uint64_t lse);
+
+// Quantized operands agree with each other and with the route.
+llvm::Error validateQuantizedForward(const QuantizedForwardArgs &args);
+
+} // namespace fa4jit::runtime

@@ -1,0 +1,87 @@
+// Engine: configuration, JIT and device, and the kernel lookup every launch goes through.
+#include "fa4jit/runtime/engine.h"
+
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/runtime/kernel_module.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fa4jit {
+
+const char *toString(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
+
+llvm::Expected<Target> targetForDevice(int major, int minor) {
+  if (major == 9 && minor == 0)
+    return Target::Sm90a;
+  if (major == 10 && minor == 0)
+    return Target::Sm100a;
+  if (major == 8 && minor == 9)
+    return Target::Sm89;
+  if (major == 8)
+    return Target::Sm80;
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "no fa4jit kernels for compute capability %d.%d (supported: 8.x, 9.0, 10.0)",
+                                 major, minor);
+}
+
+Engine::Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
+               std::unique_ptr<runtime::KernelJit> jit, Target target)
+    : config_(std::move(config)), driver_(driver), device_(std::move(device)), jit_(std::move(jit)),
+      target_(target), workspace_(std::make_unique<Workspace>()) {}
+
+Engine::~Engine() = default;
+
+llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &options) {
+  runtime::RuntimeConfig config;
+  if (options.config) {
+    config = *options.config;
+  } else {
+    auto loaded = runtime::loadConfig();
+    if (!loaded)
+      return loaded.takeError();
+    config = std::move(*loaded);
+  }
+  auto driver = runtime::CudaDriver::get();
+  if (!driver)
+    return driver.takeError();
+  if (options.device < 0 || options.device >= driver->deviceCount())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "device %d does not exist (%d CUDA devices)",
+                                   options.device, driver->deviceCount());
+  auto device = driver->device(options.device);
+  if (!device)
+    return device.takeError();
+  auto target = targetForDevice(device->cc_major, device->cc_minor);
+  if (!target)
+    return target.takeError();
+  if (auto err = driver->makeCurrent(options.device))
+    return err;
+  auto jit = runtime::KernelJit::create(config);
+  if (!jit)
+    return jit.takeError();
+  return std::unique_ptr<Engine>(new Engine(std::move(config), *driver, std::move(*device), std::move(*jit), *target));
+}
+
+llvm::Expected<runtime::Kernel &> Engine::kernel(const KernelSpec &spec, const std::string &entry) {
+  auto compiled = jit_->get(spec);
+  if (!compiled)
+    return compiled.takeError();
+  std::lock_guard<std::mutex> lock(modules_mutex_);
+  auto it = modules_.find((*compiled)->cache_key);
+  if (it == modules_.end()) {
+    auto module = runtime::KernelModule::load(driver_, device_.ordinal, (*compiled)->cubin);
+    if (!module)
+      return module.takeError();
+    it = modules_.emplace((*compiled)->cache_key, std::move(*module)).first;
+  }
+  return it->second->kernel(entry);
+}
+
+llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, bool causal, int /*seqlen_k*/,
+                                                    const std::optional<ClassifierSpec> &classifier) const {
+  KernelSpec spec = defaultAttentionSpec(route, head_dim, causal, target_);
+  if (classifier)
+    spec.attention.classifier = *classifier;
+  return spec;
+}
+
+} // namespace fa4jit

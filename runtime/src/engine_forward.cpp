@@ -1,0 +1,151 @@
+// Engine::forward: choose the attention spec, quantize what the route needs, fill the kernel's
+// AttentionParams (templates/fa4jit/attention/params.cuh) and launch.
+#include "fa4jit/runtime/engine.h"
+
+#include "fa4jit/attention/params.cuh"
+#include "fa4jit/quantize/params.cuh"
+#include "fa4jit/runtime/forward_validate.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fa4jit {
+
+namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+// Strides of one quantized operand's payload and scales, as AttentionParams wants them (bytes).
+struct QuantStrides {
+  std::int64_t batch, head, row, sf_batch, sf_head;
+};
+QuantStrides quantStrides(const QuantizedTensor &t) {
+  namespace dq = device::quantize;
+  const int f = static_cast<int>(t.format);
+  const std::int64_t head = dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen);
+  const std::int64_t row = t.format == QuantFormat::Nvfp4 ? t.head_dim / 2
+                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
+                                                            : dq::quantizePaddedKeys(t.seqlen);
+  const std::int64_t sf = dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen);
+  return {head * t.heads, head, row, sf * t.heads, sf};
+}
+} // namespace
+
+llvm::Error Engine::forward(const ForwardArgs &a) {
+  if (auto err = runtime::validateForwardShapes(a.q, a.k, a.v, a.o, a.lse))
+    return err;
+  const int D = static_cast<int>(a.q.shape[3]);
+  KernelSpec spec;
+  if (a.spec) {
+    spec = *a.spec;
+  } else {
+    auto chosen = attentionSpecFor(a.route, D, a.causal, static_cast<int>(a.k.shape[2]), a.classifier);
+    if (!chosen)
+      return chosen.takeError();
+    spec = *chosen;
+  }
+  if (a.softmax_scale != 0.0f)
+    spec.attention.softmax_scale = a.softmax_scale;
+  if (spec.attention.route == Route::Bf16)
+    return launchAttention(spec, nullptr, nullptr, nullptr, &a.q, &a.k, &a.v, a.o, a.lse, a.stream);
+
+  auto q = quantize(a.q, QuantFormat::Nvfp4, "q", a.stream);
+  if (!q)
+    return q.takeError();
+  auto k = quantize(a.k, QuantFormat::Nvfp4, "k", a.stream);
+  if (!k)
+    return k.takeError();
+  auto v = quantize(a.v, spec.attention.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v",
+                    a.stream);
+  if (!v)
+    return v.takeError();
+  workspace_->q = std::move(*q);
+  workspace_->k = std::move(*k);
+  workspace_->v = std::move(*v);
+  return launchAttention(spec, &*workspace_->q, &*workspace_->k, &*workspace_->v, nullptr, nullptr, nullptr, a.o,
+                         a.lse, a.stream);
+}
+
+llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
+  if (auto err = runtime::validateQuantizedForward(a))
+    return err;
+  KernelSpec spec;
+  if (a.spec) {
+    spec = *a.spec;
+  } else {
+    auto chosen = attentionSpecFor(a.route, a.q->head_dim, a.causal, a.k->seqlen, a.classifier);
+    if (!chosen)
+      return chosen.takeError();
+    spec = *chosen;
+  }
+  if (a.softmax_scale != 0.0f)
+    spec.attention.softmax_scale = a.softmax_scale;
+  return launchAttention(spec, a.q, a.k, a.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
+}
+
+llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
+                                    const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
+                                    const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream) {
+  namespace da = device::attention;
+  if (spec.family != KernelFamily::AttentionForward)
+    return fail("forward: the spec is not an attention-forward spec");
+  const AttentionSpec &as = spec.attention;
+  const int D = static_cast<int>(o.shape[3]);
+  if (as.head_dim != D)
+    return fail(llvm::formatv("forward: spec head dim {0} differs from the tensors' {1}", as.head_dim, D));
+  const bool quantized = as.route != Route::Bf16;
+  if (quantized != (q != nullptr))
+    return fail(llvm::formatv("forward: route {0} got the wrong kind of operands", toString(as.route)));
+
+  auto compiled = jit_->get(spec);
+  if (!compiled)
+    return compiled.takeError();
+  const EntryPoint &entry = (*compiled)->emitted.entries.at(0);
+  auto kern = kernel(spec, entry.name);
+  if (!kern)
+    return kern.takeError();
+
+  da::AttentionParams p{};
+  if (quantized) {
+    const QuantStrides qs = quantStrides(*q), ks = quantStrides(*k), vs = quantStrides(*v);
+    p.q = q->payload.address(), p.k = k->payload.address(), p.v = v->payload.address();
+    p.q_sf = q->scales.address(), p.k_sf = k->scales.address();
+    p.v_sf = v->format == QuantFormat::Mxfp4 ? v->scales.address() : 0;
+    p.q_global_scale = q->head_scalar.address(), p.k_global_scale = k->head_scalar.address();
+    p.v_scale = v->format == QuantFormat::Fp8PerHead ? v->head_scalar.address() : 0;
+    p.v_shift = v->format == QuantFormat::Mxfp4 ? v->head_scalar.address() : 0;
+    p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
+    p.k_batch_stride = ks.batch, p.k_head_stride = ks.head, p.k_row_stride = ks.row;
+    p.v_batch_stride = vs.batch, p.v_head_stride = vs.head, p.v_row_stride = vs.row;
+    p.q_sf_batch_stride = qs.sf_batch, p.q_sf_head_stride = qs.sf_head;
+    p.k_sf_batch_stride = ks.sf_batch, p.k_sf_head_stride = ks.sf_head;
+    p.v_sf_batch_stride = vs.sf_batch, p.v_sf_head_stride = vs.sf_head;
+    p.batch = q->batch, p.heads_q = q->heads, p.heads_kv = k->heads;
+    p.seqlen_q = q->seqlen, p.seqlen_k = k->seqlen;
+  } else {
+    p.q = bq->data, p.k = bk->data, p.v = bv->data;
+    p.q_batch_stride = bq->stride[0], p.q_head_stride = bq->stride[1], p.q_row_stride = bq->stride[2];
+    p.k_batch_stride = bk->stride[0], p.k_head_stride = bk->stride[1], p.k_row_stride = bk->stride[2];
+    p.v_batch_stride = bv->stride[0], p.v_head_stride = bv->stride[1], p.v_row_stride = bv->stride[2];
+    p.batch = static_cast<int32_t>(bq->shape[0]), p.heads_q = static_cast<int32_t>(bq->shape[1]);
+    p.heads_kv = static_cast<int32_t>(bk->shape[1]);
+    p.seqlen_q = static_cast<int32_t>(bq->shape[2]), p.seqlen_k = static_cast<int32_t>(bk->shape[2]);
+  }
+  p.o = o.data;
+  p.o_batch_stride = o.stride[0], p.o_head_stride = o.stride[1], p.o_row_stride = o.stride[2];
+  p.lse = lse;
+  if (p.batch > 65535 || p.heads_q > 65535)
+    return fail(llvm::formatv("forward: batch {0} and query heads {1} must each be at most 65535", p.batch,
+                              p.heads_q));
+
+  runtime::LaunchConfig launch;
+  launch.grid = {unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m), unsigned(p.heads_q),
+                 unsigned(p.batch)};
+  launch.block = {unsigned(entry.threads), 1, 1};
+  launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
+  launch.stream = stream;
+  void *args[] = {&p};
+  return kern->launch(launch, args);
+}
+
+} // namespace fa4jit

@@ -1,0 +1,109 @@
+// Engine::quantize: the two-pass GPU quantizer (per-head amax, then encode) of
+// templates/fa4jit/quantize, into the exchange layouts of docs/NUMERICS.md §1.
+#include "fa4jit/runtime/engine.h"
+
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/quantize/params.cuh"
+#include "fa4jit/runtime/forward_validate.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fa4jit {
+
+namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+} // namespace
+
+llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantFormat format, const char *what,
+                                                 void *stream) {
+  namespace dq = device::quantize;
+  if (format == QuantFormat::Bf16)
+    return fail(llvm::formatv("{0}: bf16 is not a quantized format", what));
+  if (x.dtype != DType::BF16 && x.dtype != DType::F32)
+    return fail(llvm::formatv("{0}: quantizer input must be bf16 or f32", what));
+  if (auto err = runtime::validateTensor(x, what, x.dtype))
+    return err;
+  const int B = static_cast<int>(x.shape[0]), H = static_cast<int>(x.shape[1]);
+  const int S = static_cast<int>(x.shape[2]), D = static_cast<int>(x.shape[3]);
+  if (B * H > 65535)
+    return fail(llvm::formatv("{0}: batch x heads = {1} exceeds 65535", what, B * H));
+
+  const KernelSpec spec = defaultQuantizeSpec(format, D, target_, x.dtype == DType::F32);
+  auto compiled = jit_->get(spec);
+  if (!compiled)
+    return compiled.takeError();
+  const auto &entries = (*compiled)->emitted.entries;
+  if (entries.size() != 2)
+    return fail(llvm::formatv("quantizer {0} has {1} entry points, expected 2", (*compiled)->emitted.name,
+                              entries.size()));
+  auto amaxKernel = kernel(spec, entries[0].name);
+  if (!amaxKernel)
+    return amaxKernel.takeError();
+  auto encodeKernel = kernel(spec, entries[1].name);
+  if (!encodeKernel)
+    return encodeKernel.takeError();
+
+  const int f = static_cast<int>(format);
+  QuantizedTensor out;
+  out.format = format;
+  out.batch = B, out.heads = H, out.seqlen = S, out.head_dim = D;
+  auto alloc = [&](std::size_t bytes) { return runtime::DeviceBuffer::allocate(driver_, bytes ? bytes : 16); };
+  auto payload = alloc(std::size_t(B) * H * dq::quantizePayloadBytesPerHead(f, D, S));
+  if (!payload)
+    return payload.takeError();
+  out.payload = std::move(*payload);
+  auto scales = alloc(std::size_t(B) * H * dq::quantizeScaleBytesPerHead(f, D, S));
+  if (!scales)
+    return scales.takeError();
+  out.scales = std::move(*scales);
+  auto scalar = alloc(std::size_t(B) * H * 4);
+  if (!scalar)
+    return scalar.takeError();
+  out.head_scalar = std::move(*scalar);
+  const int chunks = dq::quantizeDefaultAmaxChunks(B, H, S);
+  auto partial = alloc(std::size_t(B) * H * chunks * 4);
+  if (!partial)
+    return partial.takeError();
+  auto flag = alloc(4);
+  if (!flag)
+    return flag.takeError();
+  if (auto err = flag->fill(0))
+    return err;
+
+  dq::QuantizeParams p{};
+  p.x = x.data;
+  p.payload = out.payload.address();
+  p.scales = format == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
+  p.head_scalar = out.head_scalar.address();
+  p.amax_partial = partial->address();
+  p.nonfinite = flag->address();
+  p.x_batch_stride = x.stride[0], p.x_head_stride = x.stride[1], p.x_row_stride = x.stride[2];
+  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
+  void *args[] = {&p};
+
+  runtime::LaunchConfig amaxLaunch;
+  amaxLaunch.grid = {unsigned(chunks), unsigned(B * H), 1};
+  amaxLaunch.block = {unsigned(entries[0].threads), 1, 1};
+  amaxLaunch.stream = stream;
+  if (auto err = amaxKernel->launch(amaxLaunch, args))
+    return err;
+  const dq::Grid3 g = dq::quantizeEncodeGrid(f, D, entries[1].threads, B, H, S);
+  runtime::LaunchConfig encodeLaunch;
+  encodeLaunch.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+  encodeLaunch.block = {unsigned(entries[1].threads), 1, 1};
+  encodeLaunch.stream = stream;
+  if (auto err = encodeKernel->launch(encodeLaunch, args))
+    return err;
+
+  // The flag read waits for both passes: NaN/Inf inputs are an error, never silent garbage.
+  int nonfinite = 0;
+  if (auto err = flag->copyToHost(&nonfinite, 4))
+    return err;
+  if (nonfinite)
+    return fail(llvm::formatv("{0}: input holds NaN or Inf; fa4jit quantizes finite values only", what));
+  return out;
+}
+
+} // namespace fa4jit

@@ -1,0 +1,105 @@
+// Argument checks of the public API. Kernels trust their arguments (a bad stride would read
+// garbage or fault), so everything a caller can get wrong is caught here with a message.
+#include "fa4jit/runtime/forward_validate.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+namespace fa4jit::runtime {
+
+namespace {
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+const char *kDimNames[4] = {"batch", "heads", "seqlen", "head_dim"};
+} // namespace
+
+int elementBytes(DType t) { return t == DType::BF16 ? 2 : 4; }
+
+llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected) {
+  if (t.data == 0)
+    return fail(llvm::formatv("{0}: null data pointer", name));
+  if (t.dtype != expected)
+    return fail(llvm::formatv("{0}: dtype {1}, expected {2}", name, toString(t.dtype), toString(expected)));
+  for (int i = 0; i < 4; ++i) {
+    if (t.shape[i] <= 0)
+      return fail(llvm::formatv("{0}: {1} is {2}; every dimension must be at least 1 (empty sequence?)", name,
+                                kDimNames[i], t.shape[i]));
+    if (t.stride[i] < 0)
+      return fail(llvm::formatv("{0}: negative stride {1} for {2}", name, t.stride[i], kDimNames[i]));
+  }
+  if (t.shape[3] != 64 && t.shape[3] != 128 && t.shape[3] != 256)
+    return fail(llvm::formatv("{0}: unsupported head dim {1} (supported: 64, 128, 256)", name, t.shape[3]));
+  if (t.stride[3] != 1)
+    return fail(llvm::formatv("{0}: head_dim stride is {1}; the head dim must be contiguous", name, t.stride[3]));
+  if (t.shape[0] > (1 << 30) || t.shape[1] > (1 << 16) || t.shape[2] > (1 << 30))
+    return fail(llvm::formatv("{0}: shape [{1}, {2}, {3}, {4}] is beyond the supported range", name, t.shape[0],
+                              t.shape[1], t.shape[2], t.shape[3]));
+  if (t.data % 16)
+    return fail(llvm::formatv("{0}: misaligned pointer 0x{1:x}: must be 16-byte aligned", name, t.data));
+  const int eb = elementBytes(t.dtype);
+  for (int i = 0; i < 3; ++i)
+    if (t.shape[i] > 1 && (t.stride[i] * eb) % 16)
+      return fail(llvm::formatv("{0}: {1} stride of {2} elements is not a multiple of 16 bytes", name,
+                                kDimNames[i], t.stride[i]));
+  return llvm::Error::success();
+}
+
+llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, const TensorDesc &v,
+                                  const TensorDesc &o, std::uint64_t lse) {
+  if (auto e = validateTensor(q, "q", DType::BF16))
+    return e;
+  if (auto e = validateTensor(k, "k", DType::BF16))
+    return e;
+  if (auto e = validateTensor(v, "v", DType::BF16))
+    return e;
+  if (auto e = validateTensor(o, "o", DType::BF16))
+    return e;
+  if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])
+    return fail(llvm::formatv("batch mismatch: q {0}, k {1}, v {2}", q.shape[0], k.shape[0], v.shape[0]));
+  if (k.shape[3] != q.shape[3] || v.shape[3] != q.shape[3])
+    return fail(llvm::formatv("head dim mismatch: q {0}, k {1}, v {2}", q.shape[3], k.shape[3], v.shape[3]));
+  if (k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
+    return fail(llvm::formatv("k [{0} heads, {1} keys] and v [{2} heads, {3} keys] differ", k.shape[1], k.shape[2],
+                              v.shape[1], v.shape[2]));
+  if (q.shape[1] % k.shape[1])
+    return fail(llvm::formatv("query heads {0} are not a multiple of key/value heads {1}", q.shape[1], k.shape[1]));
+  for (int i = 0; i < 4; ++i)
+    if (o.shape[i] != q.shape[i])
+      return fail(llvm::formatv("o shape [{0}, {1}, {2}, {3}] differs from q [{4}, {5}, {6}, {7}]", o.shape[0],
+                                o.shape[1], o.shape[2], o.shape[3], q.shape[0], q.shape[1], q.shape[2],
+                                q.shape[3]));
+  if (lse % 4)
+    return fail(llvm::formatv("lse: misaligned pointer 0x{0:x}: must be 4-byte aligned", lse));
+  return llvm::Error::success();
+}
+
+llvm::Error validateQuantizedForward(const QuantizedForwardArgs &a) {
+  if (a.route == Route::Bf16)
+    return fail("route bf16 takes BF16 inputs: use forward(ForwardArgs)");
+  if (!a.q || !a.k || !a.v)
+    return fail("quantized forward: q, k and v must all be given");
+  if (a.q->format != QuantFormat::Nvfp4 || a.k->format != QuantFormat::Nvfp4)
+    return fail("quantized forward: q and k must be NVFP4");
+  const QuantFormat wantV = a.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
+  if (a.v->format != wantV)
+    return fail(llvm::formatv("quantized forward: route {0} needs v as {1}, got {2}", toString(a.route),
+                              toString(wantV), toString(a.v->format)));
+  if (a.q->batch != a.k->batch || a.k->batch != a.v->batch)
+    return fail("quantized forward: batch sizes of q, k, v differ");
+  if (a.q->head_dim != a.k->head_dim || a.k->head_dim != a.v->head_dim)
+    return fail("quantized forward: head dims of q, k, v differ");
+  if (a.k->heads != a.v->heads || a.k->seqlen != a.v->seqlen)
+    return fail("quantized forward: k and v heads or lengths differ");
+  if (a.k->heads <= 0 || a.q->heads % a.k->heads)
+    return fail(llvm::formatv("query heads {0} are not a multiple of key/value heads {1}", a.q->heads, a.k->heads));
+  if (auto e = validateTensor(a.o, "o", DType::BF16))
+    return e;
+  if (a.o.shape[0] != a.q->batch || a.o.shape[1] != a.q->heads || a.o.shape[2] != a.q->seqlen ||
+      a.o.shape[3] != a.q->head_dim)
+    return fail("quantized forward: o's shape differs from q's");
+  if (a.lse % 4)
+    return fail("lse: misaligned pointer: must be 4-byte aligned");
+  return llvm::Error::success();
+}
+
+} // namespace fa4jit::runtime
