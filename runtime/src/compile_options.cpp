@@ -29,6 +29,7 @@ constexpr Refused kRefused[] = {
     {"--pch", "CompilerConfig::precompiled_headers"},
     {"--create-pch", "CompilerConfig::precompiled_headers"},
     {"--use-pch", "CompilerConfig::precompiled_headers"},
+    {"--no-cache", "CompilerConfig::nvrtc_cache"},
 };
 
 } // namespace

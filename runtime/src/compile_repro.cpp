@@ -56,7 +56,8 @@ std::vector<std::string> nvccFlags(const std::vector<std::string> &nvrtc_options
     llvm::StringRef f(o);
     if (f.consume_front("--gpu-architecture="))
       flags.push_back("-arch=" + f.str());
-    else if (f == "-pch" || f == "--pch" || f.startswith("--pch-dir") || f == "-default-device")
+    else if (f == "-pch" || f == "--pch" || f.startswith("--pch-dir") || f == "--no-cache" ||
+             f == "-default-device")
       continue; // NVRTC-only; they do not change the generated code
     else
       flags.push_back(o);

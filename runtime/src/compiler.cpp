@@ -102,6 +102,9 @@ llvm::Expected<CompileResult> compile(const CompileRequest &request, const Compi
   }
 
   std::vector<std::string> flags = *options;
+  const bool hasNvrtcCache = nvrtc->major() > 12 || (nvrtc->major() == 12 && nvrtc->minor() >= 9);
+  if (hasNvrtcCache && !config.nvrtc_cache)
+    flags.push_back("--no-cache");
   if (config.precompiled_headers) {
     flags.push_back("-pch");
     if (!config.pch_dir.empty())
@@ -166,4 +169,9 @@ std::vector<llvm::Expected<CompileResult>> compileMany(llvm::ArrayRef<CompileReq
   return results;
 }
 
+} // namespace fa4jit::runtime
+
+namespace fa4jit::runtime {
+// Spill counts are in the ptxas log, not in the ELF: a cached cubin gets them from its stored log.
+void addPtxasSpillCounts(llvm::StringRef log, CubinInfo &info) { addSpillCounts(log, info); }
 } // namespace fa4jit::runtime

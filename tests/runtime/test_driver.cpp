@@ -68,7 +68,7 @@ CudaDriver &driverOrFail() {
 TEST_CASE("device properties of the GPU", "[gpu][driver]") {
   CudaDriver &driver = driverOrFail();
   auto info = driver.device(0);
-  REQUIRE(info);
+  REQUIRE(static_cast<bool>(info));
   CHECK(!info->name.empty());
   CHECK(info->sm_count > 0);
   CHECK(info->cc_major >= 8);
@@ -84,14 +84,14 @@ TEST_CASE("device properties of the GPU", "[gpu][driver]") {
 TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driver]") {
   CudaDriver &driver = driverOrFail();
   auto info = driver.device(0);
-  REQUIRE(info);
+  REQUIRE(static_cast<bool>(info));
   GpuArch arch{info->cc_major, info->cc_minor, info->cc_major == 9 ? ArchSuffix::ArchSpecific : ArchSuffix::None};
   CompileResult compiled = compileFor(kSaxpyKernel, arch);
   auto module = KernelModule::load(driver, 0, compiled.cubin);
   if (!module)
     FAIL(llvm::toString(module.takeError()));
   auto kernel = (*module)->kernel("saxpy");
-  REQUIRE(kernel);
+  REQUIRE(static_cast<bool>(kernel));
   CHECK(kernel->info().static_shared_bytes == 1024);
 
   const int n = 1000;
@@ -103,9 +103,9 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   auto dx = DeviceBuffer::allocate(driver, n * sizeof(float));
   auto dy = DeviceBuffer::allocate(driver, n * sizeof(float));
   auto dout = DeviceBuffer::allocate(driver, n * sizeof(float));
-  REQUIRE(dx);
-  REQUIRE(dy);
-  REQUIRE(dout);
+  REQUIRE(static_cast<bool>(dx));
+  REQUIRE(static_cast<bool>(dy));
+  REQUIRE(static_cast<bool>(dout));
   REQUIRE_OK(dx->copyFromHost(x.data(), n * sizeof(float)));
   REQUIRE_OK(dy->copyFromHost(y.data(), n * sizeof(float)));
   REQUIRE_OK(dout->fill(0));
@@ -114,10 +114,10 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   int count = n;
   void *args[] = {&a, &px, &py, &po, &count};
   auto stream = Stream::create(driver);
-  REQUIRE(stream);
+  REQUIRE(static_cast<bool>(stream));
   auto start = Event::create(driver), stop = Event::create(driver);
-  REQUIRE(start);
-  REQUIRE(stop);
+  REQUIRE(static_cast<bool>(start));
+  REQUIRE(static_cast<bool>(stop));
   LaunchConfig launch;
   launch.grid.x = (n + 255) / 256;
   launch.block.x = 256;
@@ -127,7 +127,7 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   REQUIRE_OK(stop->record(stream->handle()));
   REQUIRE_OK(stream->synchronize());
   auto ms = Event::elapsedMs(*start, *stop);
-  REQUIRE(ms);
+  REQUIRE(static_cast<bool>(ms));
   CHECK(*ms >= 0.0f);
   REQUIRE_OK(dout->copyToHost(out.data(), n * sizeof(float)));
   for (int i = 0; i < n; ++i)
@@ -139,7 +139,7 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   REQUIRE_OK(stream->synchronize());
   launch.dynamic_shared_bytes = static_cast<unsigned>(info->max_shared_per_block_optin) + 1;
   llvm::Error tooMuch = kernel->launch(launch, args);
-  REQUIRE(tooMuch);
+  REQUIRE(static_cast<bool>(tooMuch));
   CHECK_THAT(llvm::toString(std::move(tooMuch)), Catch::Contains("exceed"));
 
   // A cluster launch (sm_90+): 2 CTAs per cluster.
@@ -159,7 +159,7 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
 TEST_CASE("a cubin for another architecture is refused before the driver sees it", "[gpu][driver]") {
   CudaDriver &driver = driverOrFail();
   auto info = driver.device(0);
-  REQUIRE(info);
+  REQUIRE(static_cast<bool>(info));
   const GpuArch other = info->cc_major == 10 ? GpuArch{9, 0, ArchSuffix::ArchSpecific}
                                              : GpuArch{10, 0, ArchSuffix::ArchSpecific};
   CompileResult compiled = compileFor(other.major == 10 ? kSm100aKernel : kSm90aKernel, other);

@@ -7,11 +7,11 @@ using namespace fa4jit::runtime;
 TEST_CASE("GPU architectures parse and print as NVRTC spells them", "[runtime][arch]") {
   for (const char *name : {"sm_80", "sm_89", "sm_90a", "sm_100a", "sm_100f", "sm_120"}) {
     auto arch = parseGpuArch(name);
-    REQUIRE(arch);
+    REQUIRE(static_cast<bool>(arch));
     CHECK(arch->name() == name);
   }
   auto a = parseGpuArch("sm_100a");
-  REQUIRE(a);
+  REQUIRE(static_cast<bool>(a));
   CHECK(a->major == 10);
   CHECK(a->minor == 0);
   CHECK(a->suffix == ArchSuffix::ArchSpecific);
@@ -39,22 +39,22 @@ TEST_CASE("the arch checker refuses cubins a device cannot run", "[runtime][arch
   const DeviceArch l40{8, 9, "NVIDIA L40S"};
 
   llvm::Error wrong = checkArchCompatible({10, 0, ArchSuffix::ArchSpecific}, h200);
-  REQUIRE(wrong);
+  REQUIRE(static_cast<bool>(wrong));
   CHECK_THAT(llvm::toString(std::move(wrong)),
              Catch::StartsWith("kernel compiled for sm_100a cannot run on NVIDIA H200 (sm_90)"));
 
   CHECK(!checkArchCompatible({9, 0, ArchSuffix::ArchSpecific}, h200));
   // 'a' cubins run only on their exact compute capability.
   llvm::Error aOnOther = checkArchCompatible({9, 0, ArchSuffix::ArchSpecific}, b200);
-  CHECK(aOnOther);
+  CHECK(static_cast<bool>(aOnOther));
   llvm::consumeError(std::move(aOnOther));
   // Plain SASS runs on the same major with an equal or newer minor, never across majors.
   CHECK(!checkArchCompatible({8, 0, ArchSuffix::None}, l40));
   llvm::Error newerMinor = checkArchCompatible({8, 9, ArchSuffix::None}, {8, 6, "RTX A6000"});
-  CHECK(newerMinor);
+  CHECK(static_cast<bool>(newerMinor));
   llvm::consumeError(std::move(newerMinor));
   llvm::Error acrossMajors = checkArchCompatible({8, 0, ArchSuffix::None}, h200);
-  CHECK(acrossMajors);
+  CHECK(static_cast<bool>(acrossMajors));
   llvm::consumeError(std::move(acrossMajors));
   CHECK(!checkArchCompatible({10, 0, ArchSuffix::Family}, {10, 3, "NVIDIA B300"}));
 }

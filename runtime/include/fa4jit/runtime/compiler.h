@@ -69,6 +69,10 @@ struct CompilerConfig {
   // not change the cubin, so they are not part of normalizedOptions().
   bool precompiled_headers = false;
   std::string pch_dir;
+  // NVRTC 12.9+ keeps its own cache of compiled programs (--no-cache turns it off). Off by
+  // default: fa4jit's content-addressed cache already covers it, and a second, hidden cache makes
+  // measured compile times (autotuner, `fa4jit compile`) meaningless.
+  bool nvrtc_cache = false;
 };
 
 struct CompileResult {
@@ -82,6 +86,10 @@ struct CompileResult {
 // Compiles one request. A failure's message carries the NVRTC log, the options and the source
 // with line numbers, and names the reproducer directory (if config.repro_dir is set).
 llvm::Expected<CompileResult> compile(const CompileRequest &request, const CompilerConfig &config = {});
+
+// Fills spill_store_bytes/spill_load_bytes of `info` from a ptxas --verbose log (a cache hit
+// re-reads the log stored with its cubin).
+void addPtxasSpillCounts(llvm::StringRef log, CubinInfo &info);
 
 // Compiles requests on up to `threads` threads (0 = one per hardware thread); results are in
 // request order.
