@@ -14,6 +14,7 @@ namespace fa4jit::runtime {
 class DeviceBuffer {
 public:
   static llvm::Expected<DeviceBuffer> allocate(const CudaDriver &driver, std::size_t bytes);
+  DeviceBuffer() = default; // empty: address 0, size 0
   DeviceBuffer(DeviceBuffer &&other) noexcept;
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
   ~DeviceBuffer();
