@@ -21,6 +21,13 @@ char kindChar(RegionKind k) {
   return '?';
 }
 
+const char *sfPlacement(const TmemPlan &p) {
+  for (const Region &r : p.regions)
+    if (r.kind == RegionKind::ScaleFactors)
+      return toString(p.sf_placement_used);
+  return "none (no block-scaled operand)";
+}
+
 std::string header(const TmemPlan &p) {
   const TmemRequest &r = p.request;
   std::string s = fmt::format("TMEM plan (sm_100a, {} lanes x {} columns x 32 bit)\n", kLanes, kCapacityColumns);
@@ -30,7 +37,7 @@ std::string header(const TmemPlan &p) {
   if (p.fits)
     s += fmt::format("  fits: {} columns used, tcgen05.alloc {} columns, {} of {} spare; scale factors {}\n",
                      p.used_columns, p.allocation_columns, p.spare_columns, kCapacityColumns,
-                     toString(p.sf_placement_used));
+                     sfPlacement(p));
   else
     s += fmt::format("  REJECTED: {}\n", p.rejected_reason);
   return s;
@@ -126,7 +133,7 @@ llvm::json::Value tmemPlanToJson(const TmemPlan &p) {
       {"used_columns", p.used_columns},
       {"allocation_columns", p.allocation_columns},
       {"spare_columns", p.spare_columns},
-      {"sf_placement", toString(p.sf_placement_used)},
+      {"sf_placement", sfPlacement(p)},
       {"regions", std::move(regions)},
       {"windows", std::move(windows)},
       {"notes", std::move(notes)},

@@ -86,9 +86,9 @@ OverlapWindow nextQkWindow(const TmemPlan &plan) {
   } else {
     w.explanation = fmt::format(
         "the plan claims {0} of {1} columns; another S destination needs {2} but only {3} are spare, so QK^T of KV "
-        "tile j+1 must wait until PV(j) has read P out of S (P aliases S) and the tensor core idles between them "
-        "unless the other Q tile's MMAs fill the gap",
-        plan.used_columns, kCapacityColumns, r.block_n, w.spare_columns);
+        "tile j+1 must wait until PV(j) has read P out of S (P aliases S) and the tensor core idles between them{4}",
+        plan.used_columns, kCapacityColumns, r.block_n, w.spare_columns,
+        r.q_tiles == 2 ? " unless the other Q tile's MMAs fill the gap" : "");
   }
   w.levers = evaluateLevers(plan);
   return w;
