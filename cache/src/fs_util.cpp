@@ -114,7 +114,7 @@ llvm::Error checkPrivateDirectory(llvm::StringRef path, bool requireOwnedByUs) {
   if (st.st_mode & (S_IWGRP | S_IWOTH))
     return llvm::createStringError(std::errc::permission_denied,
                                    "refusing cache directory '%s': it is writable by group or others (mode %o); "
-                                   "run 'chmod go-w %s' or choose another FA4JIT_CACHE_DIR",
+                                   "run 'chmod go-w %s' or choose another directory",
                                    path.str().c_str(), unsigned(st.st_mode & 07777), path.str().c_str());
   if (requireOwnedByUs && st.st_uid != ::geteuid())
     return llvm::createStringError(std::errc::permission_denied,

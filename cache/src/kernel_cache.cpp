@@ -35,8 +35,10 @@ std::unique_ptr<KernelCache> KernelCache::open(const CacheConfig &config) {
   }
   if (auto user = DiskStore::openWritable(config.userDir))
     cache->user_ = std::move(*user);
+  else if (std::string why = llvm::toString(user.takeError()); why.find(config.userDir) != std::string::npos)
+    cache->degrade(why);
   else
-    cache->degrade(llvm::toString(user.takeError()));
+    cache->degrade("cache directory '" + config.userDir + "' is unusable: " + why);
   return cache;
 }
 

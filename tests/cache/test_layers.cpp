@@ -75,6 +75,7 @@ TEST_CASE("the system layer is searched first and never written", "[cache]") {
   flipByte(entryPath(system, shipped.digest) + "/kernel.cubin", 1);
   before.clear();
   snapshot(system, before);
+  config.maxBytes = uint64_t(1) << 30;
   auto fallback = KernelCache::open(config);
   VerifyOptions fix;
   fix.removeBad = true;
