@@ -1,0 +1,139 @@
+// `fa4jit bench`: TFLOP/s per route over a shape grid on the GPU, attention kernel alone on
+// operands quantized beforehand (as FlashAttention-3's FP8 numbers are taken). One JSON line per
+// point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
+#include "bench_support.h"
+#include "cli_flags.h"
+#include "subcommands.h"
+
+#include "fa4jit/codegen/spec_io.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <optional>
+
+namespace fa4jit::tools {
+
+namespace {
+const char kUsage[] =
+    "usage: fa4jit bench [options]\n"
+    "\n"
+    "Times the attention forward of each route on a grid of shapes (CUDA events, 5 warm-up runs,\n"
+    "median of --reps, two input sets rotated). Batch x heads fill the GPU: heads 32/16/8 for\n"
+    "head dim 64/128/256 and batch = --tokens / (heads x seqlen).\n"
+    "\n"
+    "options:\n"
+    "  --routes LIST     (default bf16,nvfp8,directp)\n"
+    "  --head-dims LIST  (default 64,128,256)\n"
+    "  --seqlens LIST    (default 1024,4096,8192,16384,32768)\n"
+    "  --causal LIST     0,1 (default 0,1)\n"
+    "  --tokens N        batch*heads*seqlen per point (default 524288)\n"
+    "  --reps N          timed repeats (default 20)\n"
+    "  --json            one JSON object per line\n"
+    "  --help\n";
+
+int fail(const std::string &m) {
+  std::fprintf(stderr, "fa4jit bench: %s\n", m.c_str());
+  return 1;
+}
+} // namespace
+
+int runBench(int argc, char **argv) {
+  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps"}, {"json", "help"});
+  if (auto e = flags.parse(argc, argv))
+    return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
+  if (flags.has("help"))
+    return std::fputs(kUsage, stdout), 0;
+  auto dims = flags.integers("head-dims", "64,128,256");
+  auto seqlens = flags.integers("seqlens", "1024,4096,8192,16384,32768");
+  auto causals = flags.integers("causal", "0,1");
+  auto tokens = flags.integer("tokens", 524288);
+  auto reps = flags.integer("reps", 20);
+  if (!dims || !seqlens || !causals || !tokens || !reps)
+    return fail("bad numeric option (see --help)");
+  std::vector<Route> routes;
+  for (const std::string &r : flags.strings("routes", "bf16,nvfp8,directp")) {
+    auto parsed = parseRoute(r);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    routes.push_back(*parsed);
+  }
+  const bool json = flags.has("json");
+  auto engine = Engine::create();
+  if (!engine)
+    return fail("needs a GPU: " + llvm::toString(engine.takeError()));
+  Engine &eng = **engine;
+  if (!json)
+    std::printf("device %s (%d SMs), driver %s\n\n  D  seqlen causal  batch heads  %s\n", eng.device().name.c_str(),
+                eng.device().sm_count, eng.driver().driverVersionString().c_str(),
+                [&] {
+                  std::string h;
+                  for (Route r : routes)
+                    h += fmt::format("{:>9} TF/s ", toString(r));
+                  return h;
+                }()
+                    .c_str());
+  for (long d : *dims)
+    for (long sl : *seqlens)
+      for (long c : *causals) {
+        AttnShape s;
+        s.head_dim = int(d), s.seqlen_q = s.seqlen_k = int(sl), s.causal = c != 0;
+        s.heads_q = s.heads_kv = d == 64 ? 32 : d == 128 ? 16 : 8;
+        s.batch = std::max(1, int(*tokens / (long(s.heads_q) * sl)));
+        std::string line = fmt::format("{:4d} {:6d} {:5d} {:6d} {:5d}  ", d, sl, c, s.batch, s.heads_q);
+        // Two input sets, rotated between repeats, so no repeat finds its inputs in L2.
+        std::vector<DeviceAttentionInputs> sets;
+        for (int i = 0; i < 2; ++i) {
+          auto in = makeDeviceInputs(eng, s, 1000 + i);
+          if (!in)
+            return fail(llvm::toString(in.takeError()));
+          sets.push_back(std::move(*in));
+        }
+        for (Route route : routes) {
+          std::vector<std::optional<QuantizedTensor>> qq(2), qk(2), qv(2);
+          if (route != Route::Bf16)
+            for (int i = 0; i < 2; ++i) {
+              ForwardArgs a = sets[i].args(s, route);
+              auto x = eng.quantize(a.q, QuantFormat::Nvfp4, "q");
+              auto y = eng.quantize(a.k, QuantFormat::Nvfp4, "k");
+              auto z = eng.quantize(a.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
+              if (!x || !y || !z)
+                return fail(!x ? llvm::toString(x.takeError())
+                               : !y ? llvm::toString(y.takeError()) : llvm::toString(z.takeError()));
+              qq[i] = std::move(*x), qk[i] = std::move(*y), qv[i] = std::move(*z);
+            }
+          auto once = [&](int rep) -> llvm::Error {
+            const int i = rep % 2;
+            ForwardArgs a = sets[i].args(s, route);
+            if (route == Route::Bf16)
+              return eng.forward(a);
+            QuantizedForwardArgs qa;
+            qa.q = &*qq[i], qa.k = &*qk[i], qa.v = &*qv[i], qa.o = a.o, qa.lse = a.lse, qa.route = route,
+            qa.causal = s.causal;
+            return eng.forward(qa);
+          };
+          auto t = timeOnDevice(eng, once, 5, int(*reps));
+          if (!t) {
+            const std::string msg = llvm::toString(t.takeError());
+            if (json)
+              std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
+                          "\"error\":\"%s\"}\n",
+                          toString(route), d, sl, c, msg.substr(0, 200).c_str());
+            line += fmt::format("{:>14} ", "error");
+            continue;
+          }
+          const double tf = attentionFlops(s) / (t->median_ms * 1e-3) / 1e12;
+          if (json)
+            std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
+                        "\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,\"max_ms\":%.5f,\"tflops\":%.2f}\n",
+                        toString(route), d, sl, c, s.batch, s.heads_q, t->median_ms, t->min_ms, t->max_ms, tf);
+          line += fmt::format("{:14.1f} ", tf);
+          std::fflush(stdout);
+        }
+        if (!json)
+          std::printf("%s\n", line.c_str());
+      }
+  return 0;
+}
+
+} // namespace fa4jit::tools

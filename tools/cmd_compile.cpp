@@ -1,0 +1,183 @@
+// `fa4jit compile`: pre-compile kernels ahead of time into the user cache, or into a directory
+// that a deployment ships as its read-only system layer (FA4JIT_SYSTEM_CACHE_DIR). Compiles in
+// parallel with a progress line; reports registers, spills and shared memory per kernel.
+#include "cli_flags.h"
+#include "subcommands.h"
+
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/runtime/kernel_jit.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <unistd.h>
+
+namespace fa4jit::tools {
+
+namespace {
+const char kUsage[] =
+    "usage: fa4jit compile [options]\n"
+    "\n"
+    "Generates and compiles kernels (NVRTC, in parallel) into the cache, so a later process finds\n"
+    "them without compiling. Without --all, compiles the default attention kernels of the\n"
+    "selected routes/head dims/causal flags and the quantizers they need.\n"
+    "\n"
+    "options:\n"
+    "  --all               every variant the code generator can emit for the targets\n"
+    "  --family F          attention | quantize | all (default all)\n"
+    "  --route LIST        bf16,nvfp8,directp (default all)\n"
+    "  --head-dim LIST     64,128,256 (default all)\n"
+    "  --causal LIST       0,1 (default 0,1)\n"
+    "  --target LIST       sm_90a,sm_100a,sm_89,sm_80 (default sm_90a)\n"
+    "  --bundle DIR        write into DIR (a system bundle) instead of the user cache\n"
+    "  --threads N         compile threads (default: all cores)\n"
+    "  --json              one JSON array with every kernel's report\n"
+    "  --help\n";
+
+int fail(const std::string &m) {
+  std::fprintf(stderr, "fa4jit compile: %s\n", m.c_str());
+  return 2;
+}
+} // namespace
+
+int runCompile(int argc, char **argv) {
+  CliFlags flags({"family", "route", "head-dim", "causal", "target", "bundle", "threads"}, {"all", "json", "help"});
+  if (auto e = flags.parse(argc, argv))
+    return std::fprintf(stderr, "fa4jit compile: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
+  if (flags.has("help"))
+    return std::fputs(kUsage, stdout), 0;
+  std::vector<Target> targets;
+  for (const std::string &t : flags.strings("target", "sm_90a")) {
+    auto parsed = parseTarget(t);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    targets.push_back(*parsed);
+  }
+  const std::string family = flags.str("family", "all");
+  if (family != "all" && family != "attention" && family != "quantize")
+    return fail("--family must be attention, quantize or all");
+  auto dims = flags.integers("head-dim", "64,128,256");
+  auto causals = flags.integers("causal", "0,1");
+  auto threads = flags.integer("threads", 0);
+  if (!dims || !causals || !threads)
+    return fail("bad numeric option (see --help)");
+  std::vector<Route> routes;
+  for (const std::string &r : flags.strings("route", "bf16,nvfp8,directp")) {
+    auto parsed = parseRoute(r);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    routes.push_back(*parsed);
+  }
+  for (long d : *dims)
+    if (d != 64 && d != 128 && d != 256)
+      return fail(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", d));
+
+  std::vector<KernelSpec> specs;
+  auto wanted = [&](const KernelSpec &s) {
+    const bool isAttn = s.family == KernelFamily::AttentionForward;
+    if (family != "all" && (family == "attention") != isAttn)
+      return false;
+    if (!isAttn)
+      return true;
+    const AttentionSpec &a = s.attention;
+    return std::count(routes.begin(), routes.end(), a.route) &&
+           std::count(dims->begin(), dims->end(), long(a.head_dim)) &&
+           std::count(causals->begin(), causals->end(), long(a.causal));
+  };
+  if (flags.has("all")) {
+    for (const KernelSpec &s : enumerateVariants(targets))
+      if (wanted(s))
+        specs.push_back(s);
+  } else {
+    for (Target t : targets) {
+      if (family != "quantize")
+        for (Route r : routes)
+          for (long d : *dims)
+            for (long c : *causals)
+              specs.push_back(defaultAttentionSpec(r, int(d), c != 0, t));
+      if (family != "attention")
+        for (const KernelSpec &q : enumerateQuantizeVariants(t))
+          if (!q.quantize.input_fp32 && !q.quantize.keys_permuted16 &&
+              std::count(dims->begin(), dims->end(), long(q.quantize.head_dim)))
+            specs.push_back(q);
+    }
+  }
+
+  auto config = runtime::loadConfig();
+  if (!config)
+    return fail(llvm::toString(config.takeError()));
+  if (flags.has("bundle")) {
+    config->cache.userDir = flags.str("bundle", "");
+    config->cache.systemDir.clear(); // a bundle holds everything it is asked for
+    config->cache.disableDisk = false;
+  }
+  auto jit = runtime::KernelJit::create(*config);
+  if (!jit)
+    return fail(llvm::toString(jit.takeError()));
+  const bool json = flags.has("json");
+  const bool tty = isatty(fileno(stderr));
+  auto results = (*jit)->getMany(specs, unsigned(*threads), [&](size_t done, size_t total) {
+    if (tty)
+      std::fprintf(stderr, "\rcompiling %zu/%zu", done, total);
+    else if (done == total || done % 16 == 0)
+      std::fprintf(stderr, "compiled %zu/%zu\n", done, total);
+  });
+  if (tty)
+    std::fprintf(stderr, "\n");
+
+  int failures = 0;
+  llvm::json::Array rows;
+  if (!json)
+    std::printf("%-48s %-8s %-9s %8s %5s %7s %8s\n", "kernel", "target", "source", "compile", "regs", "spills",
+                "smem");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    llvm::json::Object row{{"spec", toJson(specs[i])}, {"target", toString(specs[i].target)}};
+    if (!results[i]) {
+      ++failures;
+      const std::string msg = llvm::toString(results[i].takeError());
+      row["error"] = msg;
+      if (!json)
+        std::printf("%-48s %-8s FAILED\n%s\n", kernelName(specs[i]).c_str(), toString(specs[i].target), msg.c_str());
+      rows.push_back(std::move(row));
+      continue;
+    }
+    const runtime::CompiledKernel &k = **results[i];
+    llvm::json::Array entries;
+    for (const EntryPoint &e : k.emitted.entries) {
+      const runtime::CubinKernelInfo *ki = k.info.find(e.name);
+      entries.push_back(llvm::json::Object{{"name", e.name},
+                                           {"threads", e.threads},
+                                           {"dynamic_shared_bytes", e.dynamic_shared_bytes},
+                                           {"registers", ki ? ki->registers : -1},
+                                           {"stack_frame_bytes", ki ? ki->stack_frame_bytes : -1},
+                                           {"spill_store_bytes", ki ? ki->spill_store_bytes : -1},
+                                           {"spill_load_bytes", ki ? ki->spill_load_bytes : -1},
+                                           {"static_shared_bytes", ki ? ki->static_shared_bytes : -1}});
+      if (!json)
+        std::printf("%-48s %-8s %-9s %7.2fs %5d %7d %8d\n", e.name.c_str(), toString(k.spec.target),
+                    cache::layerName(k.layer), k.compile_seconds, ki ? ki->registers : -1,
+                    ki ? ki->spill_store_bytes : -1, e.dynamic_shared_bytes + (ki ? ki->static_shared_bytes : 0));
+    }
+    row["kernel"] = k.emitted.name;
+    row["cache_key"] = k.cache_key;
+    row["source"] = cache::layerName(k.layer);
+    row["compile_seconds"] = k.compile_seconds;
+    row["entries"] = std::move(entries);
+    rows.push_back(std::move(row));
+  }
+  if (json) {
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(rows))) << "\n";
+    llvm::outs().flush();
+  } else {
+    std::printf("\n%zu kernels, %d failed\n", specs.size(), failures);
+  }
+  return failures ? 1 : 0;
+}
+
+} // namespace fa4jit::tools
