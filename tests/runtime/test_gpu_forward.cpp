@@ -80,10 +80,10 @@ void runCase(Route route, const Case &c, uint64_t seed) {
   const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
   auto dout = runtime::DeviceBuffer::allocate(engine.driver(), no * 2);
   auto dlse = runtime::DeviceBuffer::allocate(engine.driver(), nl * 4);
-  REQUIRE(dout);
-  REQUIRE(dlse);
-  REQUIRE_FALSE(dout->fill(0xFF)); // BF16 0xFFFF and FP32 0xFFFFFFFF are NaN: unwritten shows
-  REQUIRE_FALSE(dlse->fill(0xFF));
+  REQUIRE_OK(dout);
+  REQUIRE_OK(dlse);
+  REQUIRE_SUCCESS(dout->fill(0xFF)); // BF16 0xFFFF and FP32 0xFFFFFFFF are NaN: unwritten shows
+  REQUIRE_SUCCESS(dlse->fill(0xFF));
 
   ForwardArgs a;
   a.q = TensorDesc::contiguous(dq.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
@@ -99,7 +99,7 @@ void runCase(Route route, const Case &c, uint64_t seed) {
   auto lse = download<float>(*dlse, nl);
 
   auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
-  REQUIRE(spec);
+  REQUIRE_OK(spec);
   cpu::AttentionProblem prob;
   prob.shape = {c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim};
   prob.q = cpu::TensorRef::contiguous(in.q.values.data(), c.heads_q, c.seqlen_q, c.head_dim);
@@ -107,11 +107,11 @@ void runCase(Route route, const Case &c, uint64_t seed) {
   prob.v = cpu::TensorRef::contiguous(in.v.values.data(), c.heads_kv, c.seqlen_k, c.head_dim);
   cpu::ModelOptions mo;
   auto model = cpu::runRouteModel(spec->attention, prob, mo);
-  REQUIRE(model);
+  REQUIRE_OK(model);
   cpu::ReferenceOptions ro;
   ro.causal = c.causal;
   auto ref = cpu::referenceAttention(prob, ro);
-  REQUIRE(ref);
+  REQUIRE_OK(ref);
 
   const auto &m = model->result;
   double diff2 = 0, norm2 = 0, dot = 0, gn2 = 0, rn2 = 0, lse_err = 0;

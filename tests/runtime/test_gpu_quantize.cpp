@@ -31,18 +31,18 @@ HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
   const int skp = static_cast<int>(device::quantize::quantizePaddedKeys(S));
   if (format == QuantFormat::Nvfp4) {
     auto q = formats::quantizeNvfp4(rows);
-    REQUIRE(q);
+    REQUIRE_OK(q);
     out.payload = q->payload, out.scales = q->scales;
     std::memcpy(&out.scalar_bits, &q->global_scale, 4);
   } else if (format == QuantFormat::Mxfp4) {
     auto q = formats::quantizeMxfp4(vt, skp);
-    REQUIRE(q);
+    REQUIRE_OK(q);
     out.payload = q->payload, out.scales = q->scales;
     const int32_t shift = q->maxBlockExponent() - 6;
     std::memcpy(&out.scalar_bits, &shift, 4);
   } else {
     auto q = formats::quantizeFp8PerTensor(vt, skp);
-    REQUIRE(q);
+    REQUIRE_OK(q);
     out.payload = q->payload;
     std::memcpy(&out.scalar_bits, &q->scale, 4);
   }
@@ -59,7 +59,7 @@ void checkFormat(QuantFormat format, const Case &c, uint64_t seed) {
   auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, c.batch, c.heads, c.seqlen,
                                                        c.head_dim),
                                 format, "x");
-  REQUIRE(q);
+  REQUIRE_OK(q);
   const int f = static_cast<int>(format);
   const std::size_t pb = device::quantize::quantizePayloadBytesPerHead(f, c.head_dim, c.seqlen);
   const std::size_t sb = device::quantize::quantizeScaleBytesPerHead(f, c.head_dim, c.seqlen);
@@ -106,7 +106,7 @@ TEST_CASE("GPU quantizers reject NaN and Inf inputs with an error naming the ten
     auto dx = upload(x.bits.data(), x.bits.size() * 2);
     for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
       auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, 2, 2, 50, 64), f, "k");
-      REQUIRE_FALSE(q);
+      REQUIRE_FALSE(static_cast<bool>(q));
       const std::string msg = errorText(q.takeError());
       CHECK(msg.find("k:") != std::string::npos);
       CHECK(msg.find("NaN or Inf") != std::string::npos);

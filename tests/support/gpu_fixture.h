@@ -5,6 +5,8 @@
 #include "fa4jit/codegen/formats.h"
 #include "fa4jit/runtime/engine.h"
 
+#include "expected_checks.h"
+
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -49,16 +51,14 @@ inline HostBf16 randomBf16(std::size_t n, float sigma, std::mt19937_64 &rng) {
 
 inline runtime::DeviceBuffer upload(const void *data, std::size_t bytes) {
   auto buf = runtime::DeviceBuffer::allocate(gpuEngine().driver(), bytes);
-  REQUIRE(buf);
-  auto err = buf->copyFromHost(data, bytes);
-  REQUIRE_FALSE(err);
+  REQUIRE_OK(buf);
+  REQUIRE_SUCCESS(buf->copyFromHost(data, bytes));
   return std::move(*buf);
 }
 
 template <class T> std::vector<T> download(const runtime::DeviceBuffer &buf, std::size_t count) {
   std::vector<T> out(count);
-  auto err = buf.copyToHost(out.data(), count * sizeof(T));
-  REQUIRE_FALSE(err);
+  REQUIRE_SUCCESS(buf.copyToHost(out.data(), count * sizeof(T)));
   return out;
 }
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env python3
+"""Sets `fa4jit bench --json` beside scripts/bench_sdpa.py output of the same run: a markdown
+table of TFLOP/s per route and its ratio to cuDNN BF16 SDPA."""
+import json, sys
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+    return rows
+
+
+def main():
+    ours, sdpa = load(sys.argv[1]), load(sys.argv[2])
+    ref = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa if r.get("kind") == "sdpa"}
+    ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
+    dev = next((r for r in sdpa if r.get("kind") == "device"), {})
+    routes = []
+    for r in ours:
+        if r["route"] not in routes:
+            routes.append(r["route"])
+    print(f"device: {dev.get('name','?')}, torch {dev.get('torch','?')}; copy {ceil.get('copy_tb_s',0):.2f} TB/s, "
+          f"BF16 GEMM {ceil.get('bf16_gemm_tflops',0):.0f} TF/s, FP8 GEMM {ceil.get('fp8_gemm_tflops',0):.0f} TF/s\n")
+    head = "| D | seqlen | causal | cuDNN | flash | " + " | ".join(f"{r} (x cuDNN)" for r in routes) + " |"
+    print(head)
+    print("|" + "---|" * (5 + len(routes)))
+    keys = sorted({(r["head_dim"], r["seqlen"], r["causal"]) for r in ours})
+    for k in keys:
+        s = ref.get(k, {})
+        cud = s.get("cudnn_tflops")
+        cells = []
+        for route in routes:
+            m = next((r for r in ours if r["route"] == route and (r["head_dim"], r["seqlen"], r["causal"]) == k), None)
+            if not m or "tflops" not in m:
+                cells.append("error")
+            else:
+                cells.append(f"{m['tflops']:.0f} ({m['tflops']/cud:.2f}x)" if cud else f"{m['tflops']:.0f}")
+        print(f"| {k[0]} | {k[1]} | {k[2]} | {cud or float('nan'):.0f} | {s.get('flash_tflops', float('nan')):.0f} | "
+              + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
+# same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|bench]... (default: all three)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
+BIN=.device-carry
+export FA4JIT_CACHE_DIR=/tmp/fa4jit-cache
+steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests run bench)
+BENCH_ARGS=${BENCH_ARGS:---head-dims 64,128,256 --seqlens 4096,16384 --causal 0,1}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
+for step in "${steps[@]}"; do
+  case "$step" in
+    tests)
+      for t in runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_forward; do
+        echo "== $t"; timeout 240 "$BIN/$t" "[gpu]" -s 2>&1 | tee "$OUT/$t.log" | grep -E "^  (bf16|nvfp8|directp)|passed|failed|FAILED|error" | head -60
+      done ;;
+    run)
+      echo "== fa4jit run (cold cache, then a second process: disk hit)"
+      timeout 120 "$BIN/fa4jit" run 2>&1 | tee "$OUT/run.log"
+      timeout 120 "$BIN/fa4jit" run --json 2>&1 | tee -a "$OUT/run.log" ;;
+    bench)
+      echo "== fa4jit bench $BENCH_ARGS"
+      timeout 300 "$BIN/fa4jit" bench $BENCH_ARGS --json > "$OUT/bench_fa4jit.jsonl" 2> "$OUT/bench_fa4jit.err"
+      tail -3 "$OUT/bench_fa4jit.err"
+      echo "== PyTorch SDPA, same grid"
+      hd=$(echo "$BENCH_ARGS" | sed -n 's/.*--head-dims \([^ ]*\).*/\1/p'); sl=$(echo "$BENCH_ARGS" | sed -n 's/.*--seqlens \([^ ]*\).*/\1/p')
+      PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dims "$hd" --seqlens "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
+      tail -2 "$OUT/bench_sdpa.err"
+      python3 scripts/bench_compare.py "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_table.md" ;;
+  esac
+done

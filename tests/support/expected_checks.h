@@ -1,0 +1,26 @@
+#pragma once
+// llvm::Expected and llvm::Error in Catch assertions: the error's text becomes the failure
+// message (Catch cannot decompose these move-only, explicitly-bool types itself).
+#include "llvm/Support/Error.h"
+
+#include <catch2/catch.hpp>
+
+// An Expected<T> that must hold a value.
+#define REQUIRE_OK(e)                                                                              \
+  do {                                                                                             \
+    if (!(e))                                                                                      \
+      FAIL(llvm::toString((e).takeError()));                                                       \
+  } while (0)
+// An Expected<T> that must hold an error (the error is consumed).
+#define REQUIRE_ERR(e)                                                                             \
+  do {                                                                                             \
+    REQUIRE_FALSE(static_cast<bool>(e));                                                           \
+    llvm::consumeError((e).takeError());                                                           \
+  } while (0)
+// An expression yielding llvm::Error that must be success.
+#define REQUIRE_SUCCESS(expr)                                                                      \
+  do {                                                                                             \
+    llvm::Error check_err_ = (expr);                                                               \
+    if (check_err_)                                                                                \
+      FAIL(llvm::toString(std::move(check_err_)));                                                \
+  } while (0)
