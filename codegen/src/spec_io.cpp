@@ -78,17 +78,21 @@ void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
   });
 }
 
-void writeAttention(llvm::json::OStream &j, const AttentionSpec &a) {
+// Sub-objects that canonicalize() has reset to their defaults for this route or target are
+// omitted (parsing restores the defaults): the JSON shows only what shapes the kernel.
+void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target target) {
   j.attributeObject("attention", [&] {
     j.attribute("causal", a.causal);
-    writeClassifier(j, a.classifier);
+    if (a.route == Route::DirectP)
+      writeClassifier(j, a.classifier);
     j.attributeObject("guard", [&] {
       j.attribute("kind", toString(a.guard.kind));
       j.attribute("sample_stride", a.guard.sample_stride);
       writeFloat(j, "slack_log2", a.guard.slack_log2);
     });
     j.attribute("head_dim", a.head_dim);
-    j.attributeObject("operands", [&] {
+    if (a.route != Route::Bf16)
+      j.attributeObject("operands", [&] {
       j.attribute("p_offset_log2", a.operands.p_offset_log2);
       j.attribute("qk_widen_shift", a.operands.qk_widen_shift);
       j.attribute("qk_widening", toString(a.operands.qk_widening));
@@ -103,7 +107,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a) {
       j.attribute("stages", a.tile.stages);
       j.attribute("warps", a.tile.warps);
     });
-    j.attributeObject("tmem", [&] {
+    if (target == Target::Sm100a)
+      j.attributeObject("tmem", [&] {
       j.attribute("columns_allocated", a.tmem.columns_allocated);
       j.attributeArray("o_col", [&] { j.value(a.tmem.o_col[0]), j.value(a.tmem.o_col[1]); });
       j.attributeArray("s_col", [&] { j.value(a.tmem.s_col[0]), j.value(a.tmem.s_col[1]); });
@@ -331,6 +336,8 @@ std::string formatFloat(float value) {
     return "nan";
   if (std::isinf(value))
     return value > 0 ? "inf" : "-inf";
+  if (value == 0.0f && std::signbit(value))
+    return "-0.0"; // JSON readers take "-0" for the integer 0 and drop the sign
   char buf[48];
   // Nine significant digits always round-trip a float; fewer often do and read better.
   for (int digits = 1; digits <= 9; ++digits) {
@@ -432,7 +439,7 @@ std::string toJson(const KernelSpec &spec, unsigned indent) {
   llvm::json::OStream j(os, indent);
   j.object([&] {
     if (s.family == KernelFamily::AttentionForward)
-      writeAttention(j, s.attention);
+      writeAttention(j, s.attention, s.target);
     j.attribute("family", toString(s.family));
     if (s.family == KernelFamily::Quantize)
       writeQuantize(j, s.quantize);

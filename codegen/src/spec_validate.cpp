@@ -88,9 +88,9 @@ void checkAttention(const KernelSpec &s, Rules &r) {
   if (t.stages < 1 || t.stages > 8)
     r.fail("attention.tile.stages", t.stages, " is not in [1, 8]");
   if (r.out.empty()) {
-    const int bytes = attentionOperandSharedBytes(a);
+    const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
-      r.fail("attention.tile", "operand tiles need at least ", bytes, " bytes of shared memory, ", toString(s.target), " allows ", lim.max_shared_bytes);
+      r.fail("attention.tile", "the tiles need ", bytes, " bytes of shared memory, ", toString(s.target), " allows ", lim.max_shared_bytes);
   }
 
   // Range guard.
@@ -102,11 +102,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
       r.fail("attention.guard.slack_log2", formatFloat(g.slack_log2), " is not in [0, 8]");
   }
 
-  if (a.route == Route::Bf16) {
-    if (s.target == Target::Sm100a)
-      r.fail("attention.route", "the bf16 route has no sm_100a (tcgen05) kernel; use nvfp8 or directp");
+  if (a.route == Route::Bf16)
     return; // operands and classifier are not used (canonicalize resets them)
-  }
 
   // Operands of the quantized routes.
   const OperandSpec &o = a.operands;
@@ -160,12 +157,13 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
     r.fail("quantize.format", "bf16 operands are consumed as given: there is nothing to quantize");
     break;
   }
-  // One thread per 16-element NVFP4 block, or per (head-dim row, 32 keys) for V^T: a CTA must cover
-  // whole rows, and the V^T tile (threads / 4 head-dim rows) must divide the head dim.
+  // One thread per 16-element NVFP4 block, or per (head-dim row, 32 keys) for V^T; the V^T tile of
+  // threads / 4 rows x 129 FP32 lives in static shared memory (48 KiB): at most 256 threads.
   if (!isPowerOfTwo(q.threads) || q.threads < 64 || q.threads > 512)
     r.fail("quantize.threads", q.threads, " is not a power of two in [64, 512]");
-  else if (q.layout == QuantLayout::Transposed && isHeadDim(q.head_dim) && q.threads / 4 > q.head_dim)
-    r.fail("quantize.threads", q.threads, " threads tile ", q.threads / 4, " head-dim rows, more than head_dim = ", q.head_dim);
+  else if (q.layout == QuantLayout::Transposed && q.threads > 256)
+    r.fail("quantize.threads", q.threads, " exceeds 256 for V^T (its FP32 tile of threads / 4 rows x 129 keys "
+           "must fit 48 KiB of static shared memory)");
 }
 
 } // namespace
@@ -181,25 +179,13 @@ TargetLimits targetLimits(Target t) {
   return {0, false, false};
 }
 
-int attentionOperandSharedBytes(const AttentionSpec &a) {
-  // Bytes per element as the tiles sit in shared memory: BF16 operands 2, FP8/widened-FP8 1,
-  // stored FP4 (native) 0.5 plus one scale byte per 16 (NVFP4) or 32 (MXFP4) elements.
-  auto qkBytes = [&](int elems) {
-    if (a.route == Route::Bf16 || a.operands.qk_widening == Widening::Bf16)
-      return 2 * elems;
-    if (a.operands.qk_widening == Widening::Native)
-      return elems / 2 + elems / 16;
-    return elems;
-  };
-  auto vBytes = [&](int elems) {
-    if (a.route == Route::Bf16 || a.operands.v_widening == Widening::Bf16)
-      return 2 * elems;
-    if (a.operands.v_widening == Widening::Native)
-      return elems / 2 + elems / 32;
-    return elems;
-  };
-  const int d = a.head_dim;
-  return qkBytes(a.tile.block_m * d) + a.tile.stages * (qkBytes(a.tile.block_n * d) + vBytes(a.tile.block_n * d));
+int attentionSharedBytes(const AttentionSpec &a) {
+  const bool bf16_route = a.route == Route::Bf16;
+  const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;
+  const int qk_pitch = a.head_dim * qk_bytes + 16;
+  const int v_rows = bf16_route ? a.tile.block_n : a.head_dim;
+  const int v_pitch = bf16_route ? a.head_dim * 2 + 16 : a.tile.block_n + 16;
+  return (a.tile.block_m + a.tile.block_n) * qk_pitch + v_rows * v_pitch;
 }
 
 std::vector<std::string> specViolations(const KernelSpec &spec) {

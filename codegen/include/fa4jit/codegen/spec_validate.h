@@ -19,10 +19,12 @@ struct TargetLimits {
 };
 TargetLimits targetLimits(Target t);
 
-// Shared memory that the operand tiles of an attention spec occupy at least (Q tile plus
-// `stages` K and V tiles, in the formats the route stores them in, scales included). The
-// template's own static_asserts are authoritative; this lower bound rejects hopeless tiles early.
-int attentionOperandSharedBytes(const AttentionSpec &a);
+// Dynamic shared memory of the attention kernel for this spec: Q and K tiles of head_dim
+// elements (2 bytes when they reach the tensor core as BF16, else 1) plus V (bf16 route: [keys][D]
+// BF16; else V^T [D][keys] FP8), every row padded by 16 bytes against bank conflicts. Computed
+// here independently of templates/fa4jit/attention/params.cuh; the emitted static_assert makes
+// any disagreement a compile error.
+int attentionSharedBytes(const AttentionSpec &a);
 
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.

@@ -1,0 +1,36 @@
+#pragma once
+// The source emitter: a pure function from a KernelSpec to the text of one tiny instantiation
+// file (DESIGN.md §3, §7). The file includes the embedded template headers, defines the spec's
+// baked constants as a config struct with named static constexpr members (baked_dims.h decides
+// which), and defines the extern "C" __global__ entry points the driver looks up by name. A
+// comment header carries the canonical spec JSON, so the source (and so the cache key) changes
+// whenever the spec does. Compiling the text is the runtime's job (NVRTC), not codegen's.
+#include <string>
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+#include "llvm/Support/Error.h"
+
+namespace fa4jit {
+
+// One extern "C" __global__ function of the generated module and how it is launched.
+struct EntryPoint {
+  std::string name;             // cuModuleGetFunction name
+  int threads = 0;              // blockDim.x (the kernel's __launch_bounds__)
+  int dynamic_shared_bytes = 0; // opt in with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES above 48 KiB
+};
+
+struct EmittedKernel {
+  std::string name;                // kernelName(spec)
+  std::vector<EntryPoint> entries; // in launch order (quantizers: the amax pass, then the encode pass)
+  std::string source;              // the instantiation file, compile with --std=c++17 -I<templates root>
+};
+
+// Validates the spec, then generates. Same spec, same bytes: no time stamps, no addresses, no
+// environment. Errors name the spec field (validation) or the missing template.
+llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec);
+
+// Whether the attention templates (fa4jit/attention/kernel.cuh) are embedded in this build.
+bool attentionTemplatesAvailable();
+
+} // namespace fa4jit

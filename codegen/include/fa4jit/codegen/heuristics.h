@@ -1,0 +1,36 @@
+#pragma once
+// Default specs and the list of every variant the generator can emit.
+//
+// Defaults are the starting point the autotuner searches around; they are chosen per target
+// for what its tensor cores accept (E4M3 from sm_89 on, BF16 on sm_80) and per head dim for
+// register and shared-memory budgets. enumerateVariants() is the CI's list: each entry must
+// generate and compile for its target (`fa4jit compile --all`, tests/codegen).
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+
+namespace fa4jit {
+
+// Attention forward for (route, head dim, causal, target), valid for that target.
+KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
+
+// The quantizer that produces one attention operand in the layout `attention` consumes.
+enum class AttentionOperand : uint8_t { Q, K, V };
+// Precondition: attention.family == AttentionForward and its route is nvfp8 or directp (the bf16
+// route consumes its inputs as given).
+KernelSpec quantizerFor(const KernelSpec &attention, AttentionOperand operand, bool input_fp32 = false);
+
+// A quantizer spec with the default CTA size. Layout follows the format (NVFP4 rows, V^T
+// otherwise); keys_permuted16 applies to V^T only.
+KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32 = false,
+                               bool keys_permuted16 = false);
+
+// Every variant of one family for one target. Attention variants are empty until the family's
+// templates are available to the emitter (attentionTemplatesAvailable()).
+std::vector<KernelSpec> enumerateQuantizeVariants(Target target);
+std::vector<KernelSpec> enumerateAttentionVariants(Target target);
+
+// All families for the given targets (all four targets when empty).
+std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets = {});
+
+} // namespace fa4jit

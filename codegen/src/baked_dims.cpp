@@ -1,0 +1,171 @@
+// The baked / run-time split of every kernel family (baked_dims.h).
+#include "fa4jit/codegen/baked_dims.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
+
+namespace fa4jit {
+namespace {
+
+std::string intText(int v) { return std::to_string(v); }
+std::string boolText(bool v) { return v ? "true" : "false"; }
+
+BakedConstant floatConstant(const char *name, float v, const char *why) {
+  return {name, "float", cppFloatLiteral(v), formatFloat(v) + (why[0] ? std::string(": ") + why : "")};
+}
+
+// Enum spellings of the device templates (fa4jit::device::attention / ::quantize), which carry
+// the numeric values of the codegen enums.
+const char *deviceRoute(Route r) {
+  switch (r) {
+  case Route::Bf16: return "Route::Bf16";
+  case Route::Nvfp8: return "Route::Nvfp8";
+  case Route::DirectP: return "Route::DirectP";
+  }
+  return "?";
+}
+const char *deviceWidening(Widening w) {
+  switch (w) {
+  case Widening::Bf16: return "Widening::Bf16";
+  case Widening::E4m3: return "Widening::E4m3";
+  case Widening::Native: return "Widening::Native";
+  }
+  return "?";
+}
+const char *deviceGuard(GuardKind g) {
+  return g == GuardKind::OnlineExact ? "GuardKind::OnlineExact" : "GuardKind::SampledAnchor";
+}
+const char *deviceQuantFormat(QuantFormat f) {
+  switch (f) {
+  case QuantFormat::Nvfp4: return "Format::Nvfp4";
+  case QuantFormat::Mxfp4: return "Format::Mxfp4";
+  case QuantFormat::Fp8PerHead: return "Format::Fp8";
+  case QuantFormat::Bf16: break; // rejected by the validator
+  }
+  return "?";
+}
+
+std::string classifierInitializer(const ClassifierSpec &c) {
+  std::string s = "{" + intText(static_cast<int>(c.kind)) + ", " + cppFloatLiteral(c.alpha) + ", " +
+                  cppFloatLiteral(c.beta) + ", {";
+  for (int i = 0; i < 7; ++i)
+    s += (i ? ", " : "") + cppFloatLiteral(c.thresholds[i]);
+  return s + "}, " + cppFloatLiteral(c.y_split) + "}";
+}
+
+std::string classifierNote(const ClassifierSpec &c) {
+  std::string s = toString(c.kind);
+  if (c.kind != ClassifierKind::Threshold)
+    s += " alpha " + formatFloat(c.alpha) + " beta " + formatFloat(c.beta);
+  if (c.kind == ClassifierKind::Mixed)
+    s += " y_split " + formatFloat(c.y_split);
+  if (c.kind == ClassifierKind::Threshold) {
+    s += " theta";
+    for (float t : c.thresholds)
+      s += " " + formatFloat(t);
+  }
+  return s;
+}
+
+DimensionSplit attentionSplit(const KernelSpec &spec) {
+  const AttentionSpec a = canonicalize(spec).attention;
+  DimensionSplit d;
+  d.family = KernelFamily::AttentionForward;
+  d.device_namespace = "fa4jit::device::attention";
+  d.params_type = "AttentionParams";
+  d.params_header = "fa4jit/attention/params.cuh";
+  const bool quantized = a.route != Route::Bf16;
+  // The members of fa4jit/attention/config.cuh, in its order.
+  d.baked = {
+      {"route", "Route", deviceRoute(a.route), toString(a.route)},
+      {"head_dim", "int", intText(a.head_dim), ""},
+      {"causal", "bool", boolText(a.causal), "bottom-right aligned"},
+      {"block_m", "int", intText(a.tile.block_m), "query rows per CTA"},
+      {"block_n", "int", intText(a.tile.block_n), "keys per main-loop tile"},
+      {"warps", "int", intText(a.tile.warps), ""},
+      {"qk_widening", "Widening", deviceWidening(quantized ? a.operands.qk_widening : Widening::Bf16),
+       quantized ? "how NVFP4 Q/K reach the tensor core" : "bf16 route: BF16 operands"},
+      {"qk_widen_shift", "int", intText(a.operands.qk_widen_shift), ""},
+      {"p_offset_log2", "int", intText(a.operands.p_offset_log2), quantized ? "P fed as E4M3(P * 2^off)" : "unused"},
+      {"v_keys_permuted16", "bool", boolText(a.operands.v_keys_permuted16), ""},
+      floatConstant("score_scale", foldedScoreScale(a),
+                    a.operands.qk_widening == Widening::E4m3 && quantized ? "softmax_scale * log2(e) * 4^shift"
+                                                                           : "softmax_scale * log2(e)"),
+      {"classifier", "DirectPCoefficients", classifierInitializer(a.classifier),
+       a.route == Route::DirectP ? classifierNote(a.classifier) : "unused outside directp"},
+      {"guard", "GuardKind", deviceGuard(a.guard.kind), toString(a.guard.kind)},
+      {"guard_sample_stride", "int", intText(a.guard.sample_stride), ""},
+      floatConstant("guard_slack_log2", a.guard.slack_log2, ""),
+  };
+  d.runtime = {
+      {"q, k, v", "operand device addresses (payloads for the quantized routes)"},
+      {"q_sf, k_sf, v_sf", "scale-factor tensors (NVFP4 Q/K, MXFP4 V^T)"},
+      {"q_global_scale, k_global_scale", "per-head NVFP4 global scales"},
+      {"v_scale, v_shift", "per-head FP8 s_v (nvfp8) or MXFP4 v_shift (directp)"},
+      {"o, lse", "outputs"},
+      {"*_batch_stride, *_head_stride, *_row_stride", "strides of every tensor"},
+      {"batch", "B"},
+      {"heads_q, heads_kv", "query and key/value heads (GQA ratio heads_q / heads_kv)"},
+      {"seqlen_q, seqlen_k", "sequence lengths (any >= 1; causal alignment bottom-right)"},
+  };
+  return d;
+}
+
+DimensionSplit quantizeSplit(const KernelSpec &spec) {
+  const QuantizeSpec q = canonicalize(spec).quantize;
+  DimensionSplit d;
+  d.family = KernelFamily::Quantize;
+  d.device_namespace = "fa4jit::device::quantize";
+  d.params_type = "QuantizeParams";
+  d.params_header = "fa4jit/quantize/params.cuh";
+  // The members of fa4jit/quantize/config.cuh, in its order.
+  d.baked = {
+      {"format", "Format", deviceQuantFormat(q.format), toString(q.format)},
+      {"transposed", "bool", boolText(q.layout == QuantLayout::Transposed), toString(q.layout)},
+      {"input_fp32", "bool", boolText(q.input_fp32), q.input_fp32 ? "fp32 input" : "bf16 input"},
+      {"keys_permuted16", "bool", boolText(q.keys_permuted16), q.keys_permuted16 ? "Hopper register-P key order" : ""},
+      {"head_dim", "int", intText(q.head_dim), ""},
+      {"threads", "int", intText(q.threads), "CTA size of both passes"},
+  };
+  d.runtime = {
+      {"x", "input [B, H, S, D] device address, head dim contiguous"},
+      {"payload, scales, head_scalar", "outputs (layouts in fa4jit/quantize/params.cuh)"},
+      {"amax_partial, amax_chunks", "per-head partial maxima workspace [B*H][amax_chunks]"},
+      {"nonfinite", "int32 flag the caller zeroes; 1 after the passes if x held NaN or Inf"},
+      {"x_batch_stride, x_head_stride, x_row_stride", "strides of x in elements"},
+      {"batch, heads, seqlen", "B, H, S"},
+  };
+  return d;
+}
+
+} // namespace
+
+float log2SoftmaxScale(const AttentionSpec &a) {
+  const float scale = a.softmax_scale != 0.0f ? a.softmax_scale
+                                              : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+  return static_cast<float>(static_cast<double>(scale) * M_LOG2E);
+}
+
+float foldedScoreScale(const AttentionSpec &a) {
+  const float kscale = log2SoftmaxScale(a);
+  if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::E4m3)
+    return std::ldexp(kscale, 2 * a.operands.qk_widen_shift);
+  return kscale;
+}
+
+std::string cppFloatLiteral(float v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%af", static_cast<double>(v));
+  return buf;
+}
+
+llvm::Expected<DimensionSplit> splitDimensions(const KernelSpec &spec) {
+  if (llvm::Error e = validateSpec(spec))
+    return e;
+  return spec.family == KernelFamily::Quantize ? quantizeSplit(spec) : attentionSplit(spec);
+}
+
+} // namespace fa4jit

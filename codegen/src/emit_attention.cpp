@@ -1,0 +1,84 @@
+// The attention-forward family, against the instantiation contract at the top of
+// templates/fa4jit/attention/kernel.cuh: include, config struct, two pinning static_asserts, one
+// extern "C" entry point taking AttentionParams by value.
+#include <cstring>
+#include <sstream>
+
+#include "emit_common.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
+#include "fa4jit/templates/embedded.h"
+
+namespace fa4jit {
+
+bool attentionTemplatesAvailable() {
+  std::size_t count = 0;
+  const templates::EmbeddedHeader *headers = templates::embeddedHeaders(&count);
+  for (std::size_t i = 0; i < count; ++i)
+    if (!std::strcmp(headers[i].name, "fa4jit/attention/kernel.cuh"))
+      return true;
+  return false;
+}
+
+namespace detail {
+namespace {
+
+llvm::Error unsupported(const KernelSpec &spec, const std::string &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "attention spec for %s not supported by the mma.sync attention template: %s",
+                                 toString(spec.target), why.c_str());
+}
+
+// What the one attention template there is (mma.sync, 16 rows per warp) can instantiate; the
+// hardware and numerics rules were checked by validateSpec already.
+llvm::Error checkTemplateSupports(const KernelSpec &spec) {
+  const AttentionSpec &a = spec.attention;
+  if (a.tile.block_m != 16 * a.tile.warps)
+    return unsupported(spec, "attention.tile.block_m (" + std::to_string(a.tile.block_m) + ") must be 16 * warps (" +
+                                 std::to_string(16 * a.tile.warps) + ")");
+  if (a.route == Route::Bf16)
+    return llvm::Error::success();
+  if (a.operands.qk_widening == Widening::Native)
+    return unsupported(spec, "attention.operands.qk_widening native needs the tcgen05 template (not written yet); "
+                             "use e4m3 or bf16");
+  if (a.operands.v_widening != Widening::E4m3)
+    return unsupported(spec, std::string("attention.operands.v_widening ") + toString(a.operands.v_widening) +
+                                 ": V and P are fed to FP8 mma.sync as E4M3; use e4m3");
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split) {
+  if (!attentionTemplatesAvailable())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "attention templates not available: fa4jit/attention/kernel.cuh is not embedded "
+                                   "in this build");
+  if (llvm::Error e = checkTemplateSupports(spec))
+    return e;
+  EmittedKernel k;
+  k.name = kernelName(spec);
+  const AttentionSpec a = canonicalize(spec).attention;
+  const int threads = a.tile.warps * 32;
+  const int shared = attentionSharedBytes(a);
+  const std::string ns = split.device_namespace;
+  const char *cfg = "GeneratedConfig";
+  std::ostringstream os;
+  os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention/kernel.cuh\"\n\n"
+     << "namespace " << ns << " {\nnamespace {\n"
+     << emitConfigStruct(split, cfg)
+     << "static_assert(AttentionTraits<" << cfg << ">::kThreads == " << threads
+     << ", \"generator and template disagree on threads\");\n"
+     << "static_assert(AttentionTraits<" << cfg << ">::kSharedBytes == " << shared
+     << ", \"generator and template disagree on shared memory\");\n"
+     << "} // namespace\n} // namespace " << ns << "\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
+     << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
+     << "  " << ns << "::attentionForward<" << ns << "::" << cfg << ">(params);\n}\n";
+  k.entries.push_back({k.name, threads, shared});
+  k.source = os.str();
+  return k;
+}
+
+} // namespace detail
+} // namespace fa4jit

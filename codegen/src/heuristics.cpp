@@ -1,0 +1,129 @@
+// Default specs per (route, head dim, causal, target) and the enumeration of every variant.
+#include "fa4jit/codegen/heuristics.h"
+
+#include <cassert>
+
+#include "fa4jit/codegen/emitter.h"
+
+namespace fa4jit {
+namespace {
+
+constexpr Target kAllTargets[] = {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a};
+constexpr int kHeadDims[] = {64, 128, 256};
+constexpr Route kAllRoutes[] = {Route::Bf16, Route::Nvfp8, Route::DirectP};
+
+bool hasFp8TensorCores(Target t) { return t != Target::Sm80; }
+
+} // namespace
+
+KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target) {
+  KernelSpec s;
+  s.family = KernelFamily::AttentionForward;
+  s.target = target;
+  AttentionSpec &a = s.attention;
+  a.route = route;
+  a.head_dim = head_dim;
+  a.causal = causal;
+  // The mma.sync attention template: 16 query rows per warp, 4 warps. Wider key tiles amortize the
+  // per-tile barriers; at head dim 256 the O accumulator (head_dim / 2 registers per thread)
+  // leaves room for 64 keys of S only.
+  a.tile.warps = 4;
+  a.tile.block_m = 16 * a.tile.warps;
+  a.tile.block_n = head_dim <= 64 ? 128 : 64;
+  a.tile.stages = 1;
+  // FP8 tensor cores from sm_89 on: NVFP4 Q/K widen to E4M3 (one rounding, NUMERICS §2.1) and
+  // V/P are fed as E4M3. Without them (sm_80) only the bf16 route exists; its operand fields are
+  // unused and keep their defaults.
+  a.operands.qk_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
+  a.operands.v_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
+  // Threshold classifier: exactly exp2 + round-to-nearest, the accuracy target (cosine 0.973).
+  a.classifier = ClassifierSpec{};
+  a.guard = RangeGuardSpec{};
+  return s;
+}
+
+KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32,
+                               bool keys_permuted16) {
+  KernelSpec s;
+  s.family = KernelFamily::Quantize;
+  s.target = target;
+  QuantizeSpec &q = s.quantize;
+  q.format = format;
+  q.layout = format == QuantFormat::Nvfp4 ? QuantLayout::RowMajorK : QuantLayout::Transposed;
+  q.input_fp32 = input_fp32;
+  q.keys_permuted16 = q.layout == QuantLayout::Transposed && keys_permuted16;
+  q.head_dim = head_dim;
+  q.threads = 256; // 8 warps: enough loads in flight per SM for a memory-bound pass
+  return s;
+}
+
+KernelSpec quantizerFor(const KernelSpec &attention, AttentionOperand operand, bool input_fp32) {
+  assert(attention.family == KernelFamily::AttentionForward && attention.attention.route != Route::Bf16 &&
+         "only the nvfp8 and directp routes consume quantized operands");
+  const AttentionSpec &a = attention.attention;
+  if (operand != AttentionOperand::V)
+    return defaultQuantizeSpec(QuantFormat::Nvfp4, a.head_dim, attention.target, input_fp32);
+  const QuantFormat v = a.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
+  return defaultQuantizeSpec(v, a.head_dim, attention.target, input_fp32, a.operands.v_keys_permuted16);
+}
+
+std::vector<KernelSpec> enumerateQuantizeVariants(Target target) {
+  std::vector<KernelSpec> out;
+  for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead})
+    for (int d : kHeadDims)
+      for (bool fp32 : {false, true})
+        for (bool permuted : {false, true}) {
+          if (permuted && f == QuantFormat::Nvfp4)
+            continue; // rows of Q/K have no key order to permute
+          out.push_back(defaultQuantizeSpec(f, d, target, fp32, permuted));
+        }
+  return out;
+}
+
+std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
+  std::vector<KernelSpec> out;
+  if (!attentionTemplatesAvailable())
+    return out;
+  for (Route r : kAllRoutes) {
+    if (r != Route::Bf16 && !hasFp8TensorCores(target))
+      continue; // FP8-fed routes need FP8 tensor cores
+    for (int d : kHeadDims)
+      for (bool causal : {false, true}) {
+        KernelSpec s = defaultAttentionSpec(r, d, causal, target);
+        out.push_back(s);
+        if (causal)
+          continue; // the options below do not interact with the mask: one head-dim sweep each
+        if (r == Route::DirectP) {
+          // The other classifiers change the generated code (and the cheap affine one is the
+          // Hopper speed candidate): they must compile too.
+          for (ClassifierKind k : {ClassifierKind::Affine, ClassifierKind::Mixed}) {
+            KernelSpec c = s;
+            c.attention.classifier.kind = k;
+            out.push_back(c);
+          }
+        }
+        if (r != Route::Bf16) {
+          KernelSpec p = s;
+          p.attention.operands.v_keys_permuted16 = true;
+          out.push_back(p);
+        }
+      }
+  }
+  return out;
+}
+
+std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets) {
+  std::vector<Target> ts = targets;
+  if (ts.empty())
+    ts.assign(std::begin(kAllTargets), std::end(kAllTargets));
+  std::vector<KernelSpec> out;
+  for (Target t : ts) {
+    for (KernelSpec &s : enumerateQuantizeVariants(t))
+      out.push_back(std::move(s));
+    for (KernelSpec &s : enumerateAttentionVariants(t))
+      out.push_back(std::move(s));
+  }
+  return out;
+}
+
+} // namespace fa4jit

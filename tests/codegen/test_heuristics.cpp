@@ -1,0 +1,106 @@
+// Defaults and the variant list that `fa4jit compile --all` and the NVRTC CI test walk.
+#include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+using namespace fa4jit;
+
+TEST_CASE("quantizer variants: every format, head dim, input type and key order", "[codegen][heuristics]") {
+  for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
+    const std::vector<KernelSpec> v = enumerateQuantizeVariants(t);
+    // NVFP4: 3 head dims x 2 input types; MXFP4 and FP8 V^T: x 2 key orders each.
+    CHECK(v.size() == 6 + 12 + 12);
+    int permuted = 0, fp32 = 0;
+    for (const KernelSpec &s : v) {
+      CHECK(s.family == KernelFamily::Quantize);
+      CHECK(s.target == t);
+      CHECK(specViolations(s).empty());
+      permuted += s.quantize.keys_permuted16;
+      fp32 += s.quantize.input_fp32;
+    }
+    CHECK(permuted == 12);
+    CHECK(fp32 == 15);
+  }
+}
+
+TEST_CASE("every variant has a distinct name and emits", "[codegen][heuristics]") {
+  const std::vector<KernelSpec> all = enumerateVariants();
+  std::set<std::string> names;
+  std::set<Target> targets;
+  for (const KernelSpec &s : all) {
+    names.insert(kernelName(s));
+    targets.insert(s.target);
+    llvm::Expected<EmittedKernel> k = emitKernel(s);
+    if (!k)
+      FAIL(llvm::toString(k.takeError()));
+  }
+  CHECK(names.size() == all.size());
+  CHECK(targets.count(Target::Sm90a));
+  CHECK(targets.count(Target::Sm100a));
+  const std::vector<KernelSpec> two = enumerateVariants({Target::Sm90a, Target::Sm100a});
+  CHECK(two.size() == enumerateQuantizeVariants(Target::Sm90a).size() * 2 +
+                          enumerateAttentionVariants(Target::Sm90a).size() +
+                          enumerateAttentionVariants(Target::Sm100a).size());
+}
+
+TEST_CASE("attention variants follow the target's tensor cores", "[codegen][heuristics]") {
+  if (!attentionTemplatesAvailable()) {
+    CHECK(enumerateAttentionVariants(Target::Sm90a).empty());
+    return;
+  }
+  for (const KernelSpec &s : enumerateAttentionVariants(Target::Sm80))
+    CHECK(s.attention.route == Route::Bf16); // no FP8 mma.sync before sm_89
+  for (Target t : {Target::Sm89, Target::Sm90a, Target::Sm100a}) {
+    std::set<int> routes, dims, classifiers;
+    bool causal = false, permuted = false;
+    for (const KernelSpec &s : enumerateAttentionVariants(t)) {
+      routes.insert(static_cast<int>(s.attention.route));
+      dims.insert(s.attention.head_dim);
+      if (s.attention.route == Route::DirectP)
+        classifiers.insert(static_cast<int>(s.attention.classifier.kind));
+      causal |= s.attention.causal;
+      permuted |= s.attention.operands.v_keys_permuted16;
+    }
+    CHECK(routes.size() == 3);
+    CHECK(dims == std::set<int>{64, 128, 256});
+    CHECK(classifiers.size() == 3);
+    CHECK(causal);
+    CHECK(permuted);
+  }
+}
+
+TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
+  for (int d : {64, 128, 256}) {
+    const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, false, Target::Sm90a);
+    CHECK(s.attention.tile.block_m == 16 * s.attention.tile.warps);
+    CHECK(s.attention.tile.block_n % 32 == 0);
+    CHECK(s.attention.operands.qk_widening == Widening::E4m3);
+    CHECK(attentionSharedBytes(s.attention) <= targetLimits(Target::Sm90a).max_shared_bytes);
+  }
+  const KernelSpec old = defaultAttentionSpec(Route::Bf16, 128, true, Target::Sm80);
+  CHECK(old.attention.causal);
+  CHECK(old.attention.operands.qk_widening == Widening::Bf16);
+}
+
+TEST_CASE("quantizerFor produces the layouts the attention kernel reads", "[codegen][heuristics]") {
+  KernelSpec a = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
+  a.attention.operands.v_keys_permuted16 = true;
+  const KernelSpec q = quantizerFor(a, AttentionOperand::Q);
+  CHECK(q.quantize.format == QuantFormat::Nvfp4);
+  CHECK(q.quantize.layout == QuantLayout::RowMajorK);
+  CHECK(q.quantize.head_dim == 64);
+  CHECK(q.target == Target::Sm90a);
+  const KernelSpec v = quantizerFor(a, AttentionOperand::V, true);
+  CHECK(v.quantize.format == QuantFormat::Mxfp4);
+  CHECK(v.quantize.layout == QuantLayout::Transposed);
+  CHECK(v.quantize.keys_permuted16);
+  CHECK(v.quantize.input_fp32);
+  const KernelSpec f = quantizerFor(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a), AttentionOperand::V);
+  CHECK(f.quantize.format == QuantFormat::Fp8PerHead);
+  CHECK(!f.quantize.keys_permuted16);
+}

@@ -1,0 +1,176 @@
+// Spec validation: every generated variant passes; each rule fails with a message naming the field.
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_validate.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+using namespace fa4jit;
+
+namespace {
+
+// All violation messages joined, or "" when the spec is valid.
+std::string problems(const KernelSpec &s) {
+  std::string all;
+  for (const std::string &v : specViolations(s))
+    all += v + "\n";
+  return all;
+}
+
+KernelSpec directp(Target t = Target::Sm90a) { return defaultAttentionSpec(Route::DirectP, 128, false, t); }
+
+} // namespace
+
+TEST_CASE("every enumerated variant and default is valid", "[codegen][validate]") {
+  for (const KernelSpec &s : enumerateVariants()) {
+    INFO(toString(s.target));
+    CHECK(problems(s).empty());
+    llvm::Error e = validateSpec(s);
+    const bool failed = static_cast<bool>(e);
+    CHECK(!failed);
+    llvm::consumeError(std::move(e));
+  }
+  for (Target t : {Target::Sm89, Target::Sm90a, Target::Sm100a})
+    for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+      for (int d : {64, 128, 256})
+        CHECK(problems(defaultAttentionSpec(r, d, true, t)).empty());
+  CHECK(problems(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm80)).empty());
+}
+
+TEST_CASE("attention shape and tile rules", "[codegen][validate]") {
+  KernelSpec s = directp();
+  s.attention.head_dim = 96;
+  CHECK_THAT(problems(s), Catch::Contains("attention.head_dim: 96"));
+  s = directp();
+  s.attention.tile.block_n = 48;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_n: 48") && Catch::Contains("multiple of 32"));
+  s = directp();
+  s.attention.tile.block_m = 40;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_m"));
+  s = directp();
+  s.attention.tile.warps = 0;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.warps"));
+  s = directp();
+  s.attention.tile.stages = 9;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.stages"));
+  s = directp();
+  s.attention.softmax_scale = -1.0f;
+  CHECK_THAT(problems(s), Catch::Contains("attention.softmax_scale"));
+}
+
+TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
+  KernelSpec s = defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm89);
+  s.attention.tile.block_n = 256;
+  s.attention.tile.block_m = 256;
+  s.attention.tile.warps = 16;
+  CHECK(attentionSharedBytes(s.attention) > targetLimits(Target::Sm89).max_shared_bytes);
+  CHECK_THAT(problems(s), Catch::Contains("shared memory") && Catch::Contains("sm_89"));
+  // The template's layout: (block_m + block_n) rows of Q/K plus V^T [D][block_n], rows padded by 16.
+  const KernelSpec d = directp();
+  CHECK(attentionSharedBytes(d.attention) == (64 + 64) * (128 + 16) + 128 * (64 + 16));
+}
+
+TEST_CASE("widening must exist on the target", "[codegen][validate]") {
+  KernelSpec s = directp(Target::Sm90a);
+  s.attention.operands.qk_widening = Widening::Native;
+  CHECK_THAT(problems(s), Catch::Contains("attention.operands.qk_widening") && Catch::Contains("sm_100a"));
+  s.target = Target::Sm100a;
+  CHECK(problems(s).empty());
+  KernelSpec old = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm80);
+  old.attention.operands.v_widening = Widening::E4m3;
+  CHECK_THAT(problems(old), Catch::Contains("attention.operands.v_widening") && Catch::Contains("sm_89"));
+  KernelSpec fp8v = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm100a);
+  fp8v.attention.operands.v_widening = Widening::Native;
+  CHECK_THAT(problems(fp8v), Catch::Contains("FP8 already"));
+  s = directp();
+  s.attention.operands.qk_widen_shift = 2;
+  CHECK_THAT(problems(s), Catch::Contains("attention.operands.qk_widen_shift"));
+}
+
+TEST_CASE("P offset plus guard slack must keep FP8 P finite", "[codegen][validate]") {
+  KernelSpec s = directp();
+  s.attention.guard.slack_log2 = 0.5f;
+  s.attention.operands.p_offset_log2 = 8;
+  CHECK_THAT(problems(s), Catch::Contains("attention.operands.p_offset_log2") && Catch::Contains("448"));
+  s.attention.operands.p_offset_log2 = 7;
+  CHECK(problems(s).empty());
+  s.attention.guard.slack_log2 = 1.0f;
+  CHECK(problems(s).empty());
+  s.attention.guard.slack_log2 = 1.01f;
+  CHECK(!problems(s).empty());
+  // Native Direct-P feeds P through UE8M0 scales: no FP8 offset, no such limit.
+  KernelSpec n = directp(Target::Sm100a);
+  n.attention.operands.qk_widening = n.attention.operands.v_widening = Widening::Native;
+  n.attention.guard.slack_log2 = 4.0f;
+  CHECK(problems(n).empty());
+  // Online-exact guard has no slack.
+  KernelSpec o = directp();
+  o.attention.guard.kind = GuardKind::OnlineExact;
+  o.attention.guard.slack_log2 = 5.0f;
+  CHECK(problems(o).empty());
+  KernelSpec st = directp();
+  st.attention.guard.sample_stride = 3;
+  CHECK_THAT(problems(st), Catch::Contains("attention.guard.sample_stride"));
+}
+
+TEST_CASE("classifier constants must describe a monotone classifier", "[codegen][validate]") {
+  KernelSpec s = directp();
+  s.attention.classifier.thresholds[4] = s.attention.classifier.thresholds[3];
+  CHECK_THAT(problems(s), Catch::Contains("attention.classifier.thresholds") && Catch::Contains("element 4"));
+  s = directp();
+  s.attention.classifier.kind = ClassifierKind::Affine;
+  s.attention.classifier.alpha = -2.0f;
+  CHECK_THAT(problems(s), Catch::Contains("attention.classifier.alpha"));
+  s.attention.classifier.alpha = 2.0f;
+  s.attention.classifier.beta = INFINITY;
+  CHECK_THAT(problems(s), Catch::Contains("attention.classifier.beta"));
+  // The classifier of another route is not looked at.
+  KernelSpec n = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  n.attention.classifier.alpha = -1.0f;
+  CHECK(problems(n).empty());
+}
+
+TEST_CASE("TMEM plan columns must fit the allocation", "[codegen][validate]") {
+  KernelSpec s = directp(Target::Sm100a);
+  s.attention.tmem = {384, {0, 128}, {256, 384}, -1};
+  CHECK_THAT(problems(s), Catch::Contains("attention.tmem.columns_allocated"));
+  s.attention.tmem = {512, {0, 128}, {256, 512}, -1};
+  CHECK_THAT(problems(s), Catch::Contains("column 512"));
+  s.attention.tmem = {512, {0, 128}, {256, 384}, 500};
+  CHECK(problems(s).empty());
+}
+
+TEST_CASE("quantizer rules", "[codegen][validate]") {
+  KernelSpec q = defaultQuantizeSpec(QuantFormat::Nvfp4, 128, Target::Sm90a);
+  q.quantize.layout = QuantLayout::Transposed;
+  CHECK_THAT(problems(q), Catch::Contains("quantize.layout"));
+  q = defaultQuantizeSpec(QuantFormat::Nvfp4, 128, Target::Sm90a);
+  q.quantize.keys_permuted16 = true;
+  CHECK_THAT(problems(q), Catch::Contains("quantize.keys_permuted16"));
+  q = defaultQuantizeSpec(QuantFormat::Mxfp4, 128, Target::Sm90a);
+  q.quantize.layout = QuantLayout::RowMajorK;
+  CHECK_THAT(problems(q), Catch::Contains("quantize.layout") && Catch::Contains("transposed"));
+  q = defaultQuantizeSpec(QuantFormat::Bf16, 128, Target::Sm90a);
+  CHECK_THAT(problems(q), Catch::Contains("quantize.format"));
+  q = defaultQuantizeSpec(QuantFormat::Fp8PerHead, 64, Target::Sm90a);
+  q.quantize.threads = 512; // V^T tile of 128 rows x 129 floats would not fit static shared memory
+  CHECK_THAT(problems(q), Catch::Contains("quantize.threads"));
+  q.quantize.threads = 96;
+  CHECK_THAT(problems(q), Catch::Contains("quantize.threads: 96"));
+  q = defaultQuantizeSpec(QuantFormat::Nvfp4, 512, Target::Sm90a);
+  CHECK_THAT(problems(q), Catch::Contains("quantize.head_dim"));
+  q = defaultQuantizeSpec(QuantFormat::Nvfp4, 64, Target::Sm90a);
+  q.quantize.threads = 512; // NVFP4 rows: 128 rows per CTA still tile the scale atoms
+  CHECK(problems(q).empty());
+}
+
+TEST_CASE("validateSpec lists every violation", "[codegen][validate]") {
+  KernelSpec s = directp();
+  s.attention.head_dim = 100;
+  s.attention.tile.block_n = 33;
+  llvm::Error e = validateSpec(s);
+  REQUIRE(static_cast<bool>(e));
+  const std::string msg = llvm::toString(std::move(e));
+  CHECK_THAT(msg, Catch::Contains("sm_90a") && Catch::Contains("attention.head_dim") &&
+                      Catch::Contains("attention.tile.block_n"));
+}
