@@ -70,8 +70,9 @@ llvm::Expected<std::vector<long>> CliFlags::integers(llvm::StringRef name, llvm:
 }
 
 std::vector<std::string> CliFlags::strings(llvm::StringRef name, llvm::StringRef fallback) const {
+  const std::string text = str(name, fallback); // parts point into it
   llvm::SmallVector<llvm::StringRef, 8> parts;
-  llvm::StringRef(str(name, fallback)).split(parts, ',', -1, false);
+  llvm::StringRef(text).split(parts, ',', -1, false);
   std::vector<std::string> out;
   for (llvm::StringRef p : parts)
     out.push_back(p.trim().str());
