@@ -5,6 +5,8 @@
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
+#include "expected_checks.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -16,12 +18,6 @@
 
 using namespace fa4jit;
 
-// Expected<T> converts to bool only when non-const (Catch's REQUIRE takes a const reference).
-#define REQUIRE_OK(x)                                                                              \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      FAIL(llvm::toString((x).takeError()));                                                       \
-  } while (0)
 
 namespace {
 

@@ -2,6 +2,8 @@
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
 
+#include "expected_checks.h"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -11,12 +13,6 @@
 
 using namespace fa4jit;
 
-// Expected<T> converts to bool only when non-const (Catch's REQUIRE takes a const reference).
-#define REQUIRE_OK(x)                                                                              \
-  do {                                                                                             \
-    if (!(x))                                                                                      \
-      FAIL(llvm::toString((x).takeError()));                                                       \
-  } while (0)
 
 namespace {
 

@@ -19,8 +19,8 @@
 //               head_scalar int32 v_shift = (max block exponent of the head) - 6
 //   FP8 V^T     payload [B, H, D, Skp]           scales  unused (0)
 //               head_scalar float s_v
-// with Skp = S rounded up to 128 (padding keys hold code 0) and the scale tensors in the SF layout
-// of NUMERICS.md §1.1 (padding rows and columns 0).
+// with Skp = S rounded up to 128 (padding keys hold code 0), the scale tensors in the SF layout
+// of NUMERICS.md §1.1 (padding rows and columns 0), and V^T keys stored in vtKeyAt order.
 #include "fa4jit/common.cuh"
 
 namespace fa4jit::device::quantize {
@@ -61,6 +61,17 @@ FA4JIT_HD constexpr int64_t quantizePayloadBytesPerHead(int format, int head_dim
 FA4JIT_HD constexpr int64_t quantizeScaleBytesPerHead(int format, int head_dim, int seqlen) {
   return format == 0 ? sfBytes(seqlen, head_dim / 16)
                      : (format == 1 ? sfBytes(head_dim, quantizePaddedKeys(seqlen) / 32) : 0);
+}
+
+// Key (within a 32-key block) stored at position `pos`. Permuted: inside each 16 keys the order
+// [0,1,8,9,2,3,10,11,4,5,12,13,6,7,14,15], so the 4 keys a Hopper thread holds in its S
+// accumulator ({2q, 2q+1, 8+2q, 9+2q}) are the 4 consecutive k its FP8 A fragment wants ({4q..4q+3})
+// and P needs no shuffle.
+FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
+  if (!permuted)
+    return pos;
+  const int a = (pos & 15) / 4, b = pos & 3;
+  return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
 }
 
 // Rows of x one CTA of the NVFP4 encode pass covers: one thread per 16-element block.

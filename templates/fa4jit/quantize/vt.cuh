@@ -8,17 +8,6 @@
 
 namespace fa4jit::device::quantize {
 
-// Key (within a 32-key block) stored at position `pos`. Permuted: inside each 16 keys the order
-// [0,1,8,9,2,3,10,11,4,5,12,13,6,7,14,15], so the 4 keys a Hopper thread holds in its S
-// accumulator ({2q, 2q+1, 8+2q, 9+2q}) are the 4 consecutive k its FP8 A fragment wants ({4q..4q+3})
-// and P needs no shuffle.
-FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
-  if (!permuted)
-    return pos;
-  const int a = (pos & 15) / 4, b = pos & 3;
-  return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
-}
-
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
 // Stages keys [k0, k0 + 128) x head-dim rows [d0, d0 + kDims) of head bh, transposed:
