@@ -2,6 +2,7 @@
 // refinement; the mixed kind repeats a local search per candidate y_split.
 #include "fa4jit/codegen/classifier_fit.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -23,13 +24,41 @@ device::DirectPCoefficients directpCoefficients(const ClassifierSpec &c) {
 namespace {
 
 // Per row: y = x - e_b of every visible key, 2^e_b of its block, and the exact weights w
-// (normalized). Everything that does not depend on the classifier is computed once.
+// (normalized), sorted by y, with prefix sums of s = 2^e_b, s^2 and s*w. Everything that does
+// not depend on the classifier is computed once; a classifier whose code is monotone in y then
+// costs a few binary searches per row instead of a pass over the keys.
 struct PreparedRow {
-  std::vector<float> y;
+  std::vector<float> y;            // ascending
   std::vector<double> block_scale; // 2^e_b per key
   std::vector<double> w;
-  double w2 = 0; // sum w^2
+  std::vector<double> ps, ps2, psw; // prefix sums, size n + 1
+  double w2 = 0;                    // sum w^2
 };
+
+void finishRow(PreparedRow &p, double wsum) {
+  const std::size_t n = p.y.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i)
+    order[i] = i;
+  // Stable, so equal y keep key order and the sums are reproducible.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p.y[a] < p.y[b]; });
+  PreparedRow q;
+  q.ps.assign(n + 1, 0.0);
+  q.ps2.assign(n + 1, 0.0);
+  q.psw.assign(n + 1, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t j = order[i];
+    const double w = p.w[j] / wsum;
+    q.y.push_back(p.y[j]);
+    q.block_scale.push_back(p.block_scale[j]);
+    q.w.push_back(w);
+    q.w2 += w * w;
+    q.ps[i + 1] = q.ps[i] + p.block_scale[j];
+    q.ps2[i + 1] = q.ps2[i] + p.block_scale[j] * p.block_scale[j];
+    q.psw[i + 1] = q.psw[i] + p.block_scale[j] * w;
+  }
+  p = std::move(q);
+}
 
 std::vector<PreparedRow> prepare(const ScoreRows &rows) {
   std::vector<PreparedRow> out;
@@ -61,13 +90,59 @@ std::vector<PreparedRow> prepare(const ScoreRows &rows) {
         wsum += p.w.back();
       }
     }
-    for (double &w : p.w) {
-      w /= wsum;
-      p.w2 += w * w;
-    }
+    finishRow(p, wsum);
     out.push_back(std::move(p));
   }
   return out;
+}
+
+struct Sums {
+  double s = 0, sp2 = 0, spw = 0;
+};
+
+// Keys [lo, hi) of a row whose code is non-decreasing in y there: binary-search where the code
+// reaches each value c (exactly, with the classifier itself) and add the segments' prefix sums.
+template <typename Code>
+void addMonotone(const PreparedRow &p, std::size_t lo, std::size_t hi, Code code, Sums &sum) {
+  std::size_t start[9];
+  start[0] = lo;
+  for (int c = 1; c <= 7; ++c)
+    start[c] = static_cast<std::size_t>(
+        std::partition_point(p.y.begin() + lo, p.y.begin() + hi, [&](float y) { return code(y) < c; }) -
+        p.y.begin());
+  start[8] = hi;
+  for (int c = 1; c <= 7; ++c) {
+    const std::size_t a = start[c], b = start[c + 1];
+    if (a >= b)
+      continue;
+    const double mag = formats::kE2M1Magnitude[c];
+    sum.s += mag * (p.ps[b] - p.ps[a]);
+    sum.sp2 += mag * mag * (p.ps2[b] - p.ps2[a]);
+    sum.spw += mag * (p.psw[b] - p.psw[a]);
+  }
+}
+
+Sums rowSums(const device::DirectPCoefficients &k, const PreparedRow &p) {
+  Sums sum;
+  const std::size_t n = p.y.size();
+  auto code = [&](float y) { return device::directpCode(k, y); };
+  if (k.kind == 0 || (k.kind == 1 && k.alpha > 0)) {
+    addMonotone(p, 0, n, code, sum);
+  } else if (k.kind == 2 && k.alpha > 0) {
+    // Affine below the split, exp2 + round to nearest above: monotone on each side.
+    const std::size_t split = static_cast<std::size_t>(
+        std::partition_point(p.y.begin(), p.y.end(), [&](float y) { return y < k.y_split; }) - p.y.begin());
+    addMonotone(p, 0, split, code, sum);
+    addMonotone(p, split, n, code, sum);
+  } else {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double v = formats::kE2M1Magnitude[code(p.y[j])] * p.block_scale[j];
+      sum.s += v;
+      sum.sp2 += v * v;
+      sum.spw += v * p.w[j];
+    }
+  }
+  return sum;
 }
 
 double objective(const device::DirectPCoefficients &k, const std::vector<PreparedRow> &rows,
@@ -76,24 +151,18 @@ double objective(const device::DirectPCoefficients &k, const std::vector<Prepare
     return 0;
   double total = 0;
   for (const PreparedRow &p : rows) {
-    double s = 0, sp2 = 0, spw = 0;
-    for (std::size_t j = 0; j < p.y.size(); ++j) {
-      const double v = formats::kE2M1Magnitude[device::directpCode(k, p.y[j])] * p.block_scale[j];
-      s += v;
-      sp2 += v * v;
-      spw += v * p.w[j];
-    }
+    const Sums sum = rowSums(k, p);
     // An all-zero row loses everything.
-    if (!(s > 0)) {
+    if (!(sum.s > 0)) {
       total += 1.0;
       continue;
     }
     if (kind == FitObjective::Cosine) {
-      total += std::fmax(1.0 - spw / std::sqrt(sp2 * p.w2), 0.0);
+      total += std::fmax(1.0 - sum.spw / std::sqrt(sum.sp2 * p.w2), 0.0);
       continue;
     }
     // sum (P/S - w)^2 = sum P^2/S^2 - 2 sum P w / S + sum w^2.
-    total += std::fmax((sp2 / (s * s) - 2 * spw / s + p.w2) / p.w2, 0.0);
+    total += std::fmax((sum.sp2 / (sum.s * sum.s) - 2 * sum.spw / sum.s + p.w2) / p.w2, 0.0);
   }
   return total / static_cast<double>(rows.size());
 }

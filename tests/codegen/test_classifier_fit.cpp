@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include "fa4jit/codegen/formats.h"
 
 using namespace fa4jit;
 using namespace fa4jit::fit;
@@ -172,4 +175,61 @@ TEST_CASE("calibration file errors name the line", "[classifier_fit][calibration
   auto missing = readCalibrationFile("/nonexistent/fa4jit/cal.txt");
   REQUIRE_FALSE(static_cast<bool>(missing));
   CHECK_THAT(llvm::toString(missing.takeError()), Catch::Contains("cannot read calibration file /nonexistent/fa4jit/cal.txt"));
+}
+
+TEST_CASE("objective equals a direct pass over every key", "[classifier_fit]") {
+  // Independent of the binary-search evaluation: per key code, P = E2M1[c] 2^e_b, cosine and
+  // relative squared error of the normalized weights.
+  const ScoreRows rows = gaussianRows(700, 1.3, true, 9);
+  auto direct = [&](const ClassifierSpec &c, FitObjective kind) {
+    const device::DirectPCoefficients k = directpCoefficients(c);
+    double total = 0;
+    int counted = 0;
+    for (int r = 0; r < rows.rows(); ++r) {
+      const float *t = rows.t.data() + r * rows.row_length;
+      float m = -INFINITY;
+      for (int j = 0; j < rows.row_length; ++j)
+        m = std::max(m, t[j]);
+      std::vector<double> p(rows.row_length, 0.0), w(rows.row_length, 0.0);
+      for (int b = 0; b < rows.row_length; b += 32) {
+        float bmax = -INFINITY;
+        for (int j = b; j < std::min(rows.row_length, b + 32); ++j)
+          bmax = std::max(bmax, t[j] - m);
+        if (bmax == -INFINITY)
+          continue;
+        const int eb = static_cast<int>(std::floor(bmax)) - 2;
+        for (int j = b; j < std::min(rows.row_length, b + 32); ++j)
+          if (t[j] != -INFINITY) {
+            p[j] = formats::kE2M1Magnitude[device::directpCode(k, (t[j] - m) - static_cast<float>(eb))] * std::ldexp(1.0, eb);
+            w[j] = std::exp2(static_cast<double>(t[j] - m));
+          }
+      }
+      double sp = 0, sw = 0;
+      for (int j = 0; j < rows.row_length; ++j) {
+        sp += p[j];
+        sw += w[j];
+      }
+      double dot = 0, pp = 0, ww = 0, err = 0;
+      for (int j = 0; j < rows.row_length; ++j) {
+        dot += p[j] / sp * w[j] / sw;
+        pp += p[j] / sp * p[j] / sp;
+        ww += w[j] / sw * w[j] / sw;
+        err += (p[j] / sp - w[j] / sw) * (p[j] / sp - w[j] / sw);
+      }
+      total += kind == FitObjective::Cosine ? 1 - dot / std::sqrt(pp * ww) : err / ww;
+      ++counted;
+    }
+    return total / counted;
+  };
+  ClassifierSpec c;
+  for (ClassifierKind kind : {ClassifierKind::Threshold, ClassifierKind::Affine, ClassifierKind::Mixed})
+    for (float beta : {1.0f, 2.5f, 3.0f})
+      for (FitObjective obj : {FitObjective::Cosine, FitObjective::RelativeSquaredError}) {
+        c.kind = kind;
+        c.alpha = 1.75f;
+        c.beta = beta;
+        c.y_split = 0.5f;
+        INFO("kind " << toString(kind) << " beta " << beta);
+        CHECK(classifierObjective(c, rows, obj) == Approx(direct(c, obj)).epsilon(1e-9).margin(1e-12));
+      }
 }

@@ -39,7 +39,7 @@ struct GaussianScoreModel {
   int seqlen = 4096;
   double score_sigma = 1.0;
   bool causal = false;
-  int rows = 16;
+  int rows = 64;
   uint64_t seed = 0x5eed;
 };
 llvm::Expected<ScoreRows> sampleGaussianScores(const GaussianScoreModel &model);
