@@ -1,0 +1,187 @@
+// Quantizer variants the engine's default path does not exercise, bit for bit against the host
+// formats: V^T with Hopper's permuted key order, FP32 input, strided ([B, S, H, D]) and unaligned
+// inputs (the scalar-load path), small CTAs, and uneven amax chunking. Kernels are generated from
+// explicit specs and launched as the params.cuh contract describes.
+#include "gpu_fixture.h"
+
+#include "fa4jit/codegen/block_formats.h"
+#include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/quantize/params.cuh"
+// vtKeyAt: the stored key order (params.cuh)
+
+#include <cstring>
+
+using namespace fa4jit;
+using namespace fa4jit::testing;
+namespace dq = fa4jit::device::quantize;
+
+namespace {
+
+struct Variant {
+  QuantFormat format;
+  bool fp32, permuted;
+  int threads;
+  int batch, heads, seqlen, head_dim;
+  bool bshd;     // x stored [B, S, H, D] (head stride D, row stride H * D)
+  int offset;    // elements before x's first element (odd: no 16-byte vectors)
+  int chunks;    // amax_chunks
+};
+
+struct Outputs {
+  std::vector<uint8_t> payload, scales;
+  std::vector<uint32_t> scalars;
+};
+
+// Runs both passes of `spec` on x (as floats, exactly representable in the input type).
+Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float> &x_logical) {
+  const int B = v.batch, H = v.heads, S = v.seqlen, D = v.head_dim;
+  const std::size_t n = std::size_t(B) * H * S * D;
+  const std::size_t esize = v.fp32 ? 4 : 2;
+  std::vector<uint8_t> host((n + v.offset) * esize, 0);
+  auto index = [&](int b, int h, int s, int d) -> std::size_t {
+    return v.bshd ? ((std::size_t(b) * S + s) * H + h) * D + d : ((std::size_t(b) * H + h) * S + s) * D + d;
+  };
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int s = 0; s < S; ++s)
+        for (int d = 0; d < D; ++d) {
+          const float f = x_logical[((std::size_t(b) * H + h) * S + s) * D + d];
+          const std::size_t at = (v.offset + index(b, h, s, d)) * esize;
+          if (v.fp32) {
+            std::memcpy(&host[at], &f, 4);
+          } else {
+            const uint16_t bits = formats::floatToBF16(f);
+            std::memcpy(&host[at], &bits, 2);
+          }
+        }
+  auto dx = upload(host.data(), host.size());
+  llvm::Expected<EmittedKernel> k = emitKernel(spec);
+  REQUIRE_OK(k);
+  REQUIRE(k->entries.size() == 2);
+  auto amax = gpuEngine().kernel(spec, k->entries[0].name);
+  REQUIRE_OK(amax);
+  auto encode = gpuEngine().kernel(spec, k->entries[1].name);
+  REQUIRE_OK(encode);
+
+  const int f = static_cast<int>(v.format);
+  const std::size_t pb = dq::quantizePayloadBytesPerHead(f, D, S), sb = dq::quantizeScaleBytesPerHead(f, D, S);
+  // Poisoned outputs: every byte the kernels own must be written.
+  std::vector<uint8_t> poison(std::max<std::size_t>(pb, sb) * B * H + 16, 0xA5);
+  auto payload = upload(poison.data(), pb * B * H);
+  auto scales = upload(poison.data(), sb ? sb * B * H : 16);
+  auto scalar = upload(poison.data(), 4 * B * H);
+  auto partial = upload(poison.data(), 4 * B * H * v.chunks);
+  const int zero = 0;
+  auto flag = upload(&zero, 4);
+
+  dq::QuantizeParams p{};
+  p.x = dx.address() + v.offset * esize;
+  p.payload = payload.address();
+  p.scales = sb ? scales.address() : 0;
+  p.head_scalar = scalar.address();
+  p.amax_partial = partial.address();
+  p.nonfinite = flag.address();
+  p.x_batch_stride = int64_t(H) * S * D;
+  p.x_head_stride = v.bshd ? D : int64_t(S) * D;
+  p.x_row_stride = v.bshd ? int64_t(H) * D : D;
+  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = v.chunks;
+  void *args[] = {&p};
+  runtime::LaunchConfig l1;
+  l1.grid = {unsigned(v.chunks), unsigned(B * H), 1};
+  l1.block = {unsigned(v.threads), 1, 1};
+  REQUIRE_SUCCESS(amax->launch(l1, args));
+  const dq::Grid3 g = dq::quantizeEncodeGrid(f, D, v.threads, B, H, S);
+  runtime::LaunchConfig l2;
+  l2.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+  l2.block = {unsigned(v.threads), 1, 1};
+  REQUIRE_SUCCESS(encode->launch(l2, args));
+  Outputs out;
+  out.payload = download<uint8_t>(payload, pb * B * H);
+  if (sb)
+    out.scales = download<uint8_t>(scales, sb * B * H);
+  out.scalars = download<uint32_t>(scalar, B * H);
+  CHECK(download<int>(flag, 1)[0] == 0);
+  return out;
+}
+
+void checkVariant(const Variant &v, uint64_t seed) {
+  INFO("format " << toString(v.format) << " fp32 " << v.fp32 << " permuted " << v.permuted << " threads " << v.threads
+                 << " B" << v.batch << " H" << v.heads << " S" << v.seqlen << " D" << v.head_dim << " bshd " << v.bshd
+                 << " offset " << v.offset << " chunks " << v.chunks << " seed " << seed);
+  KernelSpec spec = defaultQuantizeSpec(v.format, v.head_dim, gpuEngine().target(), v.fp32, v.permuted);
+  spec.quantize.threads = v.threads;
+  const int S = v.seqlen, D = v.head_dim;
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(std::size_t(v.batch) * v.heads * S * D);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    // Per-element magnitudes over many binades, so block scales and exponents vary.
+    const float mag = std::ldexp(1.0f, int(rng() % 24) - 12);
+    x[i] = normal(rng) * mag;
+    x[i] = v.fp32 ? x[i] : formats::roundToBF16(x[i]);
+  }
+  const Outputs gpu = runGpu(spec, v, x);
+  const int f = static_cast<int>(v.format);
+  const std::size_t pb = dq::quantizePayloadBytesPerHead(f, D, S), sb = dq::quantizeScaleBytesPerHead(f, D, S);
+  const int skp = static_cast<int>(dq::quantizePaddedKeys(S));
+  for (int bh = 0; bh < v.batch * v.heads; ++bh) {
+    const float *head = x.data() + std::size_t(bh) * S * D;
+    std::vector<uint8_t> payload, scales;
+    uint32_t scalar = 0;
+    if (v.format == QuantFormat::Nvfp4) {
+      auto q = formats::quantizeNvfp4({head, S, D, D, 1});
+      REQUIRE_OK(q);
+      payload = q->payload, scales = q->scales;
+      std::memcpy(&scalar, &q->global_scale, 4);
+    } else {
+      // V^T [D, Skp] with keys in stored order: position p of each 32 holds key vtKeyAt(p).
+      std::vector<float> vt(std::size_t(D) * skp, 0.0f);
+      for (int d = 0; d < D; ++d)
+        for (int pos = 0; pos < skp; ++pos) {
+          const int key = pos / 32 * 32 + dq::vtKeyAt(pos % 32, v.permuted);
+          vt[std::size_t(d) * skp + pos] = key < S ? head[std::size_t(key) * D + d] : 0.0f;
+        }
+      const formats::MatrixView view{vt.data(), D, skp, skp, 1};
+      if (v.format == QuantFormat::Mxfp4) {
+        auto q = formats::quantizeMxfp4(view, skp);
+        REQUIRE_OK(q);
+        payload = q->payload, scales = q->scales;
+        const int32_t shift = q->maxBlockExponent() - 6;
+        std::memcpy(&scalar, &shift, 4);
+      } else {
+        auto q = formats::quantizeFp8PerTensor(view, skp);
+        REQUIRE_OK(q);
+        payload = q->payload;
+        std::memcpy(&scalar, &q->scale, 4);
+      }
+    }
+    INFO("head " << bh);
+    REQUIRE(payload.size() == pb);
+    CHECK(std::memcmp(gpu.payload.data() + bh * pb, payload.data(), pb) == 0);
+    if (sb) {
+      REQUIRE(scales.size() == sb);
+      CHECK(std::memcmp(gpu.scales.data() + bh * sb, scales.data(), sb) == 0);
+    }
+    CHECK(gpu.scalars[bh] == scalar);
+  }
+}
+
+} // namespace
+
+TEST_CASE("quantizer variants match the host formats bit for bit", "[gpu][quantize]") {
+  const uint64_t seed = freshSeed();
+  const Variant variants[] = {
+      // format                 fp32   perm   thr  B  H  S     D    bshd   off chunks
+      {QuantFormat::Mxfp4,      false, true,  256, 2, 3, 200,  128, false, 0, 5},
+      {QuantFormat::Mxfp4,      true,  true,  128, 1, 2, 129,  64,  true,  0, 1},
+      {QuantFormat::Mxfp4,      false, false, 64,  1, 1, 33,   256, true,  1, 7},
+      {QuantFormat::Fp8PerHead, true,  true,  256, 2, 2, 300,  128, true,  0, 3},
+      {QuantFormat::Fp8PerHead, false, true,  128, 1, 3, 17,   64,  false, 3, 2},
+      {QuantFormat::Nvfp4,      true,  false, 256, 2, 2, 150,  128, true,  0, 4},
+      {QuantFormat::Nvfp4,      false, false, 64,  1, 2, 131,  256, false, 1, 9},
+      {QuantFormat::Nvfp4,      true,  false, 512, 1, 1, 1000, 64,  false, 2, 13},
+  };
+  for (const Variant &v : variants)
+    checkVariant(v, seed + v.seqlen);
+}
