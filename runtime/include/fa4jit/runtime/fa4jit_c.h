@@ -1,0 +1,62 @@
+/* fa4jit C API: a small C header over fa4jit::Engine, for runtimes written in other languages.
+ *
+ *   fa4jit_engine *e = NULL;
+ *   if (fa4jit_engine_create(0, &e) != 0) { fprintf(stderr, "%s\n", fa4jit_last_error()); ... }
+ *   fa4jit_forward_args a = {0};
+ *   a.q = (fa4jit_tensor){q_ptr, FA4JIT_DTYPE_BF16, {B, Hq, Sq, D}, {Hq*Sq*D, Sq*D, D, 1}};
+ *   ... a.k, a.v ([B, Hkv, Sk, D]), a.o ([B, Hq, Sq, D]), a.lse (float [B, Hq, Sq] or 0)
+ *   a.route = FA4JIT_ROUTE_DIRECTP; a.causal = 1;
+ *   if (fa4jit_forward(e, &a) != 0) { fprintf(stderr, "%s\n", fa4jit_last_error()); }
+ *   fa4jit_engine_destroy(e);
+ *
+ * Every function returns 0 on success and FA4JIT_ERROR otherwise; fa4jit_last_error() then holds
+ * the message (per thread, valid until the thread's next fa4jit call). Pointers are device
+ * addresses (CUdeviceptr), strides are in elements, the head dim is contiguous. */
+#ifndef FA4JIT_C_H
+#define FA4JIT_C_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA4JIT_OK 0
+#define FA4JIT_ERROR 1
+
+typedef struct fa4jit_engine fa4jit_engine;
+
+typedef enum { FA4JIT_ROUTE_BF16 = 0, FA4JIT_ROUTE_NVFP8 = 1, FA4JIT_ROUTE_DIRECTP = 2 } fa4jit_route;
+typedef enum { FA4JIT_DTYPE_BF16 = 0, FA4JIT_DTYPE_F32 = 1 } fa4jit_dtype;
+
+typedef struct {
+  uint64_t data;     /* device address */
+  int32_t dtype;     /* fa4jit_dtype */
+  int64_t shape[4];  /* batch, heads, seqlen, head_dim */
+  int64_t stride[4]; /* elements; stride[3] must be 1 */
+} fa4jit_tensor;
+
+typedef struct {
+  fa4jit_tensor q, k, v, o;
+  uint64_t lse;        /* float [B, Hq, Sq], natural log; 0 = not written */
+  int32_t route;       /* fa4jit_route */
+  int32_t causal;      /* 0 or 1; bottom-right aligned when Sq != Sk */
+  float softmax_scale; /* 0 = 1/sqrt(head_dim) */
+  void *stream;        /* CUstream; NULL = the legacy default stream */
+} fa4jit_forward_args;
+
+/* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
+int fa4jit_engine_create(int device, fa4jit_engine **out);
+void fa4jit_engine_destroy(fa4jit_engine *engine);
+/* Attention forward from BF16 inputs (quantized inside as the route needs). */
+int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
+/* The message of the calling thread's last failed call ("" if none). */
+const char *fa4jit_last_error(void);
+/* "0.1.0" */
+const char *fa4jit_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA4JIT_C_H */

@@ -1,0 +1,87 @@
+// The C API (fa4jit_c.h) over fa4jit::Engine: errors become a return code plus a per-thread
+// message, and no C++ exception or llvm::Error crosses the boundary.
+#include "fa4jit/runtime/fa4jit_c.h"
+
+#include "fa4jit/runtime/engine.h"
+
+#include <string>
+
+struct fa4jit_engine {
+  std::unique_ptr<fa4jit::Engine> engine;
+};
+
+namespace fa4jit {
+const char *libraryVersion();
+}
+
+namespace {
+
+thread_local std::string lastError;
+
+int fail(std::string message) {
+  lastError = std::move(message);
+  return FA4JIT_ERROR;
+}
+
+int fromError(llvm::Error err) {
+  if (!err) {
+    lastError.clear();
+    return FA4JIT_OK;
+  }
+  return fail(llvm::toString(std::move(err)));
+}
+
+bool toTensor(const fa4jit_tensor &in, const char *name, fa4jit::TensorDesc &out) {
+  if (in.dtype != FA4JIT_DTYPE_BF16 && in.dtype != FA4JIT_DTYPE_F32) {
+    fail(std::string(name) + ": unknown dtype " + std::to_string(in.dtype));
+    return false;
+  }
+  out.data = in.data;
+  out.dtype = in.dtype == FA4JIT_DTYPE_BF16 ? fa4jit::DType::BF16 : fa4jit::DType::F32;
+  for (int i = 0; i < 4; ++i)
+    out.shape[i] = in.shape[i], out.stride[i] = in.stride[i];
+  return true;
+}
+
+} // namespace
+
+extern "C" {
+
+int fa4jit_engine_create(int device, fa4jit_engine **out) {
+  if (!out)
+    return fail("fa4jit_engine_create: out is NULL");
+  *out = nullptr;
+  fa4jit::EngineOptions options;
+  options.device = device;
+  auto engine = fa4jit::Engine::create(options);
+  if (!engine)
+    return fail(llvm::toString(engine.takeError()));
+  *out = new fa4jit_engine{std::move(*engine)};
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+void fa4jit_engine_destroy(fa4jit_engine *engine) { delete engine; }
+
+int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args) {
+  if (!engine || !args)
+    return fail("fa4jit_forward: engine and args must not be NULL");
+  if (args->route < FA4JIT_ROUTE_BF16 || args->route > FA4JIT_ROUTE_DIRECTP)
+    return fail("fa4jit_forward: unknown route " + std::to_string(args->route));
+  fa4jit::ForwardArgs a;
+  if (!toTensor(args->q, "q", a.q) || !toTensor(args->k, "k", a.k) || !toTensor(args->v, "v", a.v) ||
+      !toTensor(args->o, "o", a.o))
+    return FA4JIT_ERROR;
+  a.lse = args->lse;
+  a.route = static_cast<fa4jit::Route>(args->route);
+  a.causal = args->causal != 0;
+  a.softmax_scale = args->softmax_scale;
+  a.stream = args->stream;
+  return fromError(engine->engine->forward(a));
+}
+
+const char *fa4jit_last_error(void) { return lastError.c_str(); }
+
+const char *fa4jit_version(void) { return fa4jit::libraryVersion(); }
+
+} // extern "C"

@@ -1,0 +1,100 @@
+// The public API's argument checks (no GPU needed): each bad input gets an error that names what
+// is wrong, and a good one passes.
+#include "fa4jit/runtime/forward_validate.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace fa4jit;
+
+namespace {
+
+constexpr uint64_t kBase = 0x7f0000000000ull; // 16-byte aligned fake device address
+
+std::string errorOf(llvm::Error e) { return e ? llvm::toString(std::move(e)) : std::string(); }
+
+struct Shapes {
+  TensorDesc q = TensorDesc::contiguous(kBase, DType::BF16, 2, 8, 100, 128);
+  TensorDesc k = TensorDesc::contiguous(kBase + 0x100000, DType::BF16, 2, 2, 300, 128);
+  TensorDesc v = TensorDesc::contiguous(kBase + 0x200000, DType::BF16, 2, 2, 300, 128);
+  TensorDesc o = TensorDesc::contiguous(kBase + 0x300000, DType::BF16, 2, 8, 100, 128);
+  uint64_t lse = kBase + 0x400000;
+  std::string check() const { return errorOf(runtime::validateForwardShapes(q, k, v, o, lse)); }
+};
+
+} // namespace
+
+TEST_CASE("valid grouped-query shapes pass", "[runtime][validate]") { CHECK(Shapes{}.check().empty()); }
+
+TEST_CASE("bad forward arguments are named", "[runtime][validate]") {
+  {
+    Shapes s;
+    s.q.shape[3] = s.k.shape[3] = s.v.shape[3] = s.o.shape[3] = 96;
+    CHECK(s.check().find("unsupported head dim 96") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.k.data += 8;
+    CHECK(s.check().find("k: misaligned pointer") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.q.shape[2] = 0;
+    CHECK(s.check().find("q: seqlen is 0") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.v.stride[3] = 2;
+    CHECK(s.check().find("v: head_dim stride is 2") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.q.shape[1] = s.o.shape[1] = 7;
+    CHECK(s.check().find("not a multiple of key/value heads") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.o.shape[2] = 99;
+    CHECK(s.check().find("o shape") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.q.dtype = DType::F32;
+    CHECK(s.check().find("q: dtype f32, expected bf16") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.q.stride[2] = 129; // 258 bytes: rows would not be 16-byte aligned
+    CHECK(s.check().find("not a multiple of 16 bytes") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.lse += 2;
+    CHECK(s.check().find("lse: misaligned") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.k.data = 0;
+    CHECK(s.check().find("k: null data pointer") != std::string::npos);
+  }
+}
+
+TEST_CASE("quantized forward checks formats against the route", "[runtime][validate]") {
+  QuantizedTensor q, k, v;
+  q.format = k.format = QuantFormat::Nvfp4;
+  v.format = QuantFormat::Fp8PerHead;
+  q.batch = k.batch = v.batch = 1;
+  q.heads = 4, k.heads = v.heads = 2;
+  q.seqlen = 10, k.seqlen = v.seqlen = 20;
+  q.head_dim = k.head_dim = v.head_dim = 64;
+  QuantizedForwardArgs a;
+  a.q = &q, a.k = &k, a.v = &v;
+  a.o = TensorDesc::contiguous(kBase, DType::BF16, 1, 4, 10, 64);
+  a.route = Route::DirectP;
+  CHECK(errorOf(runtime::validateQuantizedForward(a)).find("needs v as mxfp4") != std::string::npos);
+  a.route = Route::Nvfp8;
+  CHECK(errorOf(runtime::validateQuantizedForward(a)).empty());
+  a.route = Route::Bf16;
+  CHECK(errorOf(runtime::validateQuantizedForward(a)).find("takes BF16 inputs") != std::string::npos);
+}
