@@ -1,0 +1,61 @@
+// The host side of the quantizer contract (templates/fa4jit/quantize/params.cuh): the stored V^T
+// key order, output sizes against the host formats, and launch grids that cover every output.
+#include "fa4jit/codegen/block_formats.h"
+#include "fa4jit/quantize/params.cuh"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+namespace dq = fa4jit::device::quantize;
+
+TEST_CASE("permuted V^T key order is Hopper's register-P order", "[codegen][quantize]") {
+  const int expected[16] = {0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15};
+  std::set<int> seen;
+  for (int pos = 0; pos < 32; ++pos) {
+    CHECK(dq::vtKeyAt(pos, false) == pos);
+    CHECK(dq::vtKeyAt(pos, true) == (pos & 16) + expected[pos & 15]);
+    seen.insert(dq::vtKeyAt(pos, true));
+  }
+  CHECK(seen.size() == 32); // a permutation of the 32-key block: block scales are unchanged
+  // Thread q of a quad holds S keys {2q, 2q+1, 8+2q, 9+2q}; its FP8 A fragment wants k = 4q..4q+3.
+  for (int q = 0; q < 4; ++q) {
+    CHECK(dq::vtKeyAt(4 * q, true) == 2 * q);
+    CHECK(dq::vtKeyAt(4 * q + 1, true) == 2 * q + 1);
+    CHECK(dq::vtKeyAt(4 * q + 2, true) == 8 + 2 * q);
+    CHECK(dq::vtKeyAt(4 * q + 3, true) == 9 + 2 * q);
+  }
+}
+
+TEST_CASE("output sizes agree with the host formats", "[codegen][quantize]") {
+  for (int d : {64, 128, 256})
+    for (int s : {1, 127, 128, 129, 1000}) {
+      const int skp = static_cast<int>(dq::quantizePaddedKeys(s));
+      CHECK(skp % 128 == 0);
+      CHECK(skp >= s);
+      CHECK(skp - s < 128);
+      CHECK(dq::quantizePayloadBytesPerHead(0, d, s) == int64_t(s) * d / 2);
+      CHECK(dq::quantizeScaleBytesPerHead(0, d, s) == int64_t(fa4jit::formats::scaleFactorBytes(s, d / 16)));
+      CHECK(dq::quantizePayloadBytesPerHead(1, d, s) == int64_t(d) * skp / 2);
+      CHECK(dq::quantizeScaleBytesPerHead(1, d, s) == int64_t(fa4jit::formats::scaleFactorBytes(d, skp / 32)));
+      CHECK(dq::quantizePayloadBytesPerHead(2, d, s) == int64_t(d) * skp);
+      CHECK(dq::quantizeScaleBytesPerHead(2, d, s) == 0);
+    }
+}
+
+TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize]") {
+  for (int threads : {64, 128, 256})
+    for (int d : {64, 128, 256})
+      for (int s : {1, 33, 128, 300}) {
+        const dq::Grid3 n = dq::quantizeEncodeGrid(0, d, threads, 2, 3, s);
+        // NVFP4: rows up to S padded to 128 (their scale bytes are zero padding).
+        CHECK(int64_t(n.x) * dq::nvfp4RowsPerCta(threads, d) == (s + 127) / 128 * 128);
+        CHECK(n.y == 6);
+        const dq::Grid3 v = dq::quantizeEncodeGrid(1, d, threads, 2, 3, s);
+        CHECK(int64_t(v.x) * dq::kVtKeyTile == dq::quantizePaddedKeys(s));
+        CHECK(v.y * dq::vtDimsPerCta(threads) == d);
+        CHECK(v.z == 6);
+      }
+  CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1) == 1);
+  CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1 << 20) > 100);
+  CHECK(dq::quantizeDefaultAmaxChunks(64, 64, 4096) == 1);
+}
