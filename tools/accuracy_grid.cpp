@@ -113,6 +113,7 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
           AttentionSpec spec;
           spec.head_dim = dim;
           spec.causal = causal;
+          spec.operands.qk_widening = g.qk_widening;
           cpu::ModelOptions mo;
           mo.selection = sel;
           spec.route = Route::Bf16;

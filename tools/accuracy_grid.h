@@ -25,6 +25,7 @@ struct AccuracyGrid {
   std::vector<bool> causal = {false, true};
   std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
   std::vector<std::string> classifiers = {"threshold", "affine", "affine-a2", "mixed"};
+  Widening qk_widening = Widening::E4m3; // how the models widen NVFP4 Q/K (NUMERICS.md §2.1)
   int rows = 256;        // query rows sampled evenly over the sequence
   uint64_t seed = 1;
   int threads = 0;       // 0: all cores

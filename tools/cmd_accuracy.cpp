@@ -38,6 +38,7 @@ const char kUsage[] =
     "  --routes LIST       bf16, nvfp8, directp             (default all)\n"
     "  --classifiers LIST  threshold, affine, affine-a2, mixed (default all)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
+    "  --qk-widening W     e4m3 or bf16: how NVFP4 Q/K reach the tensor core (default e4m3)\n"
     "  --seed N            seed of the inputs and of the fits (default 1)\n"
     "  --threads N         worker threads, 0 = all cores     (default 0)\n"
     "  --json              print one JSON array of rows instead of a table\n"
@@ -228,7 +229,10 @@ int runAccuracy(int argc, char **argv) {
         v = s.str();
         return !v.empty();
       });
-    else if (a == "--rows")
+    else if (a == "--qk-widening") {
+      ok = val == "e4m3" || val == "bf16";
+      grid.qk_widening = val == "bf16" ? Widening::Bf16 : Widening::E4m3;
+    } else if (a == "--rows")
       ok = parseInt(val, grid.rows);
     else if (a == "--threads")
       ok = parseInt(val, grid.threads) && grid.threads >= 0;

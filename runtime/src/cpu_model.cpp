@@ -6,6 +6,7 @@
 #include "cpu_model_internal.h"
 #include "cpu_parallel.h"
 #include "fa4jit/codegen/classifier_fit.h"
+#include "llvm/ADT/Optional.h"
 
 namespace fa4jit::cpu {
 

@@ -138,6 +138,8 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
         for (int d = 0; d < dim; ++d)
           tile_o[d] += static_cast<double>(p[j]) * vr[d];
       }
+      // One tile's sum in FP64, added in FP32: the kernel's order within a tile differs, this
+      // keeps the model's own rounding out of the comparison.
       for (int d = 0; d < dim; ++d)
         o[d] += static_cast<float>(tile_o[d]);
       l += static_cast<float>(lsum);
