@@ -1,0 +1,80 @@
+// Runs `fa4jit emit` (FA4JIT_CLI) as a user would: source, --json, --spec round trip, errors.
+#include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
+
+#include <catch2/catch.hpp>
+#include <llvm/Support/JSON.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out; // stdout
+};
+
+Run emitCli(const std::string &args) {
+  Run r;
+  const std::string cmd = std::string(FA4JIT_CLI) + " emit " + args + " 2>/dev/null";
+  FILE *p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+    r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("emit prints exactly the library's source for the flags' spec", "[cli][emit]") {
+  Run r = emitCli("--family quantize --format mxfp4 --head-dim 64 --permute-keys --target sm_100a");
+  REQUIRE(r.status == 0);
+  llvm::Expected<fa4jit::EmittedKernel> k =
+      fa4jit::emitKernel(fa4jit::defaultQuantizeSpec(fa4jit::QuantFormat::Mxfp4, 64, fa4jit::Target::Sm100a, false, true));
+  REQUIRE(static_cast<bool>(k));
+  CHECK(r.out == k->source);
+}
+
+TEST_CASE("emit --json round-trips through --spec", "[cli][emit]") {
+  Run j = emitCli("--family quantize --format fp8 --head-dim 256 --fp32-input --json");
+  REQUIRE(j.status == 0);
+  llvm::Expected<llvm::json::Value> v = llvm::json::parse(j.out);
+  REQUIRE(static_cast<bool>(v));
+  const llvm::json::Object *o = v->getAsObject();
+  REQUIRE(o != nullptr);
+  CHECK(o->getString("kernel").getValueOr("").startswith("fa4jit_quant_fp8_d256_"));
+  REQUIRE(o->getArray("baked") != nullptr);
+  REQUIRE(o->getArray("runtime") != nullptr);
+  REQUIRE(o->getArray("entries") != nullptr);
+  CHECK(o->getArray("entries")->size() == 2);
+  const llvm::json::Value *spec = o->get("spec");
+  REQUIRE(spec != nullptr);
+  std::string text;
+  llvm::raw_string_ostream(text) << *spec;
+  const std::string path = std::string(FA4JIT_BINARY_DIR) + "/emit_cli_spec.json";
+  std::ofstream(path) << text;
+  Run from_file = emitCli("--spec " + path);
+  Run from_flags = emitCli("--family quantize --format fp8 --head-dim 256 --fp32-input");
+  REQUIRE(from_file.status == 0);
+  CHECK(from_file.out == from_flags.out);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("emit rejects bad flags and invalid specs", "[cli][emit]") {
+  CHECK(emitCli("--route fp4").status == 2);
+  CHECK(emitCli("--no-such-flag").status == 2);
+  CHECK(emitCli("--spec /nonexistent.json").status == 2);
+  CHECK(emitCli("--block-n 40").status == 1);                     // validation error
+  CHECK(emitCli("--family quantize --format bf16").status == 1); // nothing to quantize
+  Run help = emitCli("--help");
+  CHECK(help.status == 0);
+  CHECK(help.out.find("usage: fa4jit emit") != std::string::npos);
+}
