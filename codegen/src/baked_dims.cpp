@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -165,7 +166,16 @@ std::string cppFloatLiteral(float v) {
 llvm::Expected<DimensionSplit> splitDimensions(const KernelSpec &spec) {
   if (llvm::Error e = validateSpec(spec))
     return e;
-  return spec.family == KernelFamily::Quantize ? quantizeSplit(spec) : attentionSplit(spec);
+  if (spec.family == KernelFamily::Quantize)
+    return quantizeSplit(spec);
+  DimensionSplit d = attentionSplit(spec);
+  if (isTcgen05Attention(spec)) { // sm_100a: the TMEM plan's columns are baked too
+    llvm::Expected<std::vector<BakedConstant>> extra = tcgen05BakedConstants(spec);
+    if (!extra)
+      return extra.takeError();
+    d.baked.insert(d.baked.end(), extra->begin(), extra->end());
+  }
+  return d;
 }
 
 } // namespace fa4jit

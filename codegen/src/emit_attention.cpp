@@ -4,7 +4,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "emit_attention_sm100.h"
 #include "emit_common.h"
+#include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/templates/embedded.h"
@@ -50,6 +52,8 @@ llvm::Error checkTemplateSupports(const KernelSpec &spec) {
 } // namespace
 
 llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split) {
+  if (isTcgen05Attention(spec))
+    return emitAttentionSm100(spec, split);
   if (!attentionTemplatesAvailable())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "attention templates not available: fa4jit/attention/kernel.cuh is not embedded "

@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/sm100_attention.h"
 
 namespace fa4jit {
 namespace {
@@ -39,6 +40,9 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // Threshold classifier: exactly exp2 + round-to-nearest, the accuracy target (cosine 0.973).
   a.classifier = ClassifierSpec{};
   a.guard = RangeGuardSpec{};
+  // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
+  if (target == Target::Sm100a && route != Route::Bf16)
+    return withTcgen05Kernel(s);
   return s;
 }
 
@@ -102,7 +106,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             out.push_back(c);
           }
         }
-        if (r != Route::Bf16) {
+        if (r != Route::Bf16 && !isTcgen05Attention(s)) { // register-P key order: mma.sync/wgmma only
           KernelSpec p = s;
           p.attention.operands.v_keys_permuted16 = true;
           out.push_back(p);

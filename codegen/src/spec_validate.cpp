@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_io.h"
 #include <sstream>
 
@@ -180,6 +181,8 @@ TargetLimits targetLimits(Target t) {
 }
 
 int attentionSharedBytes(const AttentionSpec &a) {
+  if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
+    return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;
   const int qk_pitch = a.head_dim * qk_bytes + 16;
