@@ -101,6 +101,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
       {"guard_sample_stride", "int", intText(a.guard.sample_stride), ""},
       floatConstant("guard_slack_log2", a.guard.slack_log2, ""),
   };
+  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+    d.baked.push_back({"stages", "int", intText(a.tile.stages), "K/V shared-memory ring depth"});
   d.runtime = {
       {"q, k, v", "operand device addresses (payloads for the quantized routes)"},
       {"q_sf, k_sf, v_sf", "scale-factor tensors (NVFP4 Q/K, MXFP4 V^T)"},

@@ -1,6 +1,7 @@
 // The attention-forward family, against the instantiation contract at the top of
-// templates/fa4jit/attention/kernel.cuh: include, config struct, two pinning static_asserts, one
-// extern "C" entry point taking AttentionParams by value.
+// templates/fa4jit/attention/kernel.cuh (mma.sync schedule) or templates/fa4jit/attention_sm90/
+// kernel.cuh (wgmma schedule): include, config struct, two pinning static_asserts, one extern "C"
+// entry point taking AttentionParams by value.
 #include <cstring>
 #include <sstream>
 
@@ -13,14 +14,18 @@
 
 namespace fa4jit {
 
-bool attentionTemplatesAvailable() {
+namespace {
+bool headerEmbedded(const char *name) {
   std::size_t count = 0;
   const templates::EmbeddedHeader *headers = templates::embeddedHeaders(&count);
   for (std::size_t i = 0; i < count; ++i)
-    if (!std::strcmp(headers[i].name, "fa4jit/attention/kernel.cuh"))
+    if (!std::strcmp(headers[i].name, name))
       return true;
   return false;
 }
+} // namespace
+
+bool attentionTemplatesAvailable() { return headerEmbedded("fa4jit/attention/kernel.cuh"); }
 
 namespace detail {
 namespace {
@@ -35,6 +40,8 @@ llvm::Error unsupported(const KernelSpec &spec, const std::string &why) {
 // hardware and numerics rules were checked by validateSpec already.
 llvm::Error checkTemplateSupports(const KernelSpec &spec) {
   const AttentionSpec &a = spec.attention;
+  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+    return llvm::Error::success(); // validateSpec holds every rule of that template
   if (a.tile.block_m != 16 * a.tile.warps)
     return unsupported(spec, "attention.tile.block_m (" + std::to_string(a.tile.block_m) + ") must be 16 * warps (" +
                                  std::to_string(16 * a.tile.warps) + ")");
@@ -68,6 +75,27 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
   const std::string ns = split.device_namespace;
   const char *cfg = "GeneratedConfig";
   std::ostringstream os;
+  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+    if (!headerEmbedded("fa4jit/attention_sm90/kernel.cuh"))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "attention templates not available: fa4jit/attention_sm90/kernel.cuh is not "
+                                     "embedded in this build");
+    const std::string sm90 = "fa4jit::device::attention_sm90";
+    os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention_sm90/kernel.cuh\"\n\n"
+       << "namespace " << ns << " {\nnamespace {\n"
+       << emitConfigStruct(split, cfg)
+       << "static_assert(" << sm90 << "::Sm90Traits<" << cfg << ">::kThreads == " << threads
+       << ", \"generator and template disagree on threads\");\n"
+       << "static_assert(" << sm90 << "::Sm90Traits<" << cfg << ">::kSharedBytes == " << shared
+       << ", \"generator and template disagree on shared memory\");\n"
+       << "} // namespace\n} // namespace " << ns << "\n\n"
+       << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n"
+       << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
+       << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params);\n}\n";
+    k.entries.push_back({k.name, threads, shared});
+    k.source = os.str();
+    return k;
+  }
   os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention/kernel.cuh\"\n\n"
      << "namespace " << ns << " {\nnamespace {\n"
      << emitConfigStruct(split, cfg)

@@ -32,6 +32,7 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   a.tile.block_m = 16 * a.tile.warps;
   a.tile.block_n = head_dim <= 64 ? 128 : 64;
   a.tile.stages = 1;
+  a.tile.schedule = AttentionSchedule::MmaSync;
   // FP8 tensor cores from sm_89 on: NVFP4 Q/K widen to E4M3 (one rounding, NUMERICS §2.1) and
   // V/P are fed as E4M3. Without them (sm_80) only the bf16 route exists; its operand fields are
   // unused and keep their defaults.
@@ -43,6 +44,31 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
   if (target == Target::Sm100a && route != Route::Bf16)
     return withTcgen05Kernel(s);
+  // Hopper runs the FP8-fed routes on the warp-specialized wgmma kernel.
+  if (target == Target::Sm90a && route != Route::Bf16)
+    return withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
+  return s;
+}
+
+KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
+  TileSpec &t = s.attention.tile;
+  const int d = s.attention.head_dim;
+  t.schedule = schedule;
+  if (schedule == AttentionSchedule::MmaSync) {
+    t.warps = 4;
+    t.block_m = 16 * t.warps;
+    t.block_n = d <= 64 ? 128 : 64;
+    t.stages = 1;
+    return s;
+  }
+  // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup. S (block_n / 2 FP32 registers
+  // per thread) next to O (D / 2): 128 keys fit beside D <= 128; at D = 256 a 128-key S spills
+  // under the 224-register consumer budget, so 64 keys there. Ring depth: what fits well below
+  // 227 KiB (D128: 3 x 32 KiB + 16 KiB of Q).
+  t.warps = 12;
+  t.block_m = 128;
+  t.block_n = d <= 128 ? 128 : 64;
+  t.stages = d <= 128 ? 3 : 2;
   return s;
 }
 
@@ -110,6 +136,22 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           KernelSpec p = s;
           p.attention.operands.v_keys_permuted16 = true;
           out.push_back(p);
+        }
+        if (r != Route::Bf16 && target == Target::Sm90a) {
+          // The default is the wgmma kernel: the mma.sync one stays the fallback and must compile.
+          out.push_back(withAttentionSchedule(s, AttentionSchedule::MmaSync));
+          for (int stages : {1, 2}) {
+            if (stages == s.attention.tile.stages)
+              continue;
+            KernelSpec w = s;
+            w.attention.tile.stages = stages;
+            out.push_back(w);
+          }
+          if (s.attention.tile.block_n == 128) { // D = 256 already runs 64 keys (and spills at 128)
+            KernelSpec n64 = s;
+            n64.attention.tile.block_n = 64;
+            out.push_back(n64);
+          }
         }
       }
   }

@@ -26,6 +26,7 @@ constexpr Widening kWidenings[] = {Widening::Bf16, Widening::E4m3, Widening::Nat
 constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, ClassifierKind::Affine,
                                                ClassifierKind::Mixed};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
+constexpr AttentionSchedule kSchedules[] = {AttentionSchedule::MmaSync, AttentionSchedule::WgmmaWarpSpecialized};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
                                          QuantFormat::Fp8PerHead, QuantFormat::Bf16};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
@@ -104,6 +105,7 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
     j.attributeObject("tile", [&] {
       j.attribute("block_m", a.tile.block_m);
       j.attribute("block_n", a.tile.block_n);
+      j.attribute("schedule", toString(a.tile.schedule));
       j.attribute("stages", a.tile.stages);
       j.attribute("warps", a.tile.warps);
     });
@@ -302,6 +304,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("block_m", a.tile.block_m));
     FA4JIT_TRY(s.readInt("block_n", a.tile.block_n));
     FA4JIT_TRY(s.readInt("stages", a.tile.stages));
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("schedule"), a.tile.schedule, parseAttentionSchedule));
     return s.readInt("warps", a.tile.warps);
   }));
   FA4JIT_TRY(r.readObject("operands", [&](ObjectReader &s) -> llvm::Error {
@@ -356,6 +359,9 @@ llvm::Expected<ClassifierKind> parseClassifierKind(llvm::StringRef n) {
   return parseEnum(n, kClassifierKinds, "classifier kind");
 }
 llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef n) { return parseEnum(n, kGuardKinds, "guard kind"); }
+llvm::Expected<AttentionSchedule> parseAttentionSchedule(llvm::StringRef n) {
+  return parseEnum(n, kSchedules, "attention schedule");
+}
 llvm::Expected<QuantFormat> parseQuantFormat(llvm::StringRef n) {
   return parseEnum(n, kQuantFormats, "quantize format");
 }
@@ -417,7 +423,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       feq(x.softmax_scale, y.softmax_scale) && cls && x.guard.kind == y.guard.kind &&
       x.guard.sample_stride == y.guard.sample_stride && feq(x.guard.slack_log2, y.guard.slack_log2) &&
       x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
-      x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps &&
+      x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

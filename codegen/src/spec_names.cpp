@@ -48,6 +48,14 @@ const char *toString(GuardKind k) {
   return "?";
 }
 
+const char *toString(AttentionSchedule s) {
+  switch (s) {
+  case AttentionSchedule::MmaSync: return "mma-sync";
+  case AttentionSchedule::WgmmaWarpSpecialized: return "wgmma-ws";
+  }
+  return "?";
+}
+
 const char *toString(QuantFormat f) {
   switch (f) {
   case QuantFormat::Nvfp4: return "nvfp4";

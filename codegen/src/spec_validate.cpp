@@ -68,6 +68,27 @@ void checkWidening(const char *field, Widening w, const TargetLimits &lim, Targe
     r.fail(field, "E4M3 widening needs FP8 tensor cores (sm_89 or newer), target is ", toString(t));
 }
 
+// The warp-specialized wgmma kernel (templates/fa4jit/attention_sm90): FP8 wgmma with Q, K and
+// V^T in 128-byte-swizzled shared memory, one producer and two consumer warpgroups of 64 rows.
+void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
+  const AttentionSpec &a = s.attention;
+  const TileSpec &t = a.tile;
+  if (s.target != Target::Sm90a)
+    r.fail("attention.tile.schedule", "wgmma-ws needs sm_90a (wgmma, setmaxnreg), target is ", toString(s.target));
+  if (a.route == Route::Bf16)
+    r.fail("attention.tile.schedule", "wgmma-ws serves the FP8-fed routes (nvfp8, directp); the bf16 route uses mma-sync");
+  else if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
+    r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
+  if (t.block_m != 128)
+    r.fail("attention.tile.block_m", t.block_m, " must be 128 on wgmma-ws (two consumer warpgroups of 64 rows)");
+  if (t.warps != 12)
+    r.fail("attention.tile.warps", t.warps, " must be 12 on wgmma-ws (producer + two consumer warpgroups)");
+  if (t.block_n != 64 && t.block_n != 128)
+    r.fail("attention.tile.block_n", t.block_n, " must be 64 or 128 on wgmma-ws (one 128-byte swizzle row of V^T)");
+  if (t.stages < 1 || t.stages > 4)
+    r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
+}
+
 void checkAttention(const KernelSpec &s, Rules &r) {
   const AttentionSpec &a = s.attention;
   const TargetLimits lim = targetLimits(s.target);
@@ -88,6 +109,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.warps", t.warps, " is not in [1, 16]");
   if (t.stages < 1 || t.stages > 8)
     r.fail("attention.tile.stages", t.stages, " is not in [1, 8]");
+  if (t.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+    checkWgmmaSchedule(s, r);
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -183,6 +206,14 @@ TargetLimits targetLimits(Target t) {
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
+  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+    // FP8 tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D], per stage
+    // K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one for Q;
+    // 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
+    auto tile = [](int rows, int k_bytes) { return (k_bytes + 127) / 128 * rows * 128; };
+    const int stage = tile(a.tile.block_n, a.head_dim) + tile(a.head_dim, a.tile.block_n);
+    return 1024 + tile(128, a.head_dim) + a.tile.stages * stage + 8 * (2 * a.tile.stages + 1);
+  }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;
   const int qk_pitch = a.head_dim * qk_bytes + 16;

@@ -70,17 +70,23 @@ TEST_CASE("attention variants follow the target's tensor cores", "[codegen][heur
     CHECK(dims == std::set<int>{64, 128, 256});
     CHECK(classifiers.size() == 3);
     CHECK(causal);
-    CHECK(permuted);
+    if (t != Target::Sm100a) // the register-P key order serves mma.sync / wgmma
+      CHECK(permuted);
   }
 }
 
 TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
   for (int d : {64, 128, 256}) {
-    const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, false, Target::Sm90a);
+    // sm_89 runs the mma.sync template only: 16 rows per warp.
+    const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, false, Target::Sm89);
     CHECK(s.attention.tile.block_m == 16 * s.attention.tile.warps);
     CHECK(s.attention.tile.block_n % 32 == 0);
     CHECK(s.attention.operands.qk_widening == Widening::E4m3);
-    CHECK(attentionSharedBytes(s.attention) <= targetLimits(Target::Sm90a).max_shared_bytes);
+    CHECK(attentionSharedBytes(s.attention) <= targetLimits(Target::Sm89).max_shared_bytes);
+    CHECK(specViolations(defaultAttentionSpec(Route::DirectP, d, false, Target::Sm90a)).empty());
+    // sm_90a: the FP8-fed routes default to the wgmma kernel, with the mma.sync one among the variants.
+    CHECK(defaultAttentionSpec(Route::Nvfp8, d, true, Target::Sm90a).attention.tile.schedule ==
+          AttentionSchedule::WgmmaWarpSpecialized);
   }
   const KernelSpec old = defaultAttentionSpec(Route::Bf16, 128, true, Target::Sm80);
   CHECK(old.attention.causal);

@@ -17,7 +17,11 @@ std::string problems(const KernelSpec &s) {
   return all;
 }
 
-KernelSpec directp(Target t = Target::Sm90a) { return defaultAttentionSpec(Route::DirectP, 128, false, t); }
+// The numerics and tile rules below are stated against the mma.sync schedule (valid on every
+// target); the wgmma schedule's own rules have their own case.
+KernelSpec directp(Target t = Target::Sm90a) {
+  return withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, t), AttentionSchedule::MmaSync);
+}
 
 } // namespace
 
@@ -66,16 +70,57 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
   CHECK(attentionSharedBytes(s.attention) > targetLimits(Target::Sm89).max_shared_bytes);
   CHECK_THAT(problems(s), Catch::Contains("shared memory") && Catch::Contains("sm_89"));
   // The template's layout: (block_m + block_n) rows of Q/K plus V^T [D][block_n], rows padded by 16.
-  const KernelSpec d = directp();
+  const KernelSpec d = directp(Target::Sm89); // the mma.sync schedule
   CHECK(attentionSharedBytes(d.attention) == (64 + 64) * (128 + 16) + 128 * (64 + 16));
+}
+
+TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
+  const KernelSpec w = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(problems(w).empty());
+  // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128]) + 7 mbarriers + 1024 alignment slack.
+  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * 32768 + 7 * 8);
+  // D = 64 keeps 128-byte rows (half used): Q 16 KiB, K 16 KiB, V^T [64][128] 8 KiB per stage.
+  const KernelSpec w64 = defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a);
+  CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192) +
+                                                   8 * (2 * w64.attention.tile.stages + 1));
+  KernelSpec s = w;
+  s.target = Target::Sm89;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("sm_90a"));
+  s = w;
+  s.attention.route = Route::Bf16;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("bf16"));
+  s = w;
+  s.attention.operands.qk_widening = Widening::Bf16;
+  CHECK_THAT(problems(s), Catch::Contains("e4m3"));
+  s = w;
+  s.attention.tile.block_m = 64;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_m: 64") && Catch::Contains("128"));
+  s = w;
+  s.attention.tile.warps = 8;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.warps: 8"));
+  s = w;
+  s.attention.tile.block_n = 96;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_n: 96"));
+  s = w;
+  s.attention.tile.stages = 5;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.stages: 5"));
+  // Moving between schedules resets the tiles to that schedule's and keeps the numerics.
+  const KernelSpec m = withAttentionSchedule(w, AttentionSchedule::MmaSync);
+  CHECK(m.attention.tile.block_m == 16 * m.attention.tile.warps);
+  CHECK(problems(m).empty());
+  CHECK(m.attention.route == w.attention.route);
+  CHECK(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a).attention.tile.schedule ==
+        AttentionSchedule::MmaSync);
 }
 
 TEST_CASE("widening must exist on the target", "[codegen][validate]") {
   KernelSpec s = directp(Target::Sm90a);
   s.attention.operands.qk_widening = Widening::Native;
   CHECK_THAT(problems(s), Catch::Contains("attention.operands.qk_widening") && Catch::Contains("sm_100a"));
-  s.target = Target::Sm100a;
-  CHECK(problems(s).empty());
+  KernelSpec native = directp(Target::Sm100a);
+  native.attention.operands.qk_widening = Widening::Native;
+  CHECK(problems(native).empty());
   KernelSpec old = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm80);
   old.attention.operands.v_widening = Widening::E4m3;
   CHECK_THAT(problems(old), Catch::Contains("attention.operands.v_widening") && Catch::Contains("sm_89"));

@@ -4,11 +4,13 @@
 // poisoned with NaN before each launch so an unwritten element fails.
 #include "gpu_fixture.h"
 
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_reference.h"
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 using namespace fa4jit;
 using namespace fa4jit::testing;
@@ -67,8 +69,10 @@ Inputs makeInputs(const Case &c, std::mt19937_64 &rng) {
   return in;
 }
 
-void runCase(Route route, const Case &c, uint64_t seed) {
-  INFO("route " << toString(route) << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
+// schedule: run this kernel schedule instead of the engine's default (both must pass the same
+// contract; the CPU model does not depend on the schedule).
+void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionSchedule> schedule = std::nullopt) {
+  INFO("route " << toString(route) << " schedule " << (schedule ? toString(*schedule) : "default") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
                 << c.seqlen_q << " Sk" << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal << " pattern "
                 << int(c.pattern) << " seed " << seed);
   std::mt19937_64 rng(seed);
@@ -93,6 +97,11 @@ void runCase(Route route, const Case &c, uint64_t seed) {
   a.lse = dlse->address();
   a.route = route;
   a.causal = c.causal;
+  if (schedule) {
+    auto chosen = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
+    REQUIRE_OK(chosen);
+    a.spec = withAttentionSchedule(*chosen, *schedule);
+  }
   if (auto err = engine.forward(a))
     FAIL(errorText(std::move(err)));
   auto o_bits = download<uint16_t>(*dout, no);
@@ -185,4 +194,14 @@ TEST_CASE("forward matches the CPU model and FP64: directp route", "[gpu][forwar
   const uint64_t seed = freshSeed();
   for (const Case &c : kCases)
     runCase(Route::DirectP, c, seed);
+}
+
+// On sm_90a the FP8-fed routes default to the wgmma schedule; the mma.sync kernel stays the
+// fallback there (and the default elsewhere), so it runs the same cases. Elsewhere the wgmma
+// schedule is not available and this case checks the mma.sync default a second time.
+TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the mma.sync schedule", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases)
+      runCase(r, c, seed, AttentionSchedule::MmaSync);
 }

@@ -12,7 +12,12 @@
 namespace fa4jit {
 
 // Attention forward for (route, head dim, causal, target), valid for that target.
+// On sm_90a the FP8-fed routes get the warp-specialized wgmma schedule, everything else mma.sync.
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
+
+// `spec` moved to another schedule, with that schedule's default tiles for its head dim (the
+// numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.
+KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
 
 // The quantizer that produces one attention operand in the layout `attention` consumes.
 enum class AttentionOperand : uint8_t { Q, K, V };

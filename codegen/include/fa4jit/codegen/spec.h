@@ -49,12 +49,21 @@ struct RangeGuardSpec {
   float slack_log2 = 0.0f;  // allowed x above 0 before a rescale (0 => rescale on any increase)
 };
 
+// Which kernel family variant runs the attention forward.
+enum class AttentionSchedule : uint8_t {
+  MmaSync,              // templates/fa4jit/attention: mma.sync, 16 rows per warp (sm_80 and up)
+  WgmmaWarpSpecialized, // templates/fa4jit/attention_sm90: FP8 wgmma, a producer warpgroup
+                        // widening FP4 into a shared-memory ring, two consumer warpgroups
+                        // (sm_90a, FP8-fed routes; block_m 128, warps 12)
+};
+
 // Tiles and schedule.
 struct TileSpec {
-  int block_m = 64;  // query rows per CTA (or per consumer warpgroup on sm_90a fast path)
+  int block_m = 64;  // query rows per CTA
   int block_n = 64;  // keys per main-loop iteration; multiple of 32 (Direct-P block)
-  int stages = 2;    // K/V shared-memory pipeline depth
-  int warps = 4;     // warps per CTA
+  int stages = 2;    // K/V shared-memory pipeline depth (wgmma schedule; mma.sync ignores it)
+  int warps = 4;     // warps per CTA (wgmma schedule: producer + consumer warps)
+  AttentionSchedule schedule = AttentionSchedule::MmaSync;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
@@ -123,6 +132,7 @@ const char *toString(Route r);
 const char *toString(Widening w);
 const char *toString(ClassifierKind k);
 const char *toString(GuardKind k);
+const char *toString(AttentionSchedule s);
 const char *toString(QuantFormat f);
 const char *toString(QuantLayout l);
 const char *toString(KernelFamily f);

@@ -23,7 +23,8 @@ TargetLimits targetLimits(Target t);
 // elements (2 bytes when they reach the tensor core as BF16, else 1) plus V (bf16 route: [keys][D]
 // BF16; else V^T [D][keys] FP8), every row padded by 16 bytes against bank conflicts. Computed
 // here independently of templates/fa4jit/attention/params.cuh; the emitted static_assert makes
-// any disagreement a compile error.
+// any disagreement a compile error. The wgmma schedule has its own layout
+// (templates/fa4jit/attention_sm90/layout.cuh).
 int attentionSharedBytes(const AttentionSpec &a);
 
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is

@@ -1,0 +1,269 @@
+#pragma once
+// Forward attention, warp-specialized wgmma path (sm_90a only), for the FP8-fed routes (nvfp8,
+// directp). Numerics: docs/NUMERICS.md, exactly as the mma.sync path (attention/kernel.cuh): the
+// score scaling, mask, online softmax with range guard, P builders and epilogue are that path's
+// functions, applied to the same per-warp fragments (wgmma.cuh: a warpgroup's accumulator is its
+// four warps' m16n8 fragments side by side).
+//
+// ===== Instantiation contract (what the code generator emits) =====================================
+// As attention/kernel.cuh, with these differences:
+//   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
+//     `static constexpr int stages` (depth of the K/V shared-memory ring), block_m == 128 and
+//     warps == 12 (one producer and two consumer warpgroups).
+//   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
+//     generator's byte count (layout.cuh).
+//   - Entry: extern "C" __global__ void __launch_bounds__(384, 1) <name>(const AttentionParams p)
+//     { fa4jit::device::attention_sm90::attentionForwardSm90<Cfg>(p); }
+//   Launch: grid (ceil(Sq / 128), Hq, B), block 384, dynamic shared memory kSharedBytes.
+// ==================================================================================================
+//
+// Schedule: warpgroup 0 (producer, setmaxnreg.dec) widens Q once, then fills a `stages`-deep ring
+// of K / V^T tiles (full/empty mbarriers per stage; fence.proxy.async before each release because
+// wgmma reads shared memory through the async proxy). Warpgroups 1 and 2 (consumers,
+// setmaxnreg.inc) own 64 query rows each: S = Q K^T by wgmma from shared memory, softmax and P in
+// registers, O += P V^T by wgmma with P as the register A operand. The two consumers run out of
+// phase on their own (one's softmax overlaps the other's MMAs). Causal consumers skip the tiles
+// beyond their last visible key (they still release the stage).
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/epilogue.cuh"
+#include "fa4jit/attention/kernel.cuh"
+#include "fa4jit/attention/p_directp.cuh"
+#include "fa4jit/attention/p_nvfp8.cuh"
+#include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention/scores.cuh"
+#include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/producer.cuh"
+#include "fa4jit/attention_sm90/smem_desc.cuh"
+#include "fa4jit/attention_sm90/sync.cuh"
+#include "fa4jit/attention_sm90/wgmma.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+using attention::AttentionParams;
+using attention::AttentionTraits;
+using attention::GuardKind;
+using attention::Route;
+using attention::Widening;
+
+// The generated config seen per consumer warpgroup pair: 16 rows per consumer warp, which is
+// exactly the mma.sync path's view (AttentionTraits: block_m == 16 * warps), so its fragment
+// functions apply unchanged.
+template <class C> struct ConsumerView : C {
+  static constexpr int warps = C::block_m / 16;
+};
+
+template <class C> struct Sm90Traits {
+  using CV = ConsumerView<C>;
+  using T = AttentionTraits<CV>;
+  static constexpr int kHeadDim = C::head_dim;
+  static constexpr int kBlockN = C::block_n;
+  static constexpr int kStages = C::stages;
+  static constexpr int kThreads = kCtaThreads;
+  static_assert(C::block_m == kBlockRows, "the wgmma path has 128 query rows per CTA (2 consumers x 64)");
+  static_assert(C::warps == kCtaThreads / 32, "the wgmma path has 12 warps (producer + 2 consumer warpgroups)");
+  static_assert(C::route != Route::Bf16, "the wgmma path serves the FP8-fed routes (nvfp8, directp)");
+  static_assert(C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
+  static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
+  static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
+  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages);
+  static constexpr int kSharedBytes = kLayout.shared_bytes;
+};
+
+template <bool kCausal> FA4JIT_DEVICE int visibleKeysSm90(int row, int seqlen_q, int seqlen_k) {
+  return attention::visibleKeys<kCausal>(row, seqlen_q, seqlen_k);
+}
+
+// O (+)= P V for one consumer: P A fragments per 32 keys, V^T tile [D][block_n] (kb = k-step).
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
+#pragma unroll
+  for (int kb = 0; kb < kBlockN / 32; ++kb) {
+    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
+    if constexpr (kHeadDim == 64)
+      sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    else if constexpr (kHeadDim == 128)
+      sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    else
+      sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+  }
+}
+
+// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 32; ++kk) {
+    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
+    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
+    if constexpr (kBlockN == 64)
+      sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, kk > 0 ? 1 : 0);
+    else
+      sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, kk > 0 ? 1 : 0);
+  }
+}
+
+template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p) {
+  using S = Sm90Traits<C>;
+  using CV = typename S::CV;
+  using T = typename S::T;
+  constexpr Sm90Layout L = S::kLayout;
+#if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  static_assert(C::route != C::route, "the wgmma attention path needs sm_90a (wgmma, setmaxnreg)");
+#endif
+  extern __shared__ __align__(16) uint8_t smem_raw[];
+  // The 128-byte swizzle is a function of the address: tiles need 1024-byte alignment.
+  const uint32_t raw_addr = smemAddr(smem_raw);
+  uint8_t *smem = smem_raw + ((kSwizzleAtom - raw_addr % kSwizzleAtom) % kSwizzleAtom);
+  const uint32_t base = smemAddr(smem);
+  const uint32_t bar_full = base + L.barrier_offset;                  // [stages]
+  const uint32_t bar_empty = bar_full + 8 * S::kStages;               // [stages]
+  const uint32_t bar_q = bar_empty + 8 * S::kStages;
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid / kWarpgroupThreads;
+  const int m0 = static_cast<int>(blockIdx.x) * kBlockRows;
+  const int hq = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
+  const int hkv = hq / (p.heads_q / p.heads_kv);
+  const int sq = p.seqlen_q, sk = p.seqlen_k;
+  if (m0 >= sq)
+    return;
+  const int head_q = b * p.heads_q + hq, head_kv = b * p.heads_kv + hkv;
+  const int last_row = (sq < m0 + kBlockRows ? sq : m0 + kBlockRows) - 1;
+  const int n_tiles = (visibleKeysSm90<C::causal>(last_row, sq, sk) + S::kBlockN - 1) / S::kBlockN;
+
+  if (tid == 0) {
+    for (int s = 0; s < S::kStages; ++s) {
+      mbarrierInit(bar_full + 8 * s, kWarpgroupThreads);
+      mbarrierInit(bar_empty + 8 * s, kConsumerWarpgroups * 4);
+    }
+    mbarrierInit(bar_q, kWarpgroupThreads);
+    mbarrierInitFence();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ---------------- producer ----------------
+    warpgroupRegDealloc<kProducerRegisters>();
+    const int ptid = tid;
+    const float pre = exp2Int(-C::qk_widen_shift);
+    {
+      const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
+      const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
+      const int q_valid = sq - m0 < kBlockRows ? sq - m0 : kBlockRows;
+      produceNvfp4Rows<S::kHeadDim, kBlockRows>(smem + L.q_offset, qg + m0 * p.q_row_stride,
+                                                 static_cast<int>(p.q_row_stride), qsf, m0, q_valid, pre, ptid);
+      fenceProxyAsyncShared();
+      mbarrierArrive(bar_q);
+    }
+    const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+    const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+    const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
+    const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
+    const int keys_padded = (sk + 127) / 128 * 128;
+    int v_shift = 0;
+    if constexpr (C::route == Route::DirectP)
+      v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+    for (int tile = 0; tile < n_tiles; ++tile) {
+      const int stage = tile % S::kStages;
+      const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
+      mbarrierWait(bar_empty + 8 * stage, (round & 1u) ^ 1u);
+      uint8_t *k_tile = smem + L.k_offset + stage * L.stage_bytes;
+      uint8_t *v_tile = smem + L.v_offset + stage * L.stage_bytes;
+      const int key0 = tile * S::kBlockN;
+      const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
+      produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
+                                                ksf, key0, k_valid, pre, ptid);
+      if constexpr (C::route == Route::Nvfp8)
+        produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
+                                                                    key0, keys_padded, ptid);
+      else
+        produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
+            v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
+      fenceProxyAsyncShared();
+      mbarrierArrive(bar_full + 8 * stage);
+    }
+    return;
+  }
+
+  // ---------------- consumers ----------------
+  warpgroupRegAlloc<kConsumerRegisters>();
+  const int c = wg - 1;
+  const int ctid = tid - kWarpgroupThreads * wg;
+  const int lane = ctid % 32, warp = ctid / 32;
+  const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
+  const int wg_row0 = m0 + c * kRowsPerConsumer;
+  const int wg_last = (sq < wg_row0 + kRowsPerConsumer ? sq : wg_row0 + kRowsPerConsumer) - 1;
+  const int wg_keys = wg_row0 < sq ? visibleKeysSm90<C::causal>(wg_last, sq, sk) : 0;
+  const int wg_unmasked = visibleKeysSm90<C::causal>(wg_row0, sq, sk);
+  const int g = lane / 4;
+  const int vis[2] = {visibleKeysSm90<C::causal>(row_base + g, sq, sk),
+                      visibleKeysSm90<C::causal>(row_base + g + 8, sq, sk)};
+
+  const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
+  const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
+  const float score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
+  float out_factor = 1.0f;
+  if constexpr (C::route == Route::Nvfp8)
+    out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
+  else
+    out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
+
+  float o[T::kOTiles][4];
+#pragma unroll
+  for (int dt = 0; dt < T::kOTiles; ++dt)
+    o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+  attention::SoftmaxRows st;
+  attention::softmaxInit(st);
+
+  const uint32_t q_addr = base + L.q_offset;
+  mbarrierWait(bar_q, 0u);
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    const int stage = tile % S::kStages;
+    const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
+    const int key0 = tile * S::kBlockN;
+    mbarrierWait(bar_full + 8 * stage, round & 1u);
+    if (key0 < wg_keys) {
+      const uint32_t k_addr = base + L.k_offset + stage * L.stage_bytes;
+      const uint32_t v_addr = base + L.v_offset + stage * L.stage_bytes;
+      float s[T::kSTiles][4];
+      sm90_fence_regs(s);
+      sm90_wgmma_fence();
+      issueQK<S::kHeadDim, S::kBlockN>(s, q_addr, c * kRowsPerConsumer, k_addr);
+      sm90_wgmma_commit();
+      sm90_wgmma_wait<0>();
+      sm90_fence_regs(s);
+
+      if (key0 + S::kBlockN > wg_unmasked)
+        attention::scaleAndMask<CV, true>(s, score_mul, vis, key0, lane);
+      else
+        attention::scaleAndMask<CV, false>(s, score_mul, vis, key0, lane);
+      attention::softmaxUpdate<CV>(st, s, o, tile == 0, lane);
+      uint32_t pa[S::kBlockN / 32][4];
+      if constexpr (C::route == Route::Nvfp8)
+        attention::buildPNvfp8<CV>(pa, s, st);
+      else
+        attention::buildPDirectP<CV>(pa, s, st);
+
+      sm90_fence_regs(o);
+      sm90_fence_regs(pa);
+      sm90_wgmma_fence();
+      issuePV<S::kHeadDim, S::kBlockN>(o, pa, v_addr);
+      sm90_wgmma_commit();
+      sm90_wgmma_wait<0>();
+      sm90_fence_regs(o);
+      sm90_fence_regs(pa);
+    }
+    __syncwarp();
+    if (lane == 0)
+      mbarrierArrive(bar_empty + 8 * stage);
+  }
+
+  uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + b * p.o_batch_stride + hq * p.o_head_stride +
+                     row_base * p.o_row_stride;
+  float *lse_rows = p.lse == 0 ? nullptr
+                               : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row_base;
+  attention::writeOutput<CV>(o, st, out_factor, o_rows, p.o_row_stride, lse_rows, row_base, sq, lane);
+}
+
+} // namespace fa4jit::device::attention_sm90

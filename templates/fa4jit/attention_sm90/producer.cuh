@@ -1,0 +1,101 @@
+#pragma once
+// The producer warpgroup: reads FP4/FP8 tiles from global memory with 16-byte (or 8-byte) loads,
+// widens FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has no FP4 tensor cores) and writes the swizzled
+// K-major tiles of smem_desc.cuh. Numerics are those of attention/tile_load.cuh (NUMERICS.md
+// §2.1, §2.3), only the destination layout differs. Out-of-range rows and keys are zeros.
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/smem_desc.cuh"
+#include "fa4jit/formats.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+// Loads in flight per producer thread (registers are scarce after setmaxnreg.dec).
+constexpr int kProducerUnroll = 4;
+
+FA4JIT_DEVICE uint4 zeroVec4() { return make_uint4(0u, 0u, 0u, 0u); }
+
+// Keys 0..15 of a 16-byte FP8 vector to the register-P order [0,1,8,9,2,3,10,11,...]
+// (attention/tile_load.cuh permuteKeys16).
+FA4JIT_DEVICE uint4 permuteKeys16Sm90(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5410u), __byte_perm(v.x, v.z, 0x7632u),
+                    __byte_perm(v.y, v.w, 0x5410u), __byte_perm(v.y, v.w, 0x7632u));
+}
+
+// NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
+// E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
+template <int kHeadDim, int kRows>
+FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
+                                    int row0, int valid_rows, float pre_scale, int ptid) {
+  constexpr int kBlocksPerRow = kHeadDim / 16;
+  constexpr int kUnits = kRows * kBlocksPerRow;
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll kProducerUnroll
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+    uint4 out = zeroVec4();
+    if (row < valid_rows) {
+      const uint2 codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
+      const float scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
+      const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(scale * pre_scale);
+      const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
+      out = make_uint4(a.lo, a.hi, b.lo, b.hi);
+    }
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(row, blk * 16)) = out;
+  }
+}
+
+// FP8 V^T [kHeadDim][keys] (padded with zeros to keys_padded in global memory) into a swizzled
+// [kHeadDim][kBlockN] tile, keys permuted within each 16 unless the quantizer did it already.
+template <int kHeadDim, int kBlockN, bool kPermuted>
+FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded,
+                                int ptid) {
+  constexpr int kVecsPerRow = kBlockN / 16;
+  constexpr int kUnits = kHeadDim * kVecsPerRow;
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll kProducerUnroll
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int d = u / kVecsPerRow, vec = u % kVecsPerRow;
+    uint4 v = zeroVec4();
+    if (key0 + vec * 16 < keys_padded)
+      v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
+    if constexpr (!kPermuted)
+      v = permuteKeys16Sm90(v);
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
+  }
+}
+
+// MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
+template <int kHeadDim, int kBlockN, bool kPermuted>
+FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
+                                  int keys_padded, int v_shift, int ptid) {
+  constexpr int kBlocksPerRow = kBlockN / 32;
+  constexpr int kUnits = kHeadDim * kBlocksPerRow;
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+  const int scale_cols = keys_padded / 32;
+#pragma unroll kProducerUnroll / 2
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+    const int key = key0 + blk * 32;
+    uint4 lo = zeroVec4(), hi = zeroVec4();
+    if (key < keys_padded) {
+      const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
+      const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
+      const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
+      const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
+      const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
+      lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
+      hi = make_uint4(w2.lo, w2.hi, w3.lo, w3.hi);
+      if constexpr (!kPermuted) {
+        lo = permuteKeys16Sm90(lo);
+        hi = permuteKeys16Sm90(hi);
+      }
+    }
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+  }
+}
+
+} // namespace fa4jit::device::attention_sm90
