@@ -12,7 +12,22 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # cuobjdump (for the SASS checks) comes from CUDA's PyPI package when the toolkit lacks it.
-if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ]; then
-  python3 -m pip install -q nvidia-cuda-cuobjdump >/dev/null 2>&1 || echo "install-deps: cuobjdump unavailable; SASS checks will be skipped"
+# The tests look for it on PATH, in /usr/local/cuda/bin, then in the `nvidia` Python packages
+# (tests/runtime/cuobjdump.h); without it the SASS test case is skipped with a warning.
+pip_cuobjdump() {
+  python3 -c 'import nvidia, os, sys
+for p in nvidia.__path__:
+    for sub in ("cu13/bin/cuobjdump", "cuda_cuobjdump/bin/cuobjdump", "cu12/bin/cuobjdump"):
+        f = os.path.join(p, sub)
+        if os.access(f, os.X_OK): print(f); sys.exit(0)
+sys.exit(1)' 2>/dev/null
+}
+if ! command -v cuobjdump >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/cuobjdump ] && ! pip_cuobjdump >/dev/null; then
+  python3 -m pip install -q nvidia-cuda-cuobjdump >/dev/null 2>&1 || true
+  if found=$(pip_cuobjdump); then
+    echo "install-deps: cuobjdump at $found"
+  else
+    echo "install-deps: cuobjdump unavailable; SASS checks will be skipped"
+  fi
 fi
 [ -f /usr/local/cuda/include/nvrtc.h ] || { echo "install-deps: the CUDA toolkit (headers, NVRTC) is expected under /usr/local/cuda" >&2; exit 1; }

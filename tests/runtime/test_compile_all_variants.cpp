@@ -1,0 +1,161 @@
+// CI's compile of every generated kernel: each enumerateVariants() entry for sm_90a and sm_100a
+// must emit, compile with NVRTC to a cubin of its architecture, and spill nothing. Registers,
+// shared memory and (sm_100a attention) TMEM columns are reported per variant.
+#include "cuobjdump.h"
+#include "variant_cubins.h"
+
+#include "fa4jit/codegen/sm100_attention.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/runtime/gpu_arch.h"
+
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+
+using namespace fa4jit;
+using fa4jit::testing::variantCubins;
+
+TEST_CASE("every sm_90a and sm_100a variant compiles to a cubin without spills", "[runtime][nvrtc][variants]") {
+  const auto &all = variantCubins();
+  REQUIRE(!all.empty());
+  int sm100_attention = 0, tcgen05 = 0;
+  for (const auto &v : all) {
+    INFO(kernelName(v.spec) << " (" << toString(v.spec.target) << ")");
+    if (!v.error.empty())
+      FAIL(v.error);
+    const runtime::CubinInfo &info = v.result.info;
+    CHECK(info.arch.name() == runtime::archForTarget(v.spec.target).name());
+    for (const EntryPoint &e : v.emitted.entries) {
+      const runtime::CubinKernelInfo *k = info.find(e.name);
+      REQUIRE(k != nullptr);
+      CHECK(k->spill_store_bytes == 0);
+      CHECK(k->spill_load_bytes == 0);
+      CHECK(k->stack_frame_bytes == 0);
+      CHECK(k->registers > 0);
+      const bool tc = isTcgen05Attention(v.spec);
+      std::printf("%-8s %-46s regs %3d  smem %6d dyn + %5d static  stack %d%s\n", toString(v.spec.target),
+                  e.name.c_str(), k->registers, e.dynamic_shared_bytes, k->static_shared_bytes,
+                  k->stack_frame_bytes,
+                  tc ? ("  tmem " + std::to_string(v.spec.attention.tmem.columns_allocated) + " cols").c_str() : "");
+    }
+    if (v.spec.target == Target::Sm100a && v.spec.family == KernelFamily::AttentionForward) {
+      ++sm100_attention;
+      tcgen05 += isTcgen05Attention(v.spec);
+    }
+  }
+  // nvfp8 and directp x head dims 64/128/256 x causal, plus directp's other classifiers.
+  CHECK(tcgen05 >= 12);
+  CHECK(sm100_attention > tcgen05); // the bf16 route stays on mma.sync
+}
+
+TEST_CASE("an sm_100a attention cubin is refused on a device of another architecture", "[runtime][arch]") {
+  const auto &all = variantCubins();
+  const fa4jit::testing::VariantCubin *sm100 = nullptr;
+  for (const auto &v : all)
+    if (isTcgen05Attention(v.spec) && v.error.empty()) {
+      sm100 = &v;
+      break;
+    }
+  REQUIRE(sm100 != nullptr);
+  const runtime::GpuArch arch = sm100->result.info.arch;
+  CHECK(arch.name() == "sm_100a");
+  llvm::Error refused = runtime::checkArchCompatible(arch, runtime::DeviceArch{9, 0, "NVIDIA H200"});
+  REQUIRE(static_cast<bool>(refused));
+  CHECK_THAT(llvm::toString(std::move(refused)), Catch::StartsWith("kernel compiled for sm_100a cannot run on NVIDIA H200 (sm_90)"));
+  // Blackwell parts other than sm_100 (e.g. sm_103, sm_120) cannot run an arch-specific sm_100a cubin either.
+  llvm::Error other = runtime::checkArchCompatible(arch, runtime::DeviceArch{12, 0, "RTX"});
+  CHECK(static_cast<bool>(other));
+  llvm::consumeError(std::move(other));
+  CHECK_FALSE(static_cast<bool>(runtime::checkArchCompatible(arch, runtime::DeviceArch{10, 0, "NVIDIA B200"})));
+}
+
+namespace {
+
+// Occurrences of SASS opcodes (the token after the address comment) matching `pred`.
+template <class Pred> std::map<std::string, int> countOpcodes(const std::string &sass, Pred pred) {
+  std::map<std::string, int> counts;
+  std::istringstream in(sass);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t end = line.find("*/");
+    if (line.find("/*") == std::string::npos || end == std::string::npos)
+      continue;
+    std::istringstream rest(line.substr(end + 2));
+    std::string op;
+    rest >> op;
+    if (!op.empty() && op[0] == '@') // predicate guard: the opcode follows
+      rest >> op;
+    const std::string base = op.substr(0, op.find('.'));
+    if (!base.empty() && pred(base))
+      ++counts[base];
+  }
+  return counts;
+}
+
+int total(const std::map<std::string, int> &m) {
+  int n = 0;
+  for (const auto &kv : m)
+    n += kv.second;
+  return n;
+}
+
+std::string describe(const std::map<std::string, int> &m) {
+  std::string s;
+  for (const auto &kv : m)
+    s += (s.empty() ? "" : " ") + kv.first + " x" + std::to_string(kv.second);
+  return s.empty() ? "none" : s;
+}
+
+} // namespace
+
+TEST_CASE("SASS of every attention variant: the route's tensor-core instructions, no local memory",
+          "[runtime][sass][variants]") {
+  const std::optional<std::string> cuobjdump = fa4jit::testing::findCuobjdump();
+  if (!cuobjdump) {
+    WARN("SKIPPED: cuobjdump not found (PATH, /usr/local/cuda/bin, Python package nvidia-cuda-cuobjdump); "
+         "run scripts/install-deps.sh to get it");
+    return;
+  }
+  int checked = 0;
+  for (const auto &v : variantCubins()) {
+    if (v.spec.family != KernelFamily::AttentionForward || !v.error.empty())
+      continue;
+    INFO(kernelName(v.spec) << " (" << toString(v.spec.target) << ")");
+    const std::optional<std::string> sass = fa4jit::testing::disassemble(*cuobjdump, v.result.cubin);
+    REQUIRE(sass.has_value());
+    const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
+    CHECK(total(local) == 0);
+    const auto mma = countOpcodes(*sass, [](const std::string &op) {
+      return op.size() > 3 && op.compare(op.size() - 3, 3, "MMA") == 0;
+    });
+    if (isTcgen05Attention(v.spec)) {
+      // Block-scaled tcgen05 MMAs are UTC*MMA: UTCOMMA for the FP4 kinds (mxf4nvf4, mxf4), UTCQMMA
+      // for kind::f8f6f4. QK^T takes head_dim / 64 instructions, PV block_n / 64 (FP4) or / 32 (FP8).
+      const AttentionSpec &a = v.spec.attention;
+      const int qk = a.head_dim / 64;
+      const int pv = a.route == Route::DirectP ? a.tile.block_n / 64 : a.tile.block_n / 32;
+      const int fp4 = mma.count("UTCOMMA") ? mma.at("UTCOMMA") : 0;
+      const int fp8 = mma.count("UTCQMMA") ? mma.at("UTCQMMA") : 0;
+      CHECK(fp4 >= (a.route == Route::DirectP ? qk + pv : qk));
+      if (a.route == Route::Nvfp8)
+        CHECK(fp8 >= pv);
+      const auto tmem = countOpcodes(*sass, [](const std::string &op) { return op.rfind("UTC", 0) == 0; });
+      CHECK(tmem.count("UTCCP")); // scale factors copied shared -> TMEM
+      std::printf("sass %-46s %s | %s\n", kernelName(v.spec).c_str(), describe(mma).c_str(), describe(tmem).c_str());
+    } else {
+      // mma.sync lowers to HMMA on sm_90 (FP8 m16n8k32 included), wgmma to QGMMA / HGMMA.
+      CHECK(total(mma) > 0);
+      if (v.emitted.source.find("attention_sm90/kernel.cuh") != std::string::npos)
+        CHECK(mma.count("QGMMA"));
+      else
+        CHECK(mma.count("HMMA"));
+      std::printf("sass %-8s %-46s %s\n", toString(v.spec.target), kernelName(v.spec).c_str(), describe(mma).c_str());
+    }
+    ++checked;
+  }
+  CHECK(checked > 0);
+}
