@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "expected_checks.h"
 #include "fa4jit/codegen/formats.h"
 
 using namespace fa4jit;
@@ -14,11 +15,6 @@ using namespace fa4jit::fit;
 
 namespace {
 
-#define REQUIRE_OK(e)                                                                              \
-  do {                                                                                             \
-    if (!(e))                                                                                      \
-      FAIL(llvm::toString((e).takeError()));                                                       \
-  } while (0)
 
 ScoreRows gaussianRows(int seqlen, double sigma, bool causal, uint64_t seed) {
   GaussianScoreModel m;

@@ -3,16 +3,10 @@
 #include <cmath>
 #include <vector>
 
+#include "expected_checks.h"
 #include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/runtime/cpu_tensor.h"
 
-// llvm::Expected in Catch assertions: the error text becomes the failure message.
-#define REQUIRE_OK(e)                                                                              \
-  do {                                                                                             \
-    if (!(e))                                                                                      \
-      FAIL(llvm::toString((e).takeError()));                                                       \
-  } while (0)
-#define REQUIRE_ERR(e) REQUIRE_FALSE(static_cast<bool>(e))
 
 namespace fa4jit::cpu::testing {
 

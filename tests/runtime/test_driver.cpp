@@ -5,6 +5,8 @@
 #include "fa4jit/runtime/driver_library.h"
 #include "fa4jit/runtime/kernel_module.h"
 
+#include "expected_checks.h"
+
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -56,12 +58,6 @@ CudaDriver &driverOrFail() {
   return *driver;
 }
 
-#define REQUIRE_OK(expr)                                                                           \
-  do {                                                                                             \
-    llvm::Error e_ = (expr);                                                                       \
-    if (e_)                                                                                        \
-      FAIL(llvm::toString(std::move(e_)));                                                         \
-  } while (0)
 
 } // namespace
 
@@ -106,9 +102,9 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   REQUIRE(static_cast<bool>(dx));
   REQUIRE(static_cast<bool>(dy));
   REQUIRE(static_cast<bool>(dout));
-  REQUIRE_OK(dx->copyFromHost(x.data(), n * sizeof(float)));
-  REQUIRE_OK(dy->copyFromHost(y.data(), n * sizeof(float)));
-  REQUIRE_OK(dout->fill(0));
+  REQUIRE_SUCCESS(dx->copyFromHost(x.data(), n * sizeof(float)));
+  REQUIRE_SUCCESS(dy->copyFromHost(y.data(), n * sizeof(float)));
+  REQUIRE_SUCCESS(dout->fill(0));
   float a = 3.0f;
   uint64_t px = dx->address(), py = dy->address(), po = dout->address();
   int count = n;
@@ -122,21 +118,21 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
   launch.grid.x = (n + 255) / 256;
   launch.block.x = 256;
   launch.stream = stream->handle();
-  REQUIRE_OK(start->record(stream->handle()));
-  REQUIRE_OK(kernel->launch(launch, args));
-  REQUIRE_OK(stop->record(stream->handle()));
-  REQUIRE_OK(stream->synchronize());
+  REQUIRE_SUCCESS(start->record(stream->handle()));
+  REQUIRE_SUCCESS(kernel->launch(launch, args));
+  REQUIRE_SUCCESS(stop->record(stream->handle()));
+  REQUIRE_SUCCESS(stream->synchronize());
   auto ms = Event::elapsedMs(*start, *stop);
   REQUIRE(static_cast<bool>(ms));
   CHECK(*ms >= 0.0f);
-  REQUIRE_OK(dout->copyToHost(out.data(), n * sizeof(float)));
+  REQUIRE_SUCCESS(dout->copyToHost(out.data(), n * sizeof(float)));
   for (int i = 0; i < n; ++i)
     REQUIRE(out[i] == std::fma(3.0f, x[i], y[i]));
 
   // Dynamic shared memory beyond 48 KiB opts in automatically; beyond the device limit is refused.
   launch.dynamic_shared_bytes = 100 * 1024;
-  REQUIRE_OK(kernel->launch(launch, args));
-  REQUIRE_OK(stream->synchronize());
+  REQUIRE_SUCCESS(kernel->launch(launch, args));
+  REQUIRE_SUCCESS(stream->synchronize());
   launch.dynamic_shared_bytes = static_cast<unsigned>(info->max_shared_per_block_optin) + 1;
   llvm::Error tooMuch = kernel->launch(launch, args);
   REQUIRE(static_cast<bool>(tooMuch));
@@ -147,8 +143,8 @@ TEST_CASE("load and launch a JIT-compiled kernel, check its output", "[gpu][driv
     launch.dynamic_shared_bytes = 0;
     launch.grid.x = 4;
     launch.cluster.x = 2;
-    REQUIRE_OK(kernel->launch(launch, args));
-    REQUIRE_OK(stream->synchronize());
+    REQUIRE_SUCCESS(kernel->launch(launch, args));
+    REQUIRE_SUCCESS(stream->synchronize());
   }
 
   auto missing = (*module)->kernel("no_such_kernel");

@@ -1,4 +1,6 @@
 // Runs the `fa4jit accuracy` binary (FA4JIT_CLI) as a user would.
+#include "cli_run.h"
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
@@ -10,23 +12,10 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out; // stdout and stderr together
-};
+using Run = fa4jit::testing::CliRun;
 
 Run runCli(const std::string &args) {
-  Run r;
-  const std::string cmd = std::string(FA4JIT_CLI) + " accuracy " + args + " 2>&1";
-  FILE *p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return fa4jit::testing::runFa4jit("accuracy " + args, fa4jit::testing::Stderr::Merge);
 }
 
 std::string tempFile(const std::string &name, const std::string &text) {

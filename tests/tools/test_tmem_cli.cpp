@@ -1,4 +1,6 @@
 // Runs `fa4jit tmem` (FA4JIT_CLI) as a user would.
+#include "cli_run.h"
+
 #include <catch2/catch.hpp>
 
 #include <llvm/Support/JSON.h>
@@ -12,23 +14,10 @@
 
 namespace {
 
-struct Run {
-  int status = -1;
-  std::string out; // stdout
-};
+using Run = fa4jit::testing::CliRun;
 
 Run tmemCli(const std::string &args) {
-  Run r;
-  const std::string cmd = std::string(FA4JIT_CLI) + " tmem " + args + " 2>/dev/null";
-  FILE *p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0)
-    r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return fa4jit::testing::runFa4jit("tmem " + args, fa4jit::testing::Stderr::Discard);
 }
 
 int count(const std::string &text, const std::string &what) {
