@@ -9,6 +9,7 @@ int runRun(int argc, char **argv);
 int runCache(int argc, char **argv);
 int runEmit(int argc, char **argv);
 int runTmem(int argc, char **argv);
+int runTune(int argc, char **argv);
 
 const std::vector<Subcommand> &subcommands() {
   static const std::vector<Subcommand> table = {
@@ -19,6 +20,7 @@ const std::vector<Subcommand> &subcommands() {
       {"cache", "inspect, verify, prune or clear the kernel cache", runCache},
       {"emit", "print the generated source (or canonical spec) of one kernel", runEmit},
       {"tmem", "print and draw the sm_100a tensor-memory column plan of a shape", runTmem},
+      {"tune", "autotune shapes into the tuning database, or --show it", runTune},
   };
   return table;
 }

@@ -1,7 +1,10 @@
 // Engine: configuration, JIT and device, and the kernel lookup every launch goes through.
 #include "fa4jit/runtime/engine.h"
 
+#include "fa4jit/cache/cache_version.h"
+#include "fa4jit/codegen/candidates.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/runtime/tuner.h"
 #include "fa4jit/runtime/kernel_module.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -58,7 +61,12 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
   auto jit = runtime::KernelJit::create(config);
   if (!jit)
     return jit.takeError();
-  return std::unique_ptr<Engine>(new Engine(std::move(config), *driver, std::move(*device), std::move(*jit), *target));
+  cache::TuningIdentity identity{device->name, device->sm_count, driver->driverVersionString(),
+                                 (*jit)->nvrtcIdentity(), cache::writerVersion()};
+  auto tuning = std::make_unique<cache::TuningDb>(runtime::tuningDbConfigFor(config), std::move(identity));
+  std::unique_ptr<Engine> engine(new Engine(std::move(config), *driver, std::move(*device), std::move(*jit), *target));
+  engine->tuning_ = std::move(tuning);
+  return engine;
 }
 
 llvm::Expected<runtime::Kernel &> Engine::kernel(const KernelSpec &spec, const std::string &entry) {
@@ -76,9 +84,16 @@ llvm::Expected<runtime::Kernel &> Engine::kernel(const KernelSpec &spec, const s
   return it->second->kernel(entry);
 }
 
-llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, bool causal, int /*seqlen_k*/,
+llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
                                                     const std::optional<ClassifierSpec> &classifier) const {
-  KernelSpec spec = defaultAttentionSpec(route, head_dim, causal, target_);
+  const cache::TuningKey key{KernelFamily::AttentionForward, target_, route, head_dim, causal, seqlenBucket(seqlen_k)};
+  KernelSpec spec;
+  if (auto tuned = tuning_->winnerSpec(key))
+    spec = *tuned;
+  else if (config_.tune == runtime::TuneMode::Replay)
+    return runtime::replayMiss(*tuning_, key);
+  else
+    spec = defaultAttentionSpec(route, head_dim, causal, target_);
   if (classifier)
     spec.attention.classifier = *classifier;
   return spec;

@@ -11,6 +11,7 @@
 //
 // Every argument is validated (shapes, head dim, strides, 16-byte alignment, dtype, that the
 // pointers are device memory of the engine's device) and errors say what is wrong.
+#include "fa4jit/cache/tuning_db.h"
 #include "fa4jit/codegen/spec.h"
 #include "fa4jit/runtime/config.h"
 #include "fa4jit/runtime/device_objects.h"
@@ -100,7 +101,10 @@ public:
   // Attention forward on quantized operands (no quantization, no synchronization).
   llvm::Error forward(const QuantizedForwardArgs &args);
 
-  // The attention spec forward() would use for these arguments (tuned, else heuristic).
+  // The attention spec forward() would use for these arguments: the tuning database's winner for
+  // (target, route, head dim, causal, seqlen bucket of seqlen_k) when it has one (docs/TUNING.md),
+  // else the heuristic; with FA4JIT_TUNE=replay a miss is an error naming the shape. An explicit
+  // classifier replaces the tuned one (directp).
   llvm::Expected<KernelSpec> attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
                                               const std::optional<ClassifierSpec> &classifier) const;
 
@@ -109,6 +113,9 @@ public:
   runtime::KernelJit &jit() { return *jit_; }
   const runtime::RuntimeConfig &config() const { return config_; }
   Target target() const { return target_; }
+  // The tuning database of this device (system layer, then user layer beside the kernel cache).
+  cache::TuningDb &tuningDb() { return *tuning_; }
+  const cache::TuningDb &tuningDb() const { return *tuning_; }
 
   // A launchable kernel for `spec` (compiled or cached, loaded into this engine's device).
   llvm::Expected<runtime::Kernel &> kernel(const KernelSpec &spec, const std::string &entry);
@@ -132,6 +139,7 @@ private:
     std::optional<QuantizedTensor> q, k, v;
   };
   std::unique_ptr<Workspace> workspace_;
+  std::unique_ptr<cache::TuningDb> tuning_;
 };
 
 // The target fa4jit compiles for on a device of this compute capability (sm_90 -> sm_90a,

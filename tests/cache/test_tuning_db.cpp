@@ -1,0 +1,298 @@
+// Tuning database: format round trip, persistence, bucketing keys, identity and schema checks,
+// corrupt files (one warning), the system layer, atomic publish and real processes racing.
+#include "cache_test_util.h"
+#include "expected_checks.h"
+
+#include "fa4jit/cache/tuning_db.h"
+#include "fa4jit/codegen/candidates.h"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace fa4jit;
+using namespace fa4jit::cache;
+using fa4jit::cache::test::ScratchDir;
+using fa4jit::cache::test::WarningCounter;
+
+namespace {
+
+TuningIdentity identity(const std::string &nvrtc = "13.0.88 build-x", const std::string &driver = "13.0") {
+  return {"NVIDIA H200", 132, driver, nvrtc, "0.1.0"};
+}
+
+TuningKey key(int bucket, Route route = Route::DirectP, int d = 128, bool causal = false) {
+  return {KernelFamily::AttentionForward, Target::Sm90a, route, d, causal, bucket};
+}
+
+// A record with three candidates: the heuristic, a faster one (the winner) and a failed one.
+TuningRecord record(const TuningKey &k, int winner_block_n = 128) {
+  TuningRecord r;
+  r.key = k;
+  KernelSpec h = defaultAttentionSpec(k.route, k.head_dim, k.causal, k.target);
+  h = withAttentionSchedule(h, AttentionSchedule::MmaSync);
+  KernelSpec w = h;
+  w.attention.tile.block_n = winner_block_n;
+  w.attention.classifier.kind = ClassifierKind::Affine;
+  w.attention.classifier.alpha = 2.25f;
+  w.attention.classifier.beta = 1.125f;
+  CandidateResult ch{h, candidateLabel(h), true, 1.5, 1.4, 1.7, 20, 0.01, "", 0.973};
+  CandidateResult cw{w, candidateLabel(w), true, 1.25, 1.2, 1.3, 20, 0.015, "", std::nullopt};
+  CandidateResult cf;
+  cf.spec = h;
+  cf.spec.attention.tile.warps = 8;
+  cf.spec.attention.tile.block_m = 128;
+  cf.label = candidateLabel(cf.spec);
+  cf.error = "compile: ptxas error: too many resources requested\nsecond line";
+  r.candidates = {ch, cw, cf};
+  r.pruned = {{"mma m64 n256 w4", "registers: ~304 per thread > 255"}};
+  r.heuristic = 0;
+  r.winner = 1;
+  r.tie_band = 0.02;
+  r.timing_source = "fake";
+  r.problem = "b8 hq16 hkv16 sq4096 sk4096";
+  r.tuned_at = "2026-11-29T12:00:00Z";
+  return r;
+}
+
+std::string userDirOf(const ScratchDir &s) { return s.sub("tuning"); }
+
+} // namespace
+
+TEST_CASE("tuning file round trip keeps specs, timings, failures and cosines", "[tuning]") {
+  TuningFile f;
+  f.device_name = "NVIDIA H200";
+  f.sm_count = 132;
+  TuningRecord r = record(key(4096));
+  r.identity = identity();
+  f.records[r.key.str()] = r;
+  const std::string text = serializeTuningFile(f);
+  auto back = parseTuningFile(text, "mem.json");
+  REQUIRE_OK(back);
+  REQUIRE(back->records.size() == 1);
+  const TuningRecord &b = back->records.begin()->second;
+  CHECK(b.key.str() == "attention/sm_90a/directp/d128/c0/s4096");
+  REQUIRE(b.candidates.size() == 3);
+  for (size_t i = 0; i < 3; ++i)
+    CHECK(specsEqual(canonicalize(b.candidates[i].spec), canonicalize(r.candidates[i].spec)));
+  CHECK(b.winnerResult().median_ms == 1.25);
+  CHECK(b.candidates[0].cosine.value_or(0) == 0.973);
+  CHECK_FALSE(b.candidates[1].cosine.has_value());
+  CHECK_FALSE(b.candidates[2].ok);
+  CHECK(std::isinf(b.candidates[2].median_ms));
+  CHECK(b.candidates[2].error == r.candidates[2].error);
+  CHECK(b.pruned.at(0).reason == r.pruned[0].reason);
+  CHECK(b.identity.nvrtc == "13.0.88 build-x");
+  CHECK(serializeTuningFile(*back) == text); // stable: re-writing what was read changes nothing
+}
+
+TEST_CASE("sequence lengths share a record per power-of-two bucket", "[tuning]") {
+  CHECK(seqlenBucket(1) == 1);
+  CHECK(seqlenBucket(1000) == 1024);
+  CHECK(seqlenBucket(1024) == 1024);
+  CHECK(seqlenBucket(1025) == 2048);
+  CHECK(seqlenBucket(32768) == 32768);
+  ScratchDir dir;
+  TuningDb db({userDirOf(dir), "", true}, identity());
+  REQUIRE_SUCCESS(db.store(record(key(seqlenBucket(3000)))));
+  CHECK(db.lookup(key(seqlenBucket(2049))).has_value());
+  CHECK(db.lookup(key(seqlenBucket(4096))).has_value());
+  CHECK_FALSE(db.lookup(key(seqlenBucket(4097))).has_value());
+  CHECK_FALSE(db.lookup(key(seqlenBucket(2048))).has_value());
+  CHECK_FALSE(db.lookup(key(4096, Route::DirectP, 128, true)).has_value()); // causal is part of the key
+  CHECK_FALSE(db.lookup(key(4096, Route::Nvfp8)).has_value());
+}
+
+TEST_CASE("a stored record is found by a new database on the same directory", "[tuning]") {
+  ScratchDir dir;
+  {
+    TuningDb db({userDirOf(dir), "", true}, identity());
+    REQUIRE_SUCCESS(db.store(record(key(4096))));
+    REQUIRE_SUCCESS(db.store(record(key(8192), 64)));
+  }
+  TuningDb again({userDirOf(dir), "", true}, identity());
+  TuningLayer layer = TuningLayer::Memory;
+  auto r = again.lookup(key(8192), &layer);
+  REQUIRE(r.has_value());
+  CHECK(layer == TuningLayer::User);
+  CHECK(r->winnerResult().spec.attention.tile.block_n == 64);
+  auto w = again.winnerSpec(key(4096));
+  REQUIRE(w.has_value());
+  CHECK(w->attention.classifier.kind == ClassifierKind::Affine);
+  CHECK(again.userFile() == userDirOf(dir) + "/nvidia-h200-132sm.json");
+  CHECK(fa4jit::cache::test::modeOf(again.userFile()) == 0600);
+  CHECK(fa4jit::cache::test::modeOf(userDirOf(dir)) == 0700);
+  // Nothing but the file and its lock remain: the temporary files were renamed into place.
+  CHECK(tuningFilesIn(userDirOf(dir)).size() == 1);
+  std::error_code ec;
+  int entries = 0;
+  for (llvm::sys::fs::directory_iterator it(userDirOf(dir), ec), end; it != end && !ec; it.increment(ec))
+    ++entries;
+  CHECK(entries == 2); // <slug>.json and <slug>.json.lock
+}
+
+TEST_CASE("records measured under another NVRTC, fa4jit or driver are skipped", "[tuning]") {
+  ScratchDir dir;
+  TuningDb writer({userDirOf(dir), "", true}, identity("13.0.88 build-x", "13.0"));
+  REQUIRE_SUCCESS(writer.store(record(key(4096))));
+  CHECK_FALSE(TuningDb({userDirOf(dir), "", true}, identity("13.1.0 build-y", "13.0")).lookup(key(4096)));
+  CHECK_FALSE(TuningDb({userDirOf(dir), "", true}, identity("13.0.88 build-x", "13.1")).lookup(key(4096)));
+  CHECK(TuningDb({userDirOf(dir), "", false}, identity("13.0.88 build-x", "13.1")).lookup(key(4096)));
+  TuningIdentity newer = identity();
+  newer.fa4jit_version = "0.2.0";
+  CHECK_FALSE(TuningDb({userDirOf(dir), "", true}, newer).lookup(key(4096)));
+  // Listed, but marked stale.
+  auto listed = TuningDb({userDirOf(dir), "", true}, newer).list();
+  REQUIRE(listed.size() == 1);
+  CHECK_FALSE(listed[0].current);
+}
+
+TEST_CASE("a file of another schema version is skipped without a warning", "[tuning]") {
+  ScratchDir dir;
+  TuningDb db({userDirOf(dir), "", true}, identity());
+  REQUIRE_SUCCESS(db.store(record(key(4096))));
+  std::string text = fa4jit::cache::test::readFile(db.userFile());
+  const std::string from = "\"schema\": 1";
+  // The last one is the file's (each spec has its own "schema" field, and keys are sorted).
+  const size_t at = text.rfind(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), "\"schema\": 999");
+  fa4jit::cache::test::writeFile(db.userFile(), text);
+  auto parsed = parseTuningFile(text, "x.json");
+  REQUIRE_ERR(parsed);
+  llvm::Error e = parsed.takeError();
+  CHECK(isSchemaMismatch(e));
+  llvm::consumeError(std::move(e));
+  WarningCounter warnings;
+  TuningDb reader({userDirOf(dir), "", true}, identity());
+  CHECK_FALSE(reader.lookup(key(4096)));
+  CHECK(warnings.warnings() == 0);
+}
+
+TEST_CASE("a corrupt file is ignored with one warning and replaced by the next store", "[tuning]") {
+  for (const char *damage : {"truncate", "bitflip"}) {
+    DYNAMIC_SECTION(damage) {
+      ScratchDir dir;
+      TuningDb db({userDirOf(dir), "", true}, identity());
+      REQUIRE_SUCCESS(db.store(record(key(4096))));
+      std::string text = fa4jit::cache::test::readFile(db.userFile());
+      if (std::string(damage) == "truncate") {
+        text.resize(text.size() / 2);
+      } else {
+        // Still valid JSON with a plausible number: only the checksum can tell.
+        const size_t at = text.find("\"median_ms\": 1.25");
+        REQUIRE(at != std::string::npos);
+        text.replace(at, 17, "\"median_ms\": 1.26");
+        auto still_json = llvm::json::parse(text);
+        REQUIRE_OK(still_json);
+      }
+      fa4jit::cache::test::writeFile(db.userFile(), text);
+      WarningCounter warnings;
+      TuningDb a({userDirOf(dir), "", true}, identity());
+      TuningDb b({userDirOf(dir), "", true}, identity());
+      CHECK_FALSE(a.lookup(key(4096)));
+      CHECK_FALSE(b.lookup(key(4096)));
+      a.reload();
+      CHECK_FALSE(a.lookup(key(4096)));
+      CHECK(warnings.warnings() == 1);
+      CHECK(warnings.last().find(db.userFile()) != std::string::npos);
+      REQUIRE_SUCCESS(a.store(record(key(8192))));
+      TuningDb c({userDirOf(dir), "", true}, identity());
+      CHECK(c.lookup(key(8192)));
+      CHECK(warnings.warnings() == 1);
+    }
+  }
+}
+
+TEST_CASE("the read-only system layer is searched first and never written", "[tuning]") {
+  ScratchDir dir;
+  const std::string sys = dir.sub("system/tuning"), user = dir.sub("user/tuning");
+  {
+    TuningDb shipping({sys, "", true}, identity()); // how a deployment builds its system database
+    REQUIRE_SUCCESS(shipping.store(record(key(4096), 32)));
+  }
+  const std::string sysFile = sys + "/nvidia-h200-132sm.json";
+  const std::string before = fa4jit::cache::test::readFile(sysFile);
+  TuningDb db({user, sys, true}, identity());
+  REQUIRE_SUCCESS(db.store(record(key(4096), 128)));
+  REQUIRE_SUCCESS(db.store(record(key(1024), 64)));
+  TuningLayer layer = TuningLayer::Memory;
+  auto r = db.lookup(key(4096), &layer);
+  REQUIRE(r);
+  CHECK(layer == TuningLayer::System);
+  CHECK(r->winnerResult().spec.attention.tile.block_n == 32);
+  r = db.lookup(key(1024), &layer);
+  REQUIRE(r);
+  CHECK(layer == TuningLayer::User);
+  CHECK(fa4jit::cache::test::readFile(sysFile) == before);
+  CHECK(db.list().size() == 3);
+}
+
+TEST_CASE("without a user directory records live in memory", "[tuning]") {
+  TuningDb db({"", "", true}, identity());
+  REQUIRE_SUCCESS(db.store(record(key(256))));
+  TuningLayer layer = TuningLayer::User;
+  CHECK(db.lookup(key(256), &layer));
+  CHECK(layer == TuningLayer::Memory);
+  CHECK(db.userFile().empty());
+}
+
+TEST_CASE("a record without a timed winner is refused", "[tuning]") {
+  TuningDb db({"", "", true}, identity());
+  TuningRecord r = record(key(256));
+  r.winner = 2; // the failed candidate
+  llvm::Error e = db.store(r);
+  CHECK(static_cast<bool>(e));
+  CHECK(llvm::toString(std::move(e)).find("no successfully timed winner") != std::string::npos);
+  CHECK_FALSE(db.lookup(key(256)));
+}
+
+TEST_CASE("eight processes storing at once lose no record", "[tuning][processes]") {
+  ScratchDir dir;
+  constexpr int kProcesses = 8, kRounds = 4;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      int bad = 0;
+      for (int round = 0; round < kRounds; ++round) {
+        TuningDb db({userDirOf(dir), "", true}, identity());
+        // Its own shape, and a shared one every process rewrites.
+        if (llvm::Error e = db.store(record(key(1 << (p + 1), Route::DirectP, 64))))
+          ++bad, llvm::consumeError(std::move(e));
+        if (llvm::Error e = db.store(record(key(65536), 32 * (1 + round % 2))))
+          ++bad, llvm::consumeError(std::move(e));
+      }
+      ::_exit(bad);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  WarningCounter warnings;
+  TuningDb db({userDirOf(dir), "", true}, identity());
+  for (int p = 0; p < kProcesses; ++p)
+    CHECK(db.lookup(key(1 << (p + 1), Route::DirectP, 64)));
+  CHECK(db.lookup(key(65536)));
+  CHECK(db.list().size() == kProcesses + 1);
+  CHECK(warnings.warnings() == 0);
+  CHECK(tuningFilesIn(userDirOf(dir)).size() == 1); // no temporary file left behind
+}
+
+TEST_CASE("device slugs are file-name safe and distinguish SM counts", "[tuning]") {
+  CHECK(deviceSlug("NVIDIA H200", 132) == "nvidia-h200-132sm");
+  CHECK(deviceSlug("NVIDIA H100 80GB HBM3", 132) == "nvidia-h100-80gb-hbm3-132sm");
+  CHECK(deviceSlug("NVIDIA H200", 66) != deviceSlug("NVIDIA H200", 132));
+  CHECK(deviceSlug("../..", 1) == "unknown-device-1sm");
+}

@@ -1,0 +1,154 @@
+// The autotuner's candidates and resource model (codegen/candidates.h, resource_model.h): the
+// heuristic first, a deterministic order, every kept candidate valid and emittable, impossible
+// ones pruned with the resource named, fitted classifier coefficients.
+#include "expected_checks.h"
+
+#include "fa4jit/codegen/candidates.h"
+#include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/resource_model.h"
+#include "fa4jit/codegen/sm100_attention.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
+
+#include <catch2/catch.hpp>
+
+#include <set>
+
+using namespace fa4jit;
+
+namespace {
+bool anyReason(const CandidateList &l, const std::string &label_part, const std::string &reason_part) {
+  for (const auto &p : l.pruned)
+    if (p.label.find(label_part) != std::string::npos && p.reason.find(reason_part) != std::string::npos)
+      return true;
+  return false;
+}
+} // namespace
+
+TEST_CASE("candidates: heuristic first, deterministic, all valid, emittable and within resources", "[candidates]") {
+  for (Target t : {Target::Sm90a, Target::Sm100a, Target::Sm80})
+    for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+      for (int d : {64, 128, 256}) {
+        if (t == Target::Sm80 && r != Route::Bf16)
+          continue;
+        DYNAMIC_SECTION(toString(t) << " " << toString(r) << " d" << d) {
+          auto a = enumerateAttentionCandidates(r, d, true, t, 4096);
+          REQUIRE_OK(a);
+          REQUIRE_FALSE(a->kept.empty());
+          CHECK(specsEqual(a->kept[0].spec, canonicalize(defaultAttentionSpec(r, d, true, t))));
+          std::set<std::string> unique;
+          for (const auto &c : a->kept) {
+            INFO(c.label);
+            CHECK(c.reason.empty());
+            CHECK(specViolations(c.spec).empty());
+            CHECK(estimateResources(c.spec).fits());
+            CHECK(static_cast<bool>(emitKernel(c.spec)));
+            CHECK(unique.insert(toJson(c.spec)).second);
+            CHECK(c.label == candidateLabel(c.spec));
+          }
+          for (const auto &p : a->pruned)
+            CHECK_FALSE(p.reason.empty());
+          auto b = enumerateAttentionCandidates(r, d, true, t, 4096);
+          REQUIRE_OK(b);
+          REQUIRE(b->kept.size() == a->kept.size());
+          for (size_t i = 0; i < a->kept.size(); ++i)
+            CHECK(toJson(a->kept[i].spec) == toJson(b->kept[i].spec));
+        }
+      }
+}
+
+TEST_CASE("candidates: directp searches fitted classifiers, the other routes none", "[candidates]") {
+  auto dp = enumerateAttentionCandidates(Route::DirectP, 128, false, Target::Sm90a, 4096);
+  REQUIRE_OK(dp);
+  std::set<ClassifierKind> kinds;
+  bool fitted = false;
+  for (const auto &c : dp->kept) {
+    kinds.insert(c.spec.attention.classifier.kind);
+    if (c.spec.attention.classifier.kind == ClassifierKind::Affine)
+      fitted |= c.spec.attention.classifier.alpha != 2.0f || c.spec.attention.classifier.beta != 0.0f;
+  }
+  CHECK(kinds.size() == 3);
+  CHECK(fitted);
+  // Both sm_90a kernels (mma.sync and wgmma-ws) are searched, whichever the heuristic picks.
+  std::set<AttentionSchedule> schedules;
+  for (const auto &c : dp->kept)
+    schedules.insert(c.spec.attention.tile.schedule);
+  CHECK(schedules.size() == 2);
+  auto nv = enumerateAttentionCandidates(Route::Nvfp8, 128, false, Target::Sm90a, 4096);
+  REQUIRE_OK(nv);
+  for (const auto &c : nv->kept)
+    CHECK(c.label.find("affine") == std::string::npos);
+  CHECK(nv->kept.size() < dp->kept.size());
+  CandidateSpace narrow;
+  narrow.all_kernels = false;
+  auto only = enumerateAttentionCandidates(Route::DirectP, 128, false, Target::Sm90a, 4096, narrow);
+  REQUIRE_OK(only);
+  const AttentionSchedule chosen = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a).attention.tile.schedule;
+  for (const auto &c : only->kept)
+    CHECK(c.spec.attention.tile.schedule == chosen);
+}
+
+TEST_CASE("candidates: impossible tiles are pruned with the resource named", "[candidates]") {
+  CandidateSpace wide;
+  wide.block_n = {64, 128, 256};
+  wide.warps = {4, 16};
+  auto a = enumerateAttentionCandidates(Route::Bf16, 128, false, Target::Sm90a, 4096, wide);
+  REQUIRE_OK(a);
+  CHECK(anyReason(*a, "mma m64 n256 w4", "registers"));
+  CHECK(anyReason(*a, "mma m256", "registers")); // 16 warps: at most 128 registers per thread
+  auto sm89 = enumerateAttentionCandidates(Route::Bf16, 128, false, Target::Sm89, 4096, wide);
+  REQUIRE_OK(sm89);
+  CHECK(anyReason(*sm89, "m256 n64", "shared memory"));
+  // Short sequences: tiles longer than the bucket are dropped, the heuristic stays.
+  auto shortSeq = enumerateAttentionCandidates(Route::Bf16, 64, false, Target::Sm90a, 32);
+  REQUIRE_OK(shortSeq);
+  CHECK(specsEqual(shortSeq->kept[0].spec, canonicalize(defaultAttentionSpec(Route::Bf16, 64, false, Target::Sm90a))));
+  for (size_t i = 1; i < shortSeq->kept.size(); ++i)
+    CHECK(shortSeq->kept[i].spec.attention.tile.block_n <= 32);
+  CHECK(anyReason(*shortSeq, "n128", "exceeds the sequence bucket 32"));
+  auto bad = enumerateAttentionCandidates(Route::DirectP, 96, false, Target::Sm90a, 4096);
+  REQUIRE_ERR(bad);
+  llvm::consumeError(bad.takeError());
+}
+
+TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
+  KernelSpec s = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 256, false, Target::Sm90a),
+                                       AttentionSchedule::MmaSync);
+  ResourceEstimate r = estimateResources(s);
+  CHECK(r.fits());
+  CHECK(r.registers == 256 / 2 + 64 / 2 + 64 / 8 + kAttentionFixedRegisters);
+  CHECK(r.shared_bytes == attentionSharedBytes(s.attention));
+  CHECK(r.shared_cap == 227 * 1024);
+  s.attention.tile.block_n = 128; // spilled on sm_90a: S beside a 256-wide O
+  CHECK_FALSE(estimateResources(s).fits());
+  CHECK(estimateResources(s).violations.at(0).find("registers") == 0);
+  // wgmma-ws consumers: 224 registers; D = 256 with 128 keys does not fit.
+  KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
+                                       AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(estimateResources(w).fits());
+  w.attention.tile.block_n = 128;
+  CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegisters);
+  CHECK_FALSE(estimateResources(w).fits());
+  // tcgen05 on sm_100a: the TMEM planner decides.
+  KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
+  REQUIRE(usesTensorMemory(t));
+  ResourceEstimate tr = estimateResources(t);
+  CHECK(tr.fits());
+  CHECK(tr.tmem_columns > 0);
+  CHECK(tr.tmem_columns <= 512);
+  KernelSpec big = t;
+  big.attention.head_dim = 256;
+  big.attention.tile.block_n = 256;
+  big.attention.tile.block_m = 256; // two Q tiles of 128 rows: 2 x (256 S + 256 O) columns > 512
+  big.attention.tmem = TmemPlanRef{};
+  ResourceEstimate br = estimateResources(big);
+  CHECK_FALSE(br.fits());
+  bool tmem = false;
+  for (const auto &v : br.violations)
+    tmem |= v.find("tensor memory") == 0;
+  CHECK(tmem);
+  // mma.sync on sm_100a uses no TMEM.
+  CHECK_FALSE(usesTensorMemory(withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm100a),
+                                                     AttentionSchedule::MmaSync)));
+}

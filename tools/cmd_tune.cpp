@@ -1,0 +1,288 @@
+// `fa4jit tune`: autotune attention shapes into the tuning database (docs/TUNING.md), or show it.
+#include "cli_flags.h"
+#include "subcommands.h"
+#include "tune_show.h"
+
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/runtime/engine.h"
+#include "fa4jit/runtime/tune_timing.h"
+#include "fa4jit/runtime/tuner.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace fa4jit::tools {
+
+namespace {
+const char kUsage[] =
+    "usage: fa4jit tune [options]        tune shapes into the tuning database (GPU)\n"
+    "       fa4jit tune --show [--json]  print the database (no GPU needed)\n"
+    "\n"
+    "For each shape: enumerate candidate kernels (tiles, kernels, classifier kinds with fitted\n"
+    "coefficients, widenings, guards), prune what cannot fit (registers, shared memory, TMEM),\n"
+    "compile the rest in parallel, time each (CUDA events, warm-up, median, cold L2, rotated\n"
+    "inputs), pick the fastest within the noise band (ties go to the heuristic, then enumeration\n"
+    "order) and store every result. Shapes already in the database are not tuned again.\n"
+    "\n"
+    "shapes:\n"
+    "  --routes LIST       (default directp)\n"
+    "  --head-dims LIST    (default 128)\n"
+    "  --seqlens LIST      seqlen_q = seqlen_k (default 4096); bucketed to powers of two\n"
+    "  --causal LIST       0,1 (default 0)\n"
+    "  --shapes FILE       one shape per line: ROUTE HEAD_DIM SEQLEN CAUSAL [BATCH HEADS]; '#' comments\n"
+    "  --tokens N          batch*heads*seqlen of the timed problem (default 524288)\n"
+    "timing:\n"
+    "  --warmup N          (default 5)   --reps N (default 20)\n"
+    "  --tie-band X        smallest relative band (default 0.02)\n"
+    "  --threads N         compile threads (default: all cores)\n"
+    "accuracy:\n"
+    "  --min-cosine X      only candidates whose cosine vs FP64 (CPU models, Gaussian inputs) >= X\n"
+    "  --accuracy-seqlen N sample problem length for --min-cosine (default 1024)\n"
+    "  --calibration FILE  fit classifiers to and judge them on captured scores (docs/CALIBRATION.md)\n"
+    "search:\n"
+    "  --exhaustive        every combination of tiles and numeric options\n"
+    "  --heuristic-kernel-only  do not search the kernels the heuristic did not pick\n"
+    "  --force             re-tune shapes already in the database\n"
+    "  --replay            tune nothing: fail on a shape missing from the database\n"
+    "output:\n"
+    "  --json              one JSON object per shape (with --show: the database as JSON)\n"
+    "  --candidates        with --show: every candidate's timing and error\n"
+    "  --no-progress       no progress bar on stderr\n"
+    "  --help\n";
+
+int fail(const std::string &m) {
+  std::fprintf(stderr, "fa4jit tune: %s\n", m.c_str());
+  return 1;
+}
+
+struct ShapeRequest {
+  Route route = Route::DirectP;
+  int head_dim = 128, seqlen = 4096;
+  bool causal = false;
+  int batch = 0, heads = 0; // 0: fill the GPU from --tokens
+};
+
+llvm::Error bad(const std::string &m) { return llvm::createStringError(llvm::inconvertibleErrorCode(), m); }
+
+llvm::Expected<std::vector<ShapeRequest>> readShapesFile(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    return bad("cannot read shapes file '" + path + "'");
+  std::vector<ShapeRequest> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream is(line);
+    std::string route;
+    if (!(is >> route))
+      continue;
+    ShapeRequest s;
+    int causal = 0;
+    if (!(is >> s.head_dim >> s.seqlen >> causal))
+      return bad(fmt::format("{0}:{1}: expected ROUTE HEAD_DIM SEQLEN CAUSAL [BATCH HEADS]", path, n));
+    is >> s.batch >> s.heads;
+    auto r = parseRoute(route);
+    if (!r)
+      return bad(fmt::format("{0}:{1}: {2}", path, n, llvm::toString(r.takeError())));
+    s.route = *r;
+    s.causal = causal != 0;
+    out.push_back(s);
+  }
+  return out;
+}
+
+llvm::Expected<double> number(const CliFlags &flags, const char *name, double fallback) {
+  if (!flags.has(name))
+    return fallback;
+  double v = 0;
+  if (llvm::StringRef(flags.str(name, "")).getAsDouble(v))
+    return bad(std::string("--") + name + ": not a number");
+  return v;
+}
+
+// A one-line progress bar on stderr, redrawn in place.
+class ProgressBar {
+public:
+  explicit ProgressBar(bool on) : on_(on && ::isatty(2)) {}
+  void update(const std::string &shape, const char *phase, size_t done, size_t total) {
+    if (!on_)
+      return;
+    const int width = 30;
+    const int filled = total ? int(width * done / total) : width;
+    std::fprintf(stderr, "\r  [%s%s] %-8s %3zu/%-3zu %s\033[K", std::string(size_t(filled), '#').c_str(),
+                 std::string(size_t(width - filled), '.').c_str(), phase, done, total, shape.c_str());
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (on_)
+      std::fprintf(stderr, "\r\033[K");
+  }
+
+private:
+  bool on_;
+};
+
+} // namespace
+
+int runTune(int argc, char **argv) {
+  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "shapes", "tokens", "warmup", "reps", "tie-band",
+                  "threads", "min-cosine", "accuracy-seqlen", "calibration"},
+                 {"show", "json", "candidates", "exhaustive", "heuristic-kernel-only", "force", "replay", "no-progress",
+                  "help"});
+  if (auto e = flags.parse(argc, argv))
+    return std::fprintf(stderr, "fa4jit tune: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
+  if (flags.has("help"))
+    return std::fputs(kUsage, stdout), 0;
+  auto config = runtime::loadConfig();
+  if (!config)
+    return fail(llvm::toString(config.takeError()));
+  if (flags.has("show"))
+    return showTuningDatabase(runtime::tuningDbConfigFor(*config), flags.has("json"), flags.has("candidates"));
+
+  // Shapes.
+  std::vector<ShapeRequest> shapes;
+  if (flags.has("shapes")) {
+    auto read = readShapesFile(flags.str("shapes", ""));
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    shapes = std::move(*read);
+  } else {
+    auto dims = flags.integers("head-dims", "128");
+    auto seqlens = flags.integers("seqlens", "4096");
+    auto causals = flags.integers("causal", "0");
+    if (!dims || !seqlens || !causals)
+      return fail("bad --head-dims, --seqlens or --causal (see --help)");
+    for (const std::string &name : flags.strings("routes", "directp")) {
+      auto r = parseRoute(name);
+      if (!r)
+        return fail(llvm::toString(r.takeError()));
+      for (long d : *dims)
+        for (long sl : *seqlens)
+          for (long c : *causals)
+            shapes.push_back({*r, int(d), int(sl), c != 0, 0, 0});
+    }
+  }
+  auto tokens = flags.integer("tokens", 524288);
+  auto warmup = flags.integer("warmup", 5);
+  auto reps = flags.integer("reps", 20);
+  auto threads = flags.integer("threads", 0);
+  auto acc_seqlen = flags.integer("accuracy-seqlen", 1024);
+  auto band = number(flags, "tie-band", 0.02);
+  auto floor = number(flags, "min-cosine", -2.0);
+  if (!tokens || !warmup || !reps || !threads || !acc_seqlen)
+    return fail("bad numeric option (see --help)");
+  if (!band)
+    return fail(llvm::toString(band.takeError()));
+  if (!floor)
+    return fail(llvm::toString(floor.takeError()));
+
+  std::optional<fit::ScoreRows> calibration;
+  std::string calibration_path = flags.str("calibration", "");
+  if (!calibration_path.empty()) {
+    auto cal = fit::readCalibrationFile(calibration_path);
+    if (!cal)
+      return fail(llvm::toString(cal.takeError()));
+    calibration = fit::scoresFromCalibration(*cal);
+  }
+
+  auto engine = Engine::create(EngineOptions{*config, 0});
+  if (!engine)
+    return fail("needs a GPU: " + llvm::toString(engine.takeError()));
+  Engine &eng = **engine;
+  runtime::JitCandidateCompiler compiler(eng.jit(), unsigned(*threads));
+  runtime::EngineTimingOptions topt;
+  topt.warmup = int(*warmup), topt.reps = int(*reps);
+  runtime::EngineTimingSource timing(eng, topt);
+  runtime::CpuAccuracyOptions aopt;
+  aopt.seqlen = int(*acc_seqlen);
+  runtime::CpuModelAccuracy cpu_accuracy(aopt);
+  std::unique_ptr<runtime::CalibrationAccuracy> cal_accuracy;
+  runtime::AccuracyProbe *accuracy = &cpu_accuracy;
+  if (calibration) {
+    cal_accuracy = std::make_unique<runtime::CalibrationAccuracy>(*calibration, calibration_path);
+    accuracy = cal_accuracy.get();
+  }
+  runtime::Tuner tuner(eng.tuningDb(), compiler, timing, accuracy);
+
+  const bool json = flags.has("json");
+  ProgressBar bar(!flags.has("no-progress") && !json);
+  if (!json)
+    std::printf("device %s (%d SMs), driver %s, target %s\nuser database %s\nsystem database %s\n\n"
+                "  %-36s %-44s %9s %9s %7s %6s %s\n",
+                eng.device().name.c_str(), eng.device().sm_count, eng.driver().driverVersionString().c_str(),
+                toString(eng.target()), eng.tuningDb().userFile().empty() ? "(memory only)" : eng.tuningDb().userFile().c_str(),
+                eng.tuningDb().systemFile().empty() ? "(none)" : eng.tuningDb().systemFile().c_str(), "shape",
+                "winner", "ms", "heur ms", "speedup", "cands", "source");
+  int failures = 0, total_compiled = 0, total_timed = 0, from_db = 0;
+  for (const ShapeRequest &s : shapes) {
+    runtime::TuneRequest req;
+    req.target = eng.target();
+    req.route = s.route;
+    req.head_dim = s.head_dim;
+    req.causal = s.causal;
+    const int heads = s.heads > 0 ? s.heads : s.head_dim == 64 ? 32 : s.head_dim == 128 ? 16 : 8;
+    req.problem.heads_q = req.problem.heads_kv = heads;
+    req.problem.seqlen_q = req.problem.seqlen_k = s.seqlen;
+    req.problem.batch = s.batch > 0 ? s.batch : std::max(1, int(*tokens / (long(heads) * s.seqlen)));
+    req.space.exhaustive = flags.has("exhaustive");
+    req.space.all_kernels = !flags.has("heuristic-kernel-only");
+    req.space.fit_scores = calibration;
+    runtime::TunerOptions opt;
+    opt.min_tie_band = *band;
+    if (flags.has("min-cosine") || calibration)
+      opt.min_cosine = flags.has("min-cosine") ? *floor : 0.0;
+    opt.force = flags.has("force");
+    opt.replay_only = flags.has("replay");
+    const std::string shape = runtime::Tuner::keyFor(req).str();
+    opt.progress = [&](const char *phase, size_t done, size_t n) { bar.update(shape, phase, done, n); };
+    auto outcome = tuner.tune(req, opt);
+    bar.clear();
+    if (!outcome) {
+      ++failures;
+      const std::string msg = llvm::toString(outcome.takeError());
+      if (json)
+        std::printf("%s\n", llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{{"key", shape}, {"error", msg}}))
+                                .str()
+                                .c_str());
+      else
+        std::printf("  %-36s error: %s\n", shape.c_str(), msg.c_str());
+      continue;
+    }
+    total_compiled += outcome->compiled;
+    total_timed += outcome->timed;
+    from_db += outcome->from_database;
+    const cache::TuningRecord &r = outcome->record;
+    const std::string source = outcome->from_database ? std::string("db:") + cache::toString(outcome->layer)
+                                                      : fmt::format("tuned ({0} compiled, {1} timed)",
+                                                                    outcome->compiled, outcome->timed);
+    if (json) {
+      llvm::json::Value v = recordJson(r, false);
+      auto *o = v.getAsObject();
+      o->insert({"from_database", outcome->from_database});
+      o->insert({"layer", cache::toString(outcome->layer)});
+      o->insert({"compiled", outcome->compiled});
+      o->insert({"timed", outcome->timed});
+      std::printf("%s\n", llvm::formatv("{0}", v).str().c_str());
+    } else {
+      const auto &w = r.winnerResult();
+      const double heur = r.heuristic >= 0 ? r.candidates[size_t(r.heuristic)].median_ms : NAN;
+      std::printf("  %-36s %-44s %9.4f %9.4f %6.2fx %6zu %s\n", shape.c_str(), w.label.c_str(), w.median_ms, heur,
+                  tunedSpeedup(r), r.candidates.size(), source.c_str());
+    }
+    std::fflush(stdout);
+  }
+  if (!json)
+    std::printf("\n%zu shapes: %d from the database, %d tuned, %d failed; %d candidates compiled, %d timed\n",
+                shapes.size(), from_db, int(shapes.size()) - from_db - failures, failures, total_compiled,
+                total_timed);
+  return failures ? 1 : 0;
+}
+
+} // namespace fa4jit::tools
