@@ -44,9 +44,9 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
   if (target == Target::Sm100a && route != Route::Bf16)
     return withTcgen05Kernel(s);
-  // Hopper runs the FP8-fed routes on the warp-specialized wgmma kernel.
-  if (target == Target::Sm90a && route != Route::Bf16)
-    return withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
+  // The wgmma schedule (sm_90a, FP8-fed routes) is opt-in until its accuracy matches the
+  // contract's tolerances: FP8 wgmma accumulates S and O with ~14 significant bits, which moved
+  // LSE by up to 3.5e-3 against the model on the H200 (test_gpu_forward); see the variant list.
   return s;
 }
 
@@ -121,6 +121,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
       for (bool causal : {false, true}) {
         KernelSpec s = defaultAttentionSpec(r, d, causal, target);
         out.push_back(s);
+        if (causal && r != Route::Bf16 && target == Target::Sm90a)
+          out.push_back(withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized));
         if (causal)
           continue; // the options below do not interact with the mask: one head-dim sweep each
         if (r == Route::DirectP) {
@@ -138,17 +140,21 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           out.push_back(p);
         }
         if (r != Route::Bf16 && target == Target::Sm90a) {
-          // The default is the wgmma kernel: the mma.sync one stays the fallback and must compile.
-          out.push_back(withAttentionSchedule(s, AttentionSchedule::MmaSync));
+          // The warp-specialized wgmma kernel: default tiles, other ring depths, 64-key tiles.
+          const KernelSpec ws = withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
+          out.push_back(ws);
+          KernelSpec wp = ws;
+          wp.attention.operands.v_keys_permuted16 = true;
+          out.push_back(wp);
           for (int stages : {1, 2}) {
-            if (stages == s.attention.tile.stages)
+            if (stages == ws.attention.tile.stages)
               continue;
-            KernelSpec w = s;
+            KernelSpec w = ws;
             w.attention.tile.stages = stages;
             out.push_back(w);
           }
-          if (s.attention.tile.block_n == 128) { // D = 256 already runs 64 keys (and spills at 128)
-            KernelSpec n64 = s;
+          if (ws.attention.tile.block_n == 128) { // D = 256 already runs 64 keys (and spills at 128)
+            KernelSpec n64 = ws;
             n64.attention.tile.block_n = 64;
             out.push_back(n64);
           }

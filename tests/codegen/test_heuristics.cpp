@@ -84,9 +84,14 @@ TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
     CHECK(s.attention.operands.qk_widening == Widening::E4m3);
     CHECK(attentionSharedBytes(s.attention) <= targetLimits(Target::Sm89).max_shared_bytes);
     CHECK(specViolations(defaultAttentionSpec(Route::DirectP, d, false, Target::Sm90a)).empty());
-    // sm_90a: the FP8-fed routes default to the wgmma kernel, with the mma.sync one among the variants.
-    CHECK(defaultAttentionSpec(Route::Nvfp8, d, true, Target::Sm90a).attention.tile.schedule ==
-          AttentionSchedule::WgmmaWarpSpecialized);
+    // sm_90a: the wgmma kernel is among the variants (causal too) and valid with its default tiles.
+    const KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, d, true, Target::Sm90a),
+                                               AttentionSchedule::WgmmaWarpSpecialized);
+    CHECK(specViolations(w).empty());
+    bool listed = false;
+    for (const KernelSpec &v : enumerateAttentionVariants(Target::Sm90a))
+      listed |= specsEqual(v, w);
+    CHECK(listed);
   }
   const KernelSpec old = defaultAttentionSpec(Route::Bf16, 128, true, Target::Sm80);
   CHECK(old.attention.causal);

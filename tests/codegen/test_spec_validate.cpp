@@ -75,13 +75,15 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
 }
 
 TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
-  const KernelSpec w = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  const KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
+                                            AttentionSchedule::WgmmaWarpSpecialized);
   REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(w).empty());
   // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128]) + 7 mbarriers + 1024 alignment slack.
   CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * 32768 + 7 * 8);
   // D = 64 keeps 128-byte rows (half used): Q 16 KiB, K 16 KiB, V^T [64][128] 8 KiB per stage.
-  const KernelSpec w64 = defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a);
+  const KernelSpec w64 = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a),
+                                              AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192) +
                                                    8 * (2 * w64.attention.tile.stages + 1));
   KernelSpec s = w;

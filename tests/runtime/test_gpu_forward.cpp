@@ -97,18 +97,18 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   a.lse = dlse->address();
   a.route = route;
   a.causal = c.causal;
+  // The model must run the launched spec: block_n sets where the online softmax rescales.
+  auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
+  REQUIRE_OK(spec);
   if (schedule) {
-    auto chosen = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
-    REQUIRE_OK(chosen);
-    a.spec = withAttentionSchedule(*chosen, *schedule);
+    *spec = withAttentionSchedule(*spec, *schedule);
+    a.spec = *spec;
   }
   if (auto err = engine.forward(a))
     FAIL(errorText(std::move(err)));
   auto o_bits = download<uint16_t>(*dout, no);
   auto lse = download<float>(*dlse, nl);
 
-  auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
-  REQUIRE_OK(spec);
   cpu::AttentionProblem prob;
   prob.shape = {c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim};
   prob.q = cpu::TensorRef::contiguous(in.q.values.data(), c.heads_q, c.seqlen_q, c.head_dim);
@@ -162,7 +162,11 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   CHECK(nonfinite == 0);
   CHECK(zero_rows == 0);
   CHECK(rel <= tol.rel_l2_vs_model);
-  CHECK(lse_err <= 1e-3); // relative to max(1, |LSE|)
+  // Relative to max(1, |LSE|). FP8 wgmma accumulates with ~14 significant bits (DeepSeek-V3
+  // §3.3.2, H800), so its S differs from the model's in about the 14th bit; where few keys carry a
+  // row, one E4M3 rounding of P flipping moves l, hence LSE: up to 3.5e-3 measured on the H200.
+  const bool wgmma = spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  CHECK(lse_err <= (wgmma ? 5e-3 : 1e-3));
   if (c.pattern == Pattern::Gaussian && c.seqlen_k >= 64)
     CHECK(cosv >= tol.cos_vs_fp64);
 }
@@ -196,12 +200,12 @@ TEST_CASE("forward matches the CPU model and FP64: directp route", "[gpu][forwar
     runCase(Route::DirectP, c, seed);
 }
 
-// On sm_90a the FP8-fed routes default to the wgmma schedule; the mma.sync kernel stays the
-// fallback there (and the default elsewhere), so it runs the same cases. Elsewhere the wgmma
-// schedule is not available and this case checks the mma.sync default a second time.
-TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the mma.sync schedule", "[gpu][forward]") {
+// The sm_90a wgmma schedule (opt-in) on the same cases; other devices have no wgmma.
+TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the wgmma schedule", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
   const uint64_t seed = freshSeed();
   for (Route r : {Route::Nvfp8, Route::DirectP})
     for (const Case &c : kCases)
-      runCase(r, c, seed, AttentionSchedule::MmaSync);
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized);
 }

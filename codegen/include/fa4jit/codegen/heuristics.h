@@ -12,7 +12,7 @@
 namespace fa4jit {
 
 // Attention forward for (route, head dim, causal, target), valid for that target.
-// On sm_90a the FP8-fed routes get the warp-specialized wgmma schedule, everything else mma.sync.
+// The mma.sync schedule everywhere; the sm_90a wgmma schedule is opt-in (withAttentionSchedule).
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
 
 // `spec` moved to another schedule, with that schedule's default tiles for its head dim (the
