@@ -5,6 +5,7 @@
 #include "cli_flags.h"
 #include "subcommands.h"
 
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
 
 #include <fmt/format.h>
@@ -29,6 +30,7 @@ const char kUsage[] =
     "  --causal LIST     0,1 (default 0,1)\n"
     "  --tokens N        batch*heads*seqlen per point (default 524288)\n"
     "  --reps N          timed repeats (default 20)\n"
+    "  --schedule S      mma-sync | wgmma-ws (sm_90a, FP8-fed routes) | default (the engine's choice)\n"
     "  --json            one JSON object per line\n"
     "  --help\n";
 
@@ -39,7 +41,7 @@ int fail(const std::string &m) {
 } // namespace
 
 int runBench(int argc, char **argv) {
-  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps"}, {"json", "help"});
+  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps", "schedule"}, {"json", "help"});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.has("help"))
@@ -59,6 +61,14 @@ int runBench(int argc, char **argv) {
     routes.push_back(*parsed);
   }
   const bool json = flags.has("json");
+  const std::string scheduleName = flags.str("schedule", "default");
+  std::optional<AttentionSchedule> schedule;
+  if (scheduleName != "default") {
+    auto parsed = parseAttentionSchedule(scheduleName);
+    if (!parsed)
+      return fail(llvm::toString(parsed.takeError()));
+    schedule = *parsed;
+  }
   auto engine = Engine::create();
   if (!engine)
     return fail("needs a GPU: " + llvm::toString(engine.takeError()));
@@ -102,14 +112,23 @@ int runBench(int argc, char **argv) {
                                : !y ? llvm::toString(y.takeError()) : llvm::toString(z.takeError()));
               qq[i] = std::move(*x), qk[i] = std::move(*y), qv[i] = std::move(*z);
             }
+          std::optional<KernelSpec> spec;
+          if (schedule) {
+            auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt);
+            if (!chosen)
+              return fail(llvm::toString(chosen.takeError()));
+            spec = withAttentionSchedule(*chosen, *schedule);
+          }
           auto once = [&](int rep) -> llvm::Error {
             const int i = rep % 2;
             ForwardArgs a = sets[i].args(s, route);
+            a.spec = spec;
             if (route == Route::Bf16)
               return eng.forward(a);
             QuantizedForwardArgs qa;
             qa.q = &*qq[i], qa.k = &*qk[i], qa.v = &*qv[i], qa.o = a.o, qa.lse = a.lse, qa.route = route,
             qa.causal = s.causal;
+            qa.spec = spec;
             return eng.forward(qa);
           };
           auto t = timeOnDevice(eng, once, 5, int(*reps));
@@ -124,9 +143,9 @@ int runBench(int argc, char **argv) {
           }
           const double tf = attentionFlops(s) / (t->median_ms * 1e-3) / 1e12;
           if (json)
-            std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
+            std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"schedule\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
                         "\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,\"max_ms\":%.5f,\"tflops\":%.2f}\n",
-                        toString(route), d, sl, c, s.batch, s.heads_q, t->median_ms, t->min_ms, t->max_ms, tf);
+                        toString(route), scheduleName.c_str(), d, sl, c, s.batch, s.heads_q, t->median_ms, t->min_ms, t->max_ms, tf);
           line += fmt::format("{:14.1f} ", tf);
           std::fflush(stdout);
         }

@@ -5,6 +5,7 @@ namespace fa4jit::tools {
 int runAccuracy(int argc, char **argv);
 int runBench(int argc, char **argv);
 int runCompile(int argc, char **argv);
+int runJitBench(int argc, char **argv);
 int runRun(int argc, char **argv);
 int runCache(int argc, char **argv);
 int runEmit(int argc, char **argv);
@@ -16,6 +17,7 @@ const std::vector<Subcommand> &subcommands() {
       {"run", "generate, compile, cache and run one attention (the README's main job)", runRun},
       {"bench", "TFLOP/s of every route over a shape grid (GPU)", runBench},
       {"compile", "pre-compile kernels into the cache or a system bundle", runCompile},
+      {"jit-bench", "JIT costs: cold compile, disk hit in a new process, memory hit, quantizer bandwidth", runJitBench},
       {"accuracy", "accuracy of every route and classifier against FP64 and BF16 (CPU models)", runAccuracy},
       {"cache", "inspect, verify, prune or clear the kernel cache", runCache},
       {"emit", "print the generated source (or canonical spec) of one kernel", runEmit},

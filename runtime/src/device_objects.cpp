@@ -58,6 +58,14 @@ llvm::Error DeviceBuffer::copyToHost(void *dst, std::size_t bytes, std::size_t o
   return driver_->check(driver_->api().cuMemcpyDtoH(dst, address_ + offset, bytes), "cuMemcpyDtoH");
 }
 
+llvm::Error DeviceBuffer::copyFrom(const DeviceBuffer &src, std::size_t bytes) {
+  if (llvm::Error e = checkRange(bytes, 0))
+    return e;
+  if (llvm::Error e = src.checkRange(bytes, 0))
+    return e;
+  return driver_->check(driver_->api().cuMemcpyDtoD(address_, src.address_, bytes), "cuMemcpyDtoD");
+}
+
 llvm::Error DeviceBuffer::fill(std::uint8_t value) {
   return driver_->check(driver_->api().cuMemsetD8(address_, value, bytes_), "cuMemsetD8");
 }

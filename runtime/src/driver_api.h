@@ -30,6 +30,7 @@
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \
   X(cuMemcpyDtoH)                                                                                  \
+  X(cuMemcpyDtoD)                                                                                  \
   X(cuMemsetD8)                                                                                    \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \

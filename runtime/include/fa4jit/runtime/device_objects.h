@@ -24,6 +24,8 @@ public:
   llvm::Error copyFromHost(const void *src, std::size_t bytes, std::size_t offset = 0);
   llvm::Error copyToHost(void *dst, std::size_t bytes, std::size_t offset = 0) const;
   llvm::Error fill(std::uint8_t value);
+  // Device-to-device copy of the first `bytes` of src (the copy-bandwidth ceiling of benchmarks).
+  llvm::Error copyFrom(const DeviceBuffer &src, std::size_t bytes);
 
 private:
   DeviceBuffer(const CudaDriver *driver, std::uint64_t address, std::size_t bytes)
