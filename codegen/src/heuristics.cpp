@@ -17,6 +17,31 @@ bool hasFp8TensorCores(Target t) { return t != Target::Sm80; }
 
 } // namespace
 
+namespace {
+
+// The mma.sync attention template: 16 query rows per warp, 4 warps, one stage. Key tiles as wide
+// as the registers allow without spilling: wider tiles amortize the per-tile barriers, but S
+// (block_n / 4 FP32 registers per thread) sits beside O (head_dim / 2). Measured with NVRTC 13.0
+// for sm_90a (fa4jit compile --json): nvfp8 at D64 with 128 keys spills 8-20 bytes under its
+// 168-register cap, and D256 with 64 keys reaches 255 registers and spills 64 bytes (bf16, and
+// nvfp8 causal), so those take half the keys.
+TileSpec mmaSyncTiles(Route route, int head_dim) {
+  TileSpec t;
+  t.warps = 4;
+  t.block_m = 16 * t.warps;
+  t.stages = 1;
+  t.schedule = AttentionSchedule::MmaSync;
+  if (head_dim <= 64)
+    t.block_n = route == Route::Nvfp8 ? 64 : 128;
+  else if (head_dim <= 128)
+    t.block_n = 64;
+  else
+    t.block_n = 32;
+  return t;
+}
+
+} // namespace
+
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target) {
   KernelSpec s;
   s.family = KernelFamily::AttentionForward;
@@ -25,14 +50,7 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   a.route = route;
   a.head_dim = head_dim;
   a.causal = causal;
-  // The mma.sync attention template: 16 query rows per warp, 4 warps. Wider key tiles amortize the
-  // per-tile barriers; at head dim 256 the O accumulator (head_dim / 2 registers per thread)
-  // leaves room for 64 keys of S only.
-  a.tile.warps = 4;
-  a.tile.block_m = 16 * a.tile.warps;
-  a.tile.block_n = head_dim <= 64 ? 128 : 64;
-  a.tile.stages = 1;
-  a.tile.schedule = AttentionSchedule::MmaSync;
+  a.tile = mmaSyncTiles(route, head_dim);
   // FP8 tensor cores from sm_89 on: NVFP4 Q/K widen to E4M3 (one rounding, NUMERICS §2.1) and
   // V/P are fed as E4M3. Without them (sm_80) only the bf16 route exists; its operand fields are
   // unused and keep their defaults.
@@ -55,10 +73,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   const int d = s.attention.head_dim;
   t.schedule = schedule;
   if (schedule == AttentionSchedule::MmaSync) {
-    t.warps = 4;
-    t.block_m = 16 * t.warps;
-    t.block_n = d <= 64 ? 128 : 64;
-    t.stages = 1;
+    t = mmaSyncTiles(s.attention.route, d);
     return s;
   }
   // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup. S (block_n / 2 FP32 registers
