@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|bench]... (default: all three)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|tune]... (default: tests run bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
@@ -13,13 +13,23 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_forward; do
+      for t in runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward; do
         echo "== $t"; timeout 240 "$BIN/$t" "[gpu]" -s 2>&1 | tee "$OUT/$t.log" | grep -E "^  (bf16|nvfp8|directp)|passed|failed|FAILED|error" | head -60
       done ;;
     run)
       echo "== fa4jit run (cold cache, then a second process: disk hit)"
       timeout 120 "$BIN/fa4jit" run 2>&1 | tee "$OUT/run.log"
       timeout 120 "$BIN/fa4jit" run --json 2>&1 | tee -a "$OUT/run.log" ;;
+    jit)
+      echo "== fa4jit jit-bench"
+      timeout 180 "$BIN/fa4jit" jit-bench --json 2>&1 | tee "$OUT/jit_bench.json" ;;
+    tune)
+      TUNE_ARGS=${TUNE_ARGS:---routes nvfp8,directp --head-dims 128 --seqlens 4096 --causal 0,1 --reps 10}
+      echo "== fa4jit tune $TUNE_ARGS"
+      timeout 300 "$BIN/fa4jit" tune $TUNE_ARGS 2>&1 | tee "$OUT/tune.log" | tail -25
+      echo "== second process: replay only (must compile and time nothing)"
+      FA4JIT_TUNE=replay timeout 120 "$BIN/fa4jit" tune $TUNE_ARGS --replay 2>&1 | tee "$OUT/tune_replay.log" | tail -12
+      "$BIN/fa4jit" tune --show --json > "$OUT/tuning_db.json" 2>&1 ;;
     bench)
       echo "== fa4jit bench $BENCH_ARGS"
       timeout 300 "$BIN/fa4jit" bench $BENCH_ARGS --json > "$OUT/bench_fa4jit.jsonl" 2> "$OUT/bench_fa4jit.err"

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build >/dev/null
-targets=(fa4jit runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_forward)
+targets=(fa4jit runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward)
 cmake --build build -j "$(nproc)" --target "${targets[@]}"
 mkdir -p .device-carry
 strip --strip-debug -o .device-carry/fa4jit build/bin/fa4jit
