@@ -215,6 +215,7 @@ llvm::Expected<CandidateList> enumerateAttentionCandidates(Route route, int head
   };
 
   add(heuristic, "");
+  out.heuristic = out.kept.empty() ? -1 : 0;
   const std::vector<ClassifierKind> kinds =
       route == Route::DirectP ? space.classifiers : std::vector<ClassifierKind>{heuristic.attention.classifier.kind};
   std::vector<GuardKind> guards = space.guards.empty() ? std::vector<GuardKind>{heuristic.attention.guard.kind}

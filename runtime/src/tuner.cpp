@@ -138,7 +138,7 @@ llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerO
     return list.takeError();
   cache::TuningRecord &rec = out.record;
   rec.key = key;
-  rec.heuristic = 0;
+  rec.heuristic = list->heuristic;
   for (const AttentionCandidate &p : list->pruned)
     rec.pruned.push_back({p.label, p.reason});
   for (const AttentionCandidate &c : list->kept) {

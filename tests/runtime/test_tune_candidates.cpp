@@ -36,6 +36,7 @@ TEST_CASE("candidates: heuristic first, deterministic, all valid, emittable and 
           auto a = enumerateAttentionCandidates(r, d, true, t, 4096);
           REQUIRE_OK(a);
           REQUIRE_FALSE(a->kept.empty());
+          CHECK(a->heuristic == 0);
           CHECK(specsEqual(a->kept[0].spec, canonicalize(defaultAttentionSpec(r, d, true, t))));
           std::set<std::string> unique;
           for (const auto &c : a->kept) {
@@ -117,7 +118,8 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
                                        AttentionSchedule::MmaSync);
   ResourceEstimate r = estimateResources(s);
   CHECK(r.fits());
-  CHECK(r.registers == 256 / 2 + 64 / 2 + 64 / 8 + kAttentionFixedRegisters);
+  const int n = s.attention.tile.block_n;
+  CHECK(r.registers == 256 / 2 + n / 2 + n / 8 + kAttentionFixedRegisters);
   CHECK(r.shared_bytes == attentionSharedBytes(s.attention));
   CHECK(r.shared_cap == 227 * 1024);
   s.attention.tile.block_n = 128; // spilled on sm_90a: S beside a 256-wide O

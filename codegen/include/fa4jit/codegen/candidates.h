@@ -53,8 +53,9 @@ struct AttentionCandidate {
 };
 
 struct CandidateList {
-  std::vector<AttentionCandidate> kept;   // kept[0] is the heuristic's spec
+  std::vector<AttentionCandidate> kept;   // kept[0] is the heuristic's spec unless it was pruned
   std::vector<AttentionCandidate> pruned; // with reasons
+  int heuristic = -1;                     // index of the heuristic's spec in `kept` (0), or -1
 };
 
 // Candidates for (route, head_dim, causal, target) at sequence-length bucket `seqlen_bucket`.
