@@ -111,10 +111,19 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
     });
     if (target == Target::Sm100a)
       j.attributeObject("tmem", [&] {
+      auto pair = [&](const char *key, const int (&v)[2]) {
+        j.attributeArray(key, [&] { j.value(v[0]), j.value(v[1]); });
+      };
       j.attribute("columns_allocated", a.tmem.columns_allocated);
-      j.attributeArray("o_col", [&] { j.value(a.tmem.o_col[0]), j.value(a.tmem.o_col[1]); });
-      j.attributeArray("s_col", [&] { j.value(a.tmem.s_col[0]), j.value(a.tmem.s_col[1]); });
+      pair("o_col", a.tmem.o_col);
+      pair("p_col", a.tmem.p_col);
+      pair("s_col", a.tmem.s_col);
+      j.attribute("s_spare_col", a.tmem.s_spare_col);
       j.attribute("sf_col", a.tmem.sf_col);
+      pair("sfk_col", a.tmem.sfk_col);
+      pair("sfp_col", a.tmem.sfp_col);
+      pair("sfq_col", a.tmem.sfq_col);
+      pair("sfv_col", a.tmem.sfv_col);
     });
   });
 }
@@ -318,6 +327,12 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("columns_allocated", a.tmem.columns_allocated));
     FA4JIT_TRY(s.readArray("s_col", a.tmem.s_col));
     FA4JIT_TRY(s.readArray("o_col", a.tmem.o_col));
+    FA4JIT_TRY(s.readArray("p_col", a.tmem.p_col));
+    FA4JIT_TRY(s.readInt("s_spare_col", a.tmem.s_spare_col));
+    FA4JIT_TRY(s.readArray("sfq_col", a.tmem.sfq_col));
+    FA4JIT_TRY(s.readArray("sfk_col", a.tmem.sfk_col));
+    FA4JIT_TRY(s.readArray("sfp_col", a.tmem.sfp_col));
+    FA4JIT_TRY(s.readArray("sfv_col", a.tmem.sfv_col));
     return s.readInt("sf_col", a.tmem.sf_col);
   }));
   return llvm::Error::success();
@@ -411,6 +426,10 @@ KernelSpec canonicalize(const KernelSpec &in) {
   return s;
 }
 
+// A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
+// cache key start from them); this trips on any change of the struct's size.
+static_assert(sizeof(KernelSpec) == 192, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
   const AttentionSpec &x = a.attention, &y = b.attention;
@@ -430,7 +449,13 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.operands.v_keys_permuted16 == y.operands.v_keys_permuted16 &&
       x.tmem.columns_allocated == y.tmem.columns_allocated && x.tmem.s_col[0] == y.tmem.s_col[0] &&
       x.tmem.s_col[1] == y.tmem.s_col[1] && x.tmem.o_col[0] == y.tmem.o_col[0] &&
-      x.tmem.o_col[1] == y.tmem.o_col[1] && x.tmem.sf_col == y.tmem.sf_col;
+      x.tmem.o_col[1] == y.tmem.o_col[1] && x.tmem.sf_col == y.tmem.sf_col &&
+      x.tmem.p_col[0] == y.tmem.p_col[0] && x.tmem.p_col[1] == y.tmem.p_col[1] &&
+      x.tmem.s_spare_col == y.tmem.s_spare_col && x.tmem.sfq_col[0] == y.tmem.sfq_col[0] &&
+      x.tmem.sfq_col[1] == y.tmem.sfq_col[1] && x.tmem.sfk_col[0] == y.tmem.sfk_col[0] &&
+      x.tmem.sfk_col[1] == y.tmem.sfk_col[1] && x.tmem.sfp_col[0] == y.tmem.sfp_col[0] &&
+      x.tmem.sfp_col[1] == y.tmem.sfp_col[1] && x.tmem.sfv_col[0] == y.tmem.sfv_col[0] &&
+      x.tmem.sfv_col[1] == y.tmem.sfv_col[1];
   const QuantizeSpec &p = a.quantize, &q = b.quantize;
   const bool quant = p.format == q.format && p.layout == q.layout && p.input_fp32 == q.input_fp32 &&
                      p.keys_permuted16 == q.keys_permuted16 && p.head_dim == q.head_dim &&

@@ -35,6 +35,18 @@ cache::CacheKey keyFor(const EmittedKernel &emitted, const KernelSpec &spec,
   return builder.build();
 }
 
+// Hash of the fields that most often tell specs apart; equality is decided by specsEqual.
+std::size_t quickSpecHash(const KernelSpec &s) {
+  const AttentionSpec &a = s.attention;
+  const QuantizeSpec &q = s.quantize;
+  std::size_t h = static_cast<std::size_t>(s.family) * 1000003u + static_cast<std::size_t>(s.target);
+  for (int v : {int(a.route), a.head_dim, int(a.causal), a.tile.block_m, a.tile.block_n, a.tile.stages,
+                int(a.tile.schedule), int(a.classifier.kind), int(q.format), q.head_dim, int(q.input_fp32),
+                int(q.keys_permuted16)})
+    h = h * 31u + static_cast<std::size_t>(v);
+  return h;
+}
+
 } // namespace
 
 CompileOptions compileOptionsFor(const KernelSpec &spec) {
@@ -58,18 +70,32 @@ llvm::Expected<std::unique_ptr<KernelJit>> KernelJit::create(const RuntimeConfig
 }
 
 llvm::Expected<CompiledKernelPtr> KernelJit::get(const KernelSpec &spec) {
+  const std::size_t quick = quickSpecHash(spec);
+  {
+    std::lock_guard<std::mutex> lock(memo_mutex_);
+    auto range = fast_memo_.equal_range(quick);
+    for (auto it = range.first; it != range.second; ++it)
+      if (specsEqual(it->second.first, spec))
+        return it->second.second;
+  }
   const std::string memoKey = toJson(spec);
+  CompiledKernelPtr kernel;
   {
     std::lock_guard<std::mutex> lock(memo_mutex_);
     auto it = memo_.find(memoKey);
     if (it != memo_.end())
-      return it->second;
+      kernel = it->second;
   }
-  auto built = build(spec);
-  if (!built)
-    return built.takeError();
+  if (!kernel) {
+    auto built = build(spec);
+    if (!built)
+      return built.takeError();
+    std::lock_guard<std::mutex> lock(memo_mutex_);
+    kernel = memo_.emplace(memoKey, *built).first->second;
+  }
   std::lock_guard<std::mutex> lock(memo_mutex_);
-  return memo_.emplace(memoKey, *built).first->second;
+  fast_memo_.emplace(quick, std::make_pair(spec, kernel));
+  return kernel;
 }
 
 llvm::Expected<CompiledKernelPtr> KernelJit::build(const KernelSpec &spec) {

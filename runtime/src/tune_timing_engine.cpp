@@ -80,11 +80,11 @@ llvm::Expected<EngineTimingSource::Inputs &> EngineTimingSource::inputsFor(const
   for (int s = 0; s < std::max(1, options_.input_sets); ++s) {
     Inputs::Set set;
     if (auto e = make(nq, 7919u * (3 * s + 1), set.q))
-      return std::move(e);
+      return e;
     if (auto e = make(nk, 7919u * (3 * s + 2), set.k))
-      return std::move(e);
+      return e;
     if (auto e = make(nk, 7919u * (3 * s + 3), set.v))
-      return std::move(e);
+      return e;
     auto o = DeviceBuffer::allocate(drv, nq * 2);
     if (!o)
       return o.takeError();
@@ -150,7 +150,7 @@ llvm::Expected<TimingStats> EngineTimingSource::time(const KernelSpec &spec, con
   };
   for (int i = 0; i < options_.warmup; ++i)
     if (auto e = launch(i))
-      return std::move(e);
+      return e;
   std::vector<Event> starts, ends;
   for (int i = 0; i < options_.reps; ++i) {
     auto s = Event::create(engine_.driver());
@@ -165,13 +165,13 @@ llvm::Expected<TimingStats> EngineTimingSource::time(const KernelSpec &spec, con
   for (int i = 0; i < options_.reps; ++i) {
     if (flush_)
       if (auto e = flush_->fill(std::uint8_t(i)))
-        return std::move(e);
+        return e;
     if (auto e = starts[size_t(i)].record())
-      return std::move(e);
+      return e;
     if (auto e = launch(i))
-      return std::move(e);
+      return e;
     if (auto e = ends[size_t(i)].record())
-      return std::move(e);
+      return e;
   }
   std::vector<double> ms;
   for (int i = 0; i < options_.reps; ++i) {

@@ -218,7 +218,7 @@ llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerO
   rec.problem = request.problem.str();
   rec.tuned_at = utcNow();
   if (llvm::Error e = db_.store(rec))
-    return std::move(e);
+    return e;
   out.layer = db_.config().user_dir.empty() ? cache::TuningLayer::Memory : cache::TuningLayer::User;
   out.record.identity = db_.identity();
   return out;

@@ -168,3 +168,30 @@ TEST_CASE("enum names parse back", "[codegen][spec_io]") {
   REQUIRE(!bad);
   CHECK_THAT(llvm::toString(bad.takeError()), Catch::Contains("bf16, nvfp8, directp"));
 }
+
+TEST_CASE("every TMEM plan column is part of the spec's identity", "[codegen][spec_io]") {
+  // The JIT's in-process memo and the cache key both start from the canonical JSON, so a plan that
+  // differs only in, say, where P aliases S must not read as the same spec.
+  const KernelSpec base = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
+  REQUIRE(base.attention.tmem.columns_allocated > 0);
+  auto parsed = parseSpec(toJson(base));
+  REQUIRE_OK(parsed);
+  CHECK(specsEqual(*parsed, base));
+  CHECK(parsed->attention.tmem.p_col[0] == base.attention.tmem.p_col[0]);
+  CHECK(parsed->attention.tmem.sfv_col[1] == base.attention.tmem.sfv_col[1]);
+  auto mutated = [&](auto &&edit) {
+    KernelSpec s = base;
+    edit(s.attention.tmem);
+    return s;
+  };
+  const KernelSpec variants[] = {
+      mutated([](TmemPlanRef &t) { t.p_col[1] += 4; }),   mutated([](TmemPlanRef &t) { t.s_spare_col = 7; }),
+      mutated([](TmemPlanRef &t) { t.sfq_col[0] += 4; }), mutated([](TmemPlanRef &t) { t.sfk_col[1] += 4; }),
+      mutated([](TmemPlanRef &t) { t.sfp_col[0] += 4; }), mutated([](TmemPlanRef &t) { t.sfv_col[0] += 4; }),
+  };
+  for (const KernelSpec &v : variants) {
+    CHECK_FALSE(specsEqual(v, base));
+    CHECK(toJson(v) != toJson(base));
+    CHECK(specHash(v) != specHash(base));
+  }
+}

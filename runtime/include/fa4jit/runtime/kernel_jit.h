@@ -59,6 +59,9 @@ private:
   std::unique_ptr<cache::KernelCache> cache_;
   std::string nvrtc_identity_;
   std::mutex memo_mutex_;
+  // Two memos: by a cheap hash of the spec's fields (compared with specsEqual), so a repeated
+  // launch costs a few hundred nanoseconds; and by canonical JSON, where every build lands.
+  std::unordered_multimap<std::size_t, std::pair<KernelSpec, CompiledKernelPtr>> fast_memo_;
   std::unordered_map<std::string, CompiledKernelPtr> memo_;
 };
 
