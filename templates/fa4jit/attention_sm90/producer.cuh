@@ -3,6 +3,7 @@
 // widens FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has no FP4 tensor cores) and writes the swizzled
 // K-major tiles of smem_desc.cuh. Numerics are those of attention/tile_load.cuh (NUMERICS.md
 // §2.1, §2.3), only the destination layout differs. Out-of-range rows and keys are zeros.
+#include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/formats.cuh"
@@ -12,14 +13,10 @@ namespace fa4jit::device::attention_sm90 {
 // Loads in flight per producer thread (registers are scarce after setmaxnreg.dec).
 constexpr int kProducerUnroll = 4;
 
-FA4JIT_DEVICE uint4 zeroVec4() { return make_uint4(0u, 0u, 0u, 0u); }
-
-// Keys 0..15 of a 16-byte FP8 vector to the register-P order [0,1,8,9,2,3,10,11,...]
-// (attention/tile_load.cuh permuteKeys16).
-FA4JIT_DEVICE uint4 permuteKeys16Sm90(uint4 v) {
-  return make_uint4(__byte_perm(v.x, v.z, 0x5410u), __byte_perm(v.x, v.z, 0x7632u),
-                    __byte_perm(v.y, v.w, 0x5410u), __byte_perm(v.y, v.w, 0x7632u));
-}
+// zeroVec and permuteKeys16 (the register-P key order) are the mma.sync path's, so both
+// schedules read V in the order the quantizer wrote it.
+using attention::permuteKeys16;
+using attention::zeroVec;
 
 // NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
 // E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
@@ -33,7 +30,7 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
     const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
-    uint4 out = zeroVec4();
+    uint4 out = zeroVec();
     if (row < valid_rows) {
       const uint2 codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
       const float scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
@@ -57,11 +54,11 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
     const int d = u / kVecsPerRow, vec = u % kVecsPerRow;
-    uint4 v = zeroVec4();
+    uint4 v = zeroVec();
     if (key0 + vec * 16 < keys_padded)
       v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
     if constexpr (!kPermuted)
-      v = permuteKeys16Sm90(v);
+      v = permuteKeys16(v);
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
   }
 }
@@ -79,7 +76,7 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
     const int u = ptid + it * kWarpgroupThreads;
     const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
     const int key = key0 + blk * 32;
-    uint4 lo = zeroVec4(), hi = zeroVec4();
+    uint4 lo = zeroVec(), hi = zeroVec();
     if (key < keys_padded) {
       const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
       const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
@@ -89,8 +86,8 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
       lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
       hi = make_uint4(w2.lo, w2.hi, w3.lo, w3.hi);
       if constexpr (!kPermuted) {
-        lo = permuteKeys16Sm90(lo);
-        hi = permuteKeys16Sm90(hi);
+        lo = permuteKeys16(lo);
+        hi = permuteKeys16(hi);
       }
     }
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
