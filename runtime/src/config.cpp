@@ -149,6 +149,9 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
     config.reproDir = *dir;
   else if (!config.cache.userDir.empty())
     config.reproDir = config.cache.userDir + "/repro";
+  // Not ours, but NVRTC reads it and it changes the compiled bytes: it must enter every key.
+  if (auto flags = nonEmpty(lookup, "NVRTC_APPEND_FLAGS"))
+    config.nvrtcAppendFlags = *flags;
   return config;
 }
 

@@ -23,9 +23,11 @@ constexpr const char *kSpecFile = "spec.json";
 constexpr const char *kLogFile = "compile.log";
 
 cache::CacheKey keyFor(const EmittedKernel &emitted, const KernelSpec &spec,
-                       const std::vector<std::string> &options, const std::string &nvrtcIdentity) {
+                       const std::vector<std::string> &options, const std::string &nvrtcIdentity,
+                       const std::string &nvrtcAppendFlags) {
   cache::CacheKeyBuilder builder;
   builder.source(emitted.source).target(toString(spec.target)).options(options).part("nvrtc", nvrtcIdentity);
+  builder.part("env:NVRTC_APPEND_FLAGS", nvrtcAppendFlags);
   std::size_t count = 0;
   const templates::EmbeddedHeader *headers = templates::embeddedHeaders(&count);
   // Every embedded header, not only those the source includes directly: headers include each
@@ -106,7 +108,7 @@ llvm::Expected<CompiledKernelPtr> KernelJit::build(const KernelSpec &spec) {
   auto normalized = normalizedOptions(options);
   if (!normalized)
     return normalized.takeError();
-  const cache::CacheKey key = keyFor(*emitted, spec, *normalized, nvrtc_identity_);
+  const cache::CacheKey key = keyFor(*emitted, spec, *normalized, nvrtc_identity_, config_.nvrtcAppendFlags);
 
   auto result = std::make_shared<CompiledKernel>();
   result->spec = spec;

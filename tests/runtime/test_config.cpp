@@ -53,7 +53,8 @@ TEST_CASE("every variable is read", "[config]") {
                               {"FA4JIT_DISABLE_CACHE", "yes"},
                               {"FA4JIT_TUNE", "replay"},
                               {"FA4JIT_LOG_LEVEL", "debug"},
-                              {"FA4JIT_REPRO_DIR", "/r"}});
+                              {"FA4JIT_REPRO_DIR", "/r"},
+                              {"NVRTC_APPEND_FLAGS", "-lineinfo"}});
   CHECK(c.cache.userDir == "/c");
   CHECK(c.cache.systemDir == "/s");
   CHECK(c.cache.maxBytes == (uint64_t(512) << 20));
@@ -62,6 +63,7 @@ TEST_CASE("every variable is read", "[config]") {
   CHECK(std::string(tuneModeName(c.tune)) == "replay");
   CHECK(c.logLevel == spdlog::level::debug);
   CHECK(c.reproDir == "/r");
+  CHECK(c.nvrtcAppendFlags == "-lineinfo");
   CHECK(mustLoad({{"FA4JIT_TUNE", "ON"}}).tune == TuneMode::On);
   CHECK(mustLoad({{"FA4JIT_DISABLE_CACHE", "0"}}).cache.disableDisk == false);
   CHECK(mustLoad({{"FA4JIT_LOG_LEVEL", "off"}}).logLevel == spdlog::level::off);

@@ -9,6 +9,7 @@
 //   FA4JIT_TUNE               off | on | replay (replay fails on a missing tuning record)
 //   FA4JIT_LOG_LEVEL          trace | debug | info | warn | error | critical | off
 //   FA4JIT_REPRO_DIR          where failed compiles leave a reproducer (default <cache dir>/repro)
+//   NVRTC_APPEND_FLAGS        NVRTC's own: read here only so that it enters the cache key
 #include "fa4jit/cache/cache_config.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -31,6 +32,9 @@ struct RuntimeConfig {
   TuneMode tune = TuneMode::Off;
   spdlog::level::level_enum logLevel = spdlog::level::warn;
   std::string reproDir; // empty when no directory could be derived
+  // NVRTC_APPEND_FLAGS (read by NVRTC itself behind our options): part of every cache key, so a
+  // kernel compiled with extra flags is never served to a process without them, or vice versa.
+  std::string nvrtcAppendFlags;
 };
 
 // The value of an environment variable, nullopt when unset.
