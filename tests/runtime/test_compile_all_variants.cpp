@@ -19,7 +19,7 @@
 using namespace fa4jit;
 using fa4jit::testing::variantCubins;
 
-TEST_CASE("every sm_90a and sm_100a variant compiles to a cubin without spills", "[runtime][nvrtc][variants]") {
+TEST_CASE("every sm_80, sm_89, sm_90a and sm_100a variant compiles to a cubin without spills", "[runtime][nvrtc][variants]") {
   const auto &all = variantCubins();
   REQUIRE(!all.empty());
   int sm100_attention = 0, tcgen05 = 0;
@@ -147,10 +147,13 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
       CHECK(tmem.count("UTCCP")); // scale factors copied shared -> TMEM
       std::printf("sass %-46s %s | %s\n", kernelName(v.spec).c_str(), describe(mma).c_str(), describe(tmem).c_str());
     } else {
-      // mma.sync lowers to HMMA on sm_90 (FP8 m16n8k32 included), wgmma to QGMMA / HGMMA.
+      // mma.sync lowers to HMMA on sm_80 and sm_90 (FP8 m16n8k32 included there), to QMMA (native
+      // FP8) or HMMA on sm_89; wgmma to QGMMA / HGMMA.
       CHECK(total(mma) > 0);
       if (v.emitted.source.find("attention_sm90/kernel.cuh") != std::string::npos)
         CHECK(mma.count("QGMMA"));
+      else if (v.spec.target == Target::Sm89)
+        CHECK((mma.count("HMMA") + mma.count("QMMA")) > 0);
       else
         CHECK(mma.count("HMMA"));
       std::printf("sass %-8s %-46s %s\n", toString(v.spec.target), kernelName(v.spec).c_str(), describe(mma).c_str());

@@ -27,7 +27,7 @@ inline const std::vector<VariantCubin> &variantCubins() {
     std::vector<VariantCubin> out;
     std::vector<runtime::CompileRequest> requests;
     std::vector<size_t> index; // request -> out position
-    for (const KernelSpec &s : enumerateVariants({Target::Sm90a, Target::Sm100a})) {
+    for (const KernelSpec &s : enumerateVariants({Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a})) {
       VariantCubin v;
       v.spec = s;
       llvm::Expected<EmittedKernel> e = emitKernel(s);
