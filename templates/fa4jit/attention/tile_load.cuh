@@ -108,6 +108,28 @@ FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int row_stride, i
   }
 }
 
+// One 32-key MXFP4 block of V^T row d widened to 32 E4M3 bytes (lo: keys 0-15, hi: 16-31) in the
+// register-P key order: E4M3(E2M1[c] * 2^(E_b - v_shift)), exact while E_b - v_shift >= -8; zeros
+// at and past keys_padded. Shared by the mma.sync loads and the sm90 producer.
+template <bool kPermuted>
+FA4JIT_DEVICE void widenMxfp4Block(const uint8_t *vt, int row_stride, const uint8_t *sf, int d, int key,
+                                   int keys_padded, int scale_cols, int v_shift, uint4 &lo, uint4 &hi) {
+  lo = zeroVec(), hi = zeroVec();
+  if (key >= keys_padded)
+    return;
+  const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
+  const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
+  const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
+  const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
+  const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
+  lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
+  hi = make_uint4(w2.lo, w2.hi, w3.lo, w3.hi);
+  if constexpr (!kPermuted) {
+    lo = permuteKeys16(lo);
+    hi = permuteKeys16(hi);
+  }
+}
+
 // MXFP4 V^T tile widened to E4M3: v = E4M3(E2M1[c] * 2^(E_b - v_shift)) (NUMERICS.md §2.3), one
 // table per (d, 32-key block), exact while E_b - v_shift >= -8.
 template <int kHeadDim, int kBlockN, int kPitch, int kThreads, bool kPermuted>
@@ -122,20 +144,8 @@ FA4JIT_DEVICE void loadMxfp4Vt(uint8_t *smem, const uint8_t *vt, int row_stride,
     if (kUnits % kThreads == 0 || u < kUnits) {
       const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
       const int key = key0 + blk * 32;
-      uint4 lo = zeroVec(), hi = zeroVec();
-      if (key < keys_padded) {
-        const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
-        const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
-        const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
-        const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
-        const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
-        lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
-        hi = make_uint4(w2.lo, w2.hi, w3.lo, w3.hi);
-        if constexpr (!kPermuted) {
-          lo = permuteKeys16(lo);
-          hi = permuteKeys16(hi);
-        }
-      }
+      uint4 lo, hi;
+      widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
       uint4 *dst = reinterpret_cast<uint4 *>(smem + d * kPitch + blk * 32);
       dst[0] = lo;
       dst[1] = hi;

@@ -76,20 +76,8 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
     const int u = ptid + it * kWarpgroupThreads;
     const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
     const int key = key0 + blk * 32;
-    uint4 lo = zeroVec(), hi = zeroVec();
-    if (key < keys_padded) {
-      const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
-      const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
-      const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
-      const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
-      const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
-      lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
-      hi = make_uint4(w2.lo, w2.hi, w3.lo, w3.hi);
-      if constexpr (!kPermuted) {
-        lo = permuteKeys16(lo);
-        hi = permuteKeys16(hi);
-      }
-    }
+    uint4 lo, hi;
+    attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
   }
