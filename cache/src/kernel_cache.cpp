@@ -151,19 +151,11 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   if (EntryPtr hit = loadUnlocked(key.digest, &userCorrupt))
     return hit;
   std::shared_ptr<const DiskStore> user = userStore();
-  std::unique_ptr<FileLock> lock;
-  if (user) {
-    llvm::Expected<std::unique_ptr<FileLock>> locked = user->lockKey(key.digest, /*wait=*/true);
-    if (!locked) {
-      degrade(llvm::toString(locked.takeError()));
-      user.reset();
-    } else {
-      lock = std::move(*locked);
-      // The double check: whoever held the lock before us may have just published this key.
-      if (EntryPtr hit = recheckLocked(*user, key.digest))
-        return hit;
-    }
-  }
+  std::unique_ptr<FileLock> lock = lockUserKey(key.digest, user);
+  // The double check: whoever held the lock before us may have just published this key.
+  if (user)
+    if (EntryPtr hit = recheckLocked(*user, key.digest))
+      return hit;
   ++counters_.misses;
   llvm::Expected<EntryFiles> files = produce();
   if (!files)
@@ -174,6 +166,19 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   if (stored && user && userStore())
     user->prune(config_.maxBytes);
   return stored;
+}
+
+std::unique_ptr<FileLock> KernelCache::lockUserKey(llvm::StringRef digest,
+                                                   std::shared_ptr<const DiskStore> &user) {
+  if (!user)
+    return nullptr;
+  llvm::Expected<std::unique_ptr<FileLock>> locked = user->lockKey(digest, /*wait=*/true);
+  if (!locked) {
+    degrade(llvm::toString(locked.takeError()));
+    user.reset();
+    return nullptr;
+  }
+  return std::move(*locked);
 }
 
 llvm::Expected<EntryPtr> KernelCache::storeProduced(const CacheKey &key, EntryFiles files, const DiskStore *user) {
@@ -200,16 +205,7 @@ llvm::Expected<EntryPtr> KernelCache::storeProduced(const CacheKey &key, EntryFi
 llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles files) {
   KeyMutexes::Guard guard(*keyMutexes_, key.digest);
   std::shared_ptr<const DiskStore> user = userStore();
-  std::unique_ptr<FileLock> lock;
-  if (user) {
-    llvm::Expected<std::unique_ptr<FileLock>> locked = user->lockKey(key.digest, /*wait=*/true);
-    if (!locked) {
-      degrade(llvm::toString(locked.takeError()));
-      user.reset();
-    } else {
-      lock = std::move(*locked);
-    }
-  }
+  std::unique_ptr<FileLock> lock = lockUserKey(key.digest, user);
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(files), user.get());
   lock.reset();
   if (stored && user && userStore())

@@ -21,6 +21,7 @@
 namespace fa4jit::cache {
 
 class DiskStore;
+class FileLock;
 class KeyMutexes;
 class MemoryLayer;
 
@@ -59,6 +60,9 @@ private:
   explicit KernelCache(const CacheConfig &config);
   std::shared_ptr<const DiskStore> userStore() const;
   void degrade(const std::string &reason);
+  // The key's cross-process lock in the user layer (waiting for it); if it cannot be taken the
+  // cache degrades to memory and `user` is cleared, so the caller stores in memory only.
+  std::unique_ptr<FileLock> lockUserKey(llvm::StringRef digest, std::shared_ptr<const DiskStore> &user);
   // Without the key's lock; *userCorrupt tells whether the user entry failed verification.
   EntryPtr loadUnlocked(llvm::StringRef digest, bool *userCorrupt);
   EntryPtr remember(std::shared_ptr<CacheEntry> entry);
