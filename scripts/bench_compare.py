@@ -19,10 +19,14 @@ def main():
     ref = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa if r.get("kind") == "sdpa"}
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
+    # A column per route, or per route/variant when `fa4jit bench --variants` ran several.
+    def column(r):
+        v = r.get("variant", "default")
+        return r["route"] if v == "default" else f"{r['route']}/{v}"
     routes = []
     for r in ours:
-        if r["route"] not in routes:
-            routes.append(r["route"])
+        if column(r) not in routes:
+            routes.append(column(r))
     print(f"device: {dev.get('name','?')}, torch {dev.get('torch','?')}; copy {ceil.get('copy_tb_s',0):.2f} TB/s, "
           f"BF16 GEMM {ceil.get('bf16_gemm_tflops',0):.0f} TF/s, FP8 GEMM {ceil.get('fp8_gemm_tflops',0):.0f} TF/s\n")
     head = "| D | seqlen | causal | cuDNN | flash | " + " | ".join(f"{r} (x cuDNN)" for r in routes) + " |"
@@ -34,7 +38,7 @@ def main():
         cud = s.get("cudnn_tflops")
         cells = []
         for route in routes:
-            m = next((r for r in ours if r["route"] == route and (r["head_dim"], r["seqlen"], r["causal"]) == k), None)
+            m = next((r for r in ours if column(r) == route and (r["head_dim"], r["seqlen"], r["causal"]) == k), None)
             if not m or "tflops" not in m:
                 cells.append("error")
             else:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|tune]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|variants|tune]... (default: tests run bench)
+# `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
+# leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
@@ -14,7 +16,7 @@ for step in "${steps[@]}"; do
   case "$step" in
     tests)
       for t in runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward; do
-        echo "== $t"; timeout 240 "$BIN/$t" "[gpu]" -s 2>&1 | tee "$OUT/$t.log" | grep -E "^  (bf16|nvfp8|directp)|passed|failed|FAILED|error" | head -60
+        echo "== $t"; timeout 400 "$BIN/$t" "[gpu]" -s 2>&1 | tee "$OUT/$t.log" | grep -E "^  (bf16|nvfp8|directp)|passed|failed|FAILED|error" | head -60
       done ;;
     run)
       echo "== fa4jit run (cold cache, then a second process: disk hit)"
@@ -39,5 +41,13 @@ for step in "${steps[@]}"; do
       PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dims "$hd" --seqlens "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
       tail -2 "$OUT/bench_sdpa.err"
       python3 scripts/bench_compare.py "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_table.md" ;;
+    variants)
+      VARIANTS=${VARIANTS:-default,serial,affine,affine+serial,skip-loads,skip-qk,skip-softmax,skip-pv,softmax-twice}
+      VARIANT_SHAPES=${VARIANT_SHAPES:---head-dims 128 --seqlens 4096,16384 --causal 0}
+      echo "== fa4jit bench --schedule wgmma-ws --variants $VARIANTS $VARIANT_SHAPES"
+      timeout 400 "$BIN/fa4jit" bench --routes nvfp8,directp $VARIANT_SHAPES --schedule wgmma-ws --variants "$VARIANTS" \
+        --reps 10 --json > "$OUT/bench_variants.jsonl" 2> "$OUT/bench_variants.err"
+      tail -3 "$OUT/bench_variants.err"
+      python3 scripts/bench_compare.py "$OUT/bench_variants.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_variants.md" ;;
   esac
 done

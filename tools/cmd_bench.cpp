@@ -2,6 +2,7 @@
 // operands quantized beforehand (as FlashAttention-3's FP8 numbers are taken). One JSON line per
 // point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
 #include "bench_support.h"
+#include "bench_variants.h"
 #include "cli_flags.h"
 #include "subcommands.h"
 
@@ -31,6 +32,10 @@ const char kUsage[] =
     "  --tokens N        batch*heads*seqlen per point (default 524288)\n"
     "  --reps N          timed repeats (default 20)\n"
     "  --schedule S      mma-sync | wgmma-ws (sm_90a, FP8-fed routes) | default (the engine's choice)\n"
+    "  --variants LIST   kernels beside the chosen one, one column each (default: default):\n"
+    "                    names joined by '+' from serial, overlap (wgmma consumer order), threshold,\n"
+    "                    affine (directp classifier, fitted), skip-loads, skip-qk, skip-softmax,\n"
+    "                    skip-pv, softmax-twice (leave-one-out timing variants: wrong results)\n"
     "  --json            one JSON object per line\n"
     "  --help\n";
 
@@ -41,7 +46,8 @@ int fail(const std::string &m) {
 } // namespace
 
 int runBench(int argc, char **argv) {
-  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps", "schedule"}, {"json", "help"});
+  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps", "schedule", "variants"},
+                 {"json", "help"});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.has("help"))
@@ -69,6 +75,9 @@ int runBench(int argc, char **argv) {
       return fail(llvm::toString(parsed.takeError()));
     schedule = *parsed;
   }
+  const std::vector<std::string> variants = flags.strings("variants", "default");
+  if (auto e = checkBenchVariants(variants))
+    return fail(llvm::toString(std::move(e)));
   auto engine = Engine::create();
   if (!engine)
     return fail("needs a GPU: " + llvm::toString(engine.takeError()));
@@ -79,7 +88,9 @@ int runBench(int argc, char **argv) {
                 [&] {
                   std::string h;
                   for (Route r : routes)
-                    h += fmt::format("{:>9} TF/s ", toString(r));
+                    for (const std::string &v : variants)
+                      h += fmt::format("{:>14} ", v == "default" ? std::string(toString(r)) + " TF/s"
+                                                                 : std::string(toString(r)) + "/" + v);
                   return h;
                 }()
                     .c_str());
@@ -108,46 +119,60 @@ int runBench(int argc, char **argv) {
               auto y = eng.quantize(a.k, QuantFormat::Nvfp4, "k");
               auto z = eng.quantize(a.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
               if (!x || !y || !z)
-                return fail(!x ? llvm::toString(x.takeError())
-                               : !y ? llvm::toString(y.takeError()) : llvm::toString(z.takeError()));
+                return fail(!x   ? llvm::toString(x.takeError())
+                            : !y ? llvm::toString(y.takeError())
+                                 : llvm::toString(z.takeError()));
               qq[i] = std::move(*x), qk[i] = std::move(*y), qv[i] = std::move(*z);
             }
-          std::optional<KernelSpec> spec;
-          if (schedule) {
-            auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt);
-            if (!chosen)
-              return fail(llvm::toString(chosen.takeError()));
-            spec = withAttentionSchedule(*chosen, *schedule);
-          }
-          auto once = [&](int rep) -> llvm::Error {
-            const int i = rep % 2;
-            ForwardArgs a = sets[i].args(s, route);
-            a.spec = spec;
-            if (route == Route::Bf16)
-              return eng.forward(a);
-            QuantizedForwardArgs qa;
-            qa.q = &*qq[i], qa.k = &*qk[i], qa.v = &*qv[i], qa.o = a.o, qa.lse = a.lse, qa.route = route,
-            qa.causal = s.causal;
-            qa.spec = spec;
-            return eng.forward(qa);
-          };
-          auto t = timeOnDevice(eng, once, 5, int(*reps));
-          if (!t) {
-            const std::string msg = llvm::toString(t.takeError());
+          for (const std::string &variant : variants) {
+            std::optional<KernelSpec> spec;
+            if (schedule || variant != "default") {
+              auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt);
+              if (!chosen)
+                return fail(llvm::toString(chosen.takeError()));
+              spec = schedule ? withAttentionSchedule(*chosen, *schedule) : *chosen;
+              auto changed = applyBenchVariant(*spec, variant, s.seqlen_k, s.causal);
+              if (!changed)
+                return fail(llvm::toString(changed.takeError()));
+              if (!*changed) {
+                line += fmt::format("{:>14} ", "-");
+                continue;
+              }
+              spec = **changed;
+            }
+            auto once = [&](int rep) -> llvm::Error {
+              const int i = rep % 2;
+              ForwardArgs a = sets[i].args(s, route);
+              a.spec = spec;
+              if (route == Route::Bf16)
+                return eng.forward(a);
+              QuantizedForwardArgs qa;
+              qa.q = &*qq[i], qa.k = &*qk[i], qa.v = &*qv[i], qa.o = a.o, qa.lse = a.lse, qa.route = route,
+              qa.causal = s.causal;
+              qa.spec = spec;
+              return eng.forward(qa);
+            };
+            auto t = timeOnDevice(eng, once, 5, int(*reps));
+            if (!t) {
+              const std::string msg = llvm::toString(t.takeError());
+              if (json)
+                std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"variant\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,"
+                            "\"causal\":%ld,\"error\":\"%s\"}\n",
+                            toString(route), variant.c_str(), d, sl, c, msg.substr(0, 200).c_str());
+              line += fmt::format("{:>14} ", "error");
+              continue;
+            }
+            const double tf = attentionFlops(s) / (t->median_ms * 1e-3) / 1e12;
             if (json)
-              std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
-                          "\"error\":\"%s\"}\n",
-                          toString(route), d, sl, c, msg.substr(0, 200).c_str());
-            line += fmt::format("{:>14} ", "error");
-            continue;
+              std::printf(
+                  "{\"kind\":\"fa4jit\",\"route\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\",\"head_dim\":%ld,"
+                  "\"seqlen\":%ld,\"causal\":%ld,\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,"
+                  "\"max_ms\":%.5f,\"tflops\":%.2f}\n",
+                  toString(route), scheduleName.c_str(), variant.c_str(), d, sl, c, s.batch, s.heads_q, t->median_ms,
+                  t->min_ms, t->max_ms, tf);
+            line += fmt::format("{:14.1f} ", tf);
+            std::fflush(stdout);
           }
-          const double tf = attentionFlops(s) / (t->median_ms * 1e-3) / 1e12;
-          if (json)
-            std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"schedule\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,\"causal\":%ld,"
-                        "\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,\"max_ms\":%.5f,\"tflops\":%.2f}\n",
-                        toString(route), scheduleName.c_str(), d, sl, c, s.batch, s.heads_q, t->median_ms, t->min_ms, t->max_ms, tf);
-          line += fmt::format("{:14.1f} ", tf);
-          std::fflush(stdout);
         }
         if (!json)
           std::printf("%s\n", line.c_str());

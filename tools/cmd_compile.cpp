@@ -158,6 +158,7 @@ int runCompile(int argc, char **argv) {
                                            {"stack_frame_bytes", ki ? ki->stack_frame_bytes : -1},
                                            {"spill_store_bytes", ki ? ki->spill_store_bytes : -1},
                                            {"spill_load_bytes", ki ? ki->spill_load_bytes : -1},
+                                           {"wgmma_serialized", ki ? ki->wgmma_serialized : -1},
                                            {"static_shared_bytes", ki ? ki->static_shared_bytes : -1}});
       if (!json)
         std::printf("%-48s %-8s %-9s %7.2fs %5d %7d %8d\n", e.name.c_str(), toString(k.spec.target),

@@ -39,6 +39,17 @@ const char *deviceWidening(Widening w) {
 const char *deviceGuard(GuardKind g) {
   return g == GuardKind::OnlineExact ? "GuardKind::OnlineExact" : "GuardKind::SampledAnchor";
 }
+const char *deviceAblation(StageAblation a) {
+  switch (a) {
+  case StageAblation::None: return "StageAblation::None";
+  case StageAblation::SkipLoads: return "StageAblation::SkipLoads";
+  case StageAblation::SkipQk: return "StageAblation::SkipQk";
+  case StageAblation::SkipSoftmax: return "StageAblation::SkipSoftmax";
+  case StageAblation::SkipPv: return "StageAblation::SkipPv";
+  case StageAblation::SoftmaxTwice: return "StageAblation::SoftmaxTwice";
+  }
+  return "?";
+}
 const char *deviceQuantFormat(QuantFormat f) {
   switch (f) {
   case QuantFormat::Nvfp4: return "Format::Nvfp4";
@@ -102,7 +113,12 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
       floatConstant("guard_slack_log2", a.guard.slack_log2, ""),
   };
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+  {
     d.baked.push_back({"stages", "int", intText(a.tile.stages), "K/V shared-memory ring depth"});
+    d.baked.push_back({"overlap", "bool", boolText(a.tile.overlap), "softmax of tile j overlaps PV of tile j-1"});
+    d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
+                       a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
+  }
   d.runtime = {
       {"q, k, v", "operand device addresses (payloads for the quantized routes)"},
       {"q_sf, k_sf, v_sf", "scale-factor tensors (NVFP4 Q/K, MXFP4 V^T)"},

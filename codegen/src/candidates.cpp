@@ -143,8 +143,14 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
         KernelSpec s = k.base;
         s.attention.tile.block_n = n;
         s.attention.tile.stages = st;
+        s.attention.tile.overlap = st >= 2;
         out.push_back(s);
       }
+    if (k.base.attention.tile.overlap) { // the serial consumer loop, at the base tile
+      KernelSpec serial = k.base;
+      serial.attention.tile.overlap = false;
+      out.push_back(serial);
+    }
     break;
   case KernelKind::Tcgen05: // one tile shape (its TMEM plan is recorded in the spec)
     break;
@@ -162,6 +168,8 @@ std::string candidateLabel(const KernelSpec &spec) {
   std::string label = fmt::format("{0} m{1} n{2} w{3}", kernel, a.tile.block_m, a.tile.block_n, a.tile.warps);
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized || isTcgen05Attention(spec))
     label += fmt::format(" st{0}", a.tile.stages);
+  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+    label += a.tile.overlap ? " overlap" : " serial";
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);
   if (a.route == Route::DirectP) {

@@ -84,6 +84,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.block_m = 128;
   t.block_n = d <= 128 ? 128 : 64;
   t.stages = d <= 128 ? 3 : 2;
+  t.overlap = true; // softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2
   return s;
 }
 
@@ -166,7 +167,24 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
               continue;
             KernelSpec w = ws;
             w.attention.tile.stages = stages;
+            w.attention.tile.overlap = stages >= 2;
             out.push_back(w);
+          }
+          KernelSpec serial = ws; // the consumer loop without the softmax/PV overlap
+          serial.attention.tile.overlap = false;
+          out.push_back(serial);
+          if (r == Route::DirectP) { // the FMA-pipe affine classifier is its own code path there
+            KernelSpec affine = ws;
+            affine.attention.classifier.kind = ClassifierKind::Affine;
+            out.push_back(affine);
+          }
+          if (d == 128) { // the leave-one-out variants of `fa4jit bench --ablation`
+            for (StageAblation ab : {StageAblation::SkipLoads, StageAblation::SkipQk, StageAblation::SkipSoftmax,
+                                     StageAblation::SkipPv, StageAblation::SoftmaxTwice}) {
+              KernelSpec v = ws;
+              v.attention.tile.ablation = ab;
+              out.push_back(v);
+            }
           }
           if (ws.attention.tile.block_n == 128) { // D = 256 already runs 64 keys (and spills at 128)
             KernelSpec n64 = ws;

@@ -27,6 +27,8 @@ constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, Classi
                                                ClassifierKind::Mixed};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
 constexpr AttentionSchedule kSchedules[] = {AttentionSchedule::MmaSync, AttentionSchedule::WgmmaWarpSpecialized};
+constexpr StageAblation kAblations[] = {StageAblation::None,        StageAblation::SkipLoads, StageAblation::SkipQk,
+                                        StageAblation::SkipSoftmax, StageAblation::SkipPv,    StageAblation::SoftmaxTwice};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
                                          QuantFormat::Fp8PerHead, QuantFormat::Bf16};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
@@ -103,8 +105,12 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
     j.attribute("route", toString(a.route));
     writeFloat(j, "softmax_scale", a.softmax_scale);
     j.attributeObject("tile", [&] {
+      if (a.tile.ablation != StageAblation::None)
+        j.attribute("ablation", toString(a.tile.ablation));
       j.attribute("block_m", a.tile.block_m);
       j.attribute("block_n", a.tile.block_n);
+      if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+        j.attribute("overlap", a.tile.overlap);
       j.attribute("schedule", toString(a.tile.schedule));
       j.attribute("stages", a.tile.stages);
       j.attribute("warps", a.tile.warps);
@@ -314,6 +320,8 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("block_n", a.tile.block_n));
     FA4JIT_TRY(s.readInt("stages", a.tile.stages));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("schedule"), a.tile.schedule, parseAttentionSchedule));
+    FA4JIT_TRY(s.readBool("overlap", a.tile.overlap));
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
   }));
   FA4JIT_TRY(r.readObject("operands", [&](ObjectReader &s) -> llvm::Error {
@@ -377,6 +385,9 @@ llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef n) { return parseEnum(n
 llvm::Expected<AttentionSchedule> parseAttentionSchedule(llvm::StringRef n) {
   return parseEnum(n, kSchedules, "attention schedule");
 }
+llvm::Expected<StageAblation> parseStageAblation(llvm::StringRef n) {
+  return parseEnum(n, kAblations, "stage ablation");
+}
 llvm::Expected<QuantFormat> parseQuantFormat(llvm::StringRef n) {
   return parseEnum(n, kQuantFormats, "quantize format");
 }
@@ -423,12 +434,14 @@ KernelSpec canonicalize(const KernelSpec &in) {
                              RangeGuardSpec{}.slack_log2};
   if (s.target != Target::Sm100a)
     a.tmem = TmemPlanRef{};
+  if (a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized)
+    a.tile.overlap = TileSpec{}.overlap; // the mma.sync template has no such choice
   return s;
 }
 
 // A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
 // cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 192, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) == 192 && sizeof(TileSpec) == 20, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -443,6 +456,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.guard.sample_stride == y.guard.sample_stride && feq(x.guard.slack_log2, y.guard.slack_log2) &&
       x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
       x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
+      x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

@@ -56,6 +56,18 @@ const char *toString(AttentionSchedule s) {
   return "?";
 }
 
+const char *toString(StageAblation a) {
+  switch (a) {
+  case StageAblation::None: return "none";
+  case StageAblation::SkipLoads: return "skip-loads";
+  case StageAblation::SkipQk: return "skip-qk";
+  case StageAblation::SkipSoftmax: return "skip-softmax";
+  case StageAblation::SkipPv: return "skip-pv";
+  case StageAblation::SoftmaxTwice: return "softmax-twice";
+  }
+  return "?";
+}
+
 const char *toString(QuantFormat f) {
   switch (f) {
   case QuantFormat::Nvfp4: return "nvfp4";

@@ -87,6 +87,8 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.block_n", t.block_n, " must be 64 or 128 on wgmma-ws (one 128-byte swizzle row of V^T)");
   if (t.stages < 1 || t.stages > 4)
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
+  else if (t.overlap && t.stages < 2)
+    r.fail("attention.tile.stages", t.stages, " must be >= 2 with overlap (a consumer holds two stages)");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -111,6 +113,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.stages", t.stages, " is not in [1, 8]");
   if (t.schedule == AttentionSchedule::WgmmaWarpSpecialized)
     checkWgmmaSchedule(s, r);
+  else if (t.ablation != StageAblation::None)
+    r.fail("attention.tile.ablation", toString(t.ablation), " exists on wgmma-ws only (the leave-one-out variants)");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -24,9 +24,23 @@ llvm::Error error(const llvm::Twine &message) {
 // ptxas --verbose prints, per kernel:
 //   ptxas info    : Function properties for <name>
 //   ptxas         .     168 bytes stack frame, 164 bytes spill stores, 164 bytes spill loads
+// and, for a kernel whose warpgroup MMAs it had to serialize,
+//   ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are
+//                   serialized due to <reason> in the function '<name>'
 void addSpillCounts(llvm::StringRef log, CubinInfo &info) {
   llvm::SmallVector<llvm::StringRef, 32> lines;
   log.split(lines, '\n');
+  for (CubinKernelInfo &k : info.kernels)
+    k.wgmma_serialized = 0;
+  for (llvm::StringRef line : lines) {
+    if (!line.contains("wgmma.mma_async instructions are serialized"))
+      continue;
+    const size_t at = line.rfind("in the function '");
+    const llvm::StringRef name = at == llvm::StringRef::npos ? "" : line.substr(at + 17).split('\'').first;
+    for (CubinKernelInfo &k : info.kernels)
+      if (name.empty() || k.name == name)
+        k.wgmma_serialized = 1;
+  }
   for (size_t i = 0; i + 1 < lines.size(); ++i) {
     llvm::StringRef line = lines[i];
     size_t at = line.find("Function properties for ");

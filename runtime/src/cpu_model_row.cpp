@@ -40,7 +40,8 @@ float sampledAnchor(const RowInputs &in, const std::vector<float> &t) {
 
 // P for the keys [j0, j1) of one tile, given x = t - m (masked keys: x = -inf). Returns the fed
 // values in p (and codes / block exponents for directp); `lsum` gets the FP64 sum of what l adds.
-void tileP(const RowInputs &in, const std::vector<float> &x, int j0, int j1, std::vector<float> &p,
+void tileP(const RowInputs &in, const std::vector<float> &t, float m, const std::vector<float> &x, int j0, int j1,
+           std::vector<float> &p,
            std::vector<uint8_t> &code, std::vector<int> &block_exp, double &lsum) {
   const AttentionSpec &spec = *in.spec;
   const int off = spec.operands.p_offset_log2;
@@ -77,7 +78,7 @@ void tileP(const RowInputs &in, const std::vector<float> &x, int j0, int j1, std
       const int eb = device::directpBlockExponent(bmax);
       block_exp[b0 / 32] = eb;
       for (int j = b0; j < b1; ++j) {
-        const int c = x[j] == kNegInf ? 0 : device::directpCode(in.coeffs, x[j] - static_cast<float>(eb));
+        const int c = x[j] == kNegInf ? 0 : device::directpClassify(in.coeffs, t[j], m, static_cast<float>(eb));
         code[j] = static_cast<uint8_t>(c);
         const float mag = formats::kE2M1Magnitude[c];
         // E4m3 feed: exact unless e_b + off < -8, where E4M3's subnormals flush small codes.
@@ -129,7 +130,7 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
       for (int j = j0; j < j1; ++j)
         x[j] = t[j] == kNegInf ? kNegInf : t[j] - m;
       double lsum = 0;
-      tileP(in, x, j0, j1, p, code, block_exp, lsum);
+      tileP(in, t, m, x, j0, j1, p, code, block_exp, lsum);
       std::fill(tile_o.begin(), tile_o.end(), 0.0);
       for (int j = j0; j < j1; ++j) {
         if (p[j] == 0.0f)

@@ -83,4 +83,38 @@ FA4JIT_HD int directpCode(const DirectPCoefficients &k, float y) {
   return directpAffineCode(k, y);
 }
 
+FA4JIT_HD float directpFma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
+// The affine classifier as kernels and models evaluate it (NUMERICS.md §2.3): the row max m and
+// the block exponent e_b are folded into one addend per row and block, so that each element costs
+// one FMA with saturation, one FMA that rounds down onto a magic number, and a shift-add:
+//   a = alpha / 8, b = fma(-a, m + e_b, beta / 8)            (per row and block)
+//   z = sat(fma(a, t, b)),  c = min(floor(8 z), 7)           (per element; sat(NaN) = 0)
+// which is clamp(floor(alpha * y + beta), 0, 7) with y = t - m - e_b up to the roundings of b.
+FA4JIT_HD float directpAffineAddend(const DirectPCoefficients &k, float m_use, float e_f) {
+  return directpFma(-(k.alpha * 0.125f), m_use + e_f, k.beta * 0.125f);
+}
+FA4JIT_HD float directpAffineSaturated(const DirectPCoefficients &k, float t, float addend) {
+  const float z = directpFma(k.alpha * 0.125f, t, addend);
+  return z > 0.0f ? (z < 1.0f ? z : 1.0f) : 0.0f; // == __saturatef, NaN -> 0
+}
+FA4JIT_HD int directpAffineFusedCode(const DirectPCoefficients &k, float t, float addend) {
+  const int c = static_cast<int>(directpFloor(8.0f * directpAffineSaturated(k, t, addend)));
+  return c < 7 ? c : 7;
+}
+
+// The code of the scaled score t (-inf for a masked key, code 0 then) of a block with exponent
+// e_b, in a row whose max in use is m_use: the one entry point of kernels and models.
+FA4JIT_HD int directpClassify(const DirectPCoefficients &k, float t, float m_use, float e_f) {
+  if (k.kind == 1)
+    return directpAffineFusedCode(k, t, directpAffineAddend(k, m_use, e_f));
+  return directpCode(k, (t - m_use) - e_f);
+}
+
 } // namespace fa4jit::device

@@ -35,6 +35,7 @@ TEST_CASE("every sm_80, sm_89, sm_90a and sm_100a variant compiles to a cubin wi
       CHECK(k->spill_store_bytes == 0);
       CHECK(k->spill_load_bytes == 0);
       CHECK(k->stack_frame_bytes == 0);
+      CHECK(k->wgmma_serialized == 0); // ptxas did not have to serialize the warpgroup MMAs
       CHECK(k->registers > 0);
       const bool tc = isTcgen05Attention(v.spec);
       std::printf("%-8s %-46s regs %3d  smem %6d dyn + %5d static  stack %d%s\n", toString(v.spec.target),

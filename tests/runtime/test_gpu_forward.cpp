@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 
 using namespace fa4jit;
@@ -71,8 +72,10 @@ Inputs makeInputs(const Case &c, std::mt19937_64 &rng) {
 
 // schedule: run this kernel schedule instead of the engine's default (both must pass the same
 // contract; the CPU model does not depend on the schedule).
-void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionSchedule> schedule = std::nullopt) {
-  INFO("route " << toString(route) << " schedule " << (schedule ? toString(*schedule) : "default") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
+// tweak: a further change of the spec (consumer order, classifier) on top of the schedule.
+void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionSchedule> schedule = std::nullopt,
+             const std::function<void(KernelSpec &)> &tweak = {}) {
+  INFO("route " << toString(route) << " schedule " << (schedule ? toString(*schedule) : "default") << (tweak ? " (tweaked)" : "") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
                 << c.seqlen_q << " Sk" << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal << " pattern "
                 << int(c.pattern) << " seed " << seed);
   std::mt19937_64 rng(seed);
@@ -100,8 +103,11 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // The model must run the launched spec: block_n sets where the online softmax rescales.
   auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
   REQUIRE_OK(spec);
-  if (schedule) {
-    *spec = withAttentionSchedule(*spec, *schedule);
+  if (schedule || tweak) {
+    if (schedule)
+      *spec = withAttentionSchedule(*spec, *schedule);
+    if (tweak)
+      tweak(*spec);
     a.spec = *spec;
   }
   if (auto err = engine.forward(a))
@@ -218,4 +224,36 @@ TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the wgmma s
   for (Route r : {Route::Nvfp8, Route::DirectP})
     for (const Case &c : kCases)
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized);
+}
+
+// The consumer loop without the softmax/PV overlap (the tuner may pick it).
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases)
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+              [](KernelSpec &s) { s.attention.tile.overlap = false; });
+}
+
+// The affine classifier in its evaluated form (directp.cuh: one FMA with the row/block addend):
+// the wgmma kernel runs it as FFMA.SAT + magic-number FFMA.RM, the mma.sync kernel through
+// directpClassify. alpha*3 + beta <= 7.5 skips the upper clamp at compile time; the second
+// classifier needs it.
+TEST_CASE("forward matches the CPU model and FP64: directp with affine classifiers", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  const std::pair<float, float> classifiers[] = {{2.0f, 1.0f}, {2.5f, 1.25f}};
+  for (auto [alpha, beta] : classifiers) {
+    auto affine = [alpha = alpha, beta = beta](KernelSpec &s) {
+      s.attention.classifier.kind = ClassifierKind::Affine;
+      s.attention.classifier.alpha = alpha;
+      s.attention.classifier.beta = beta;
+    };
+    for (const Case &c : kCases) {
+      runCase(Route::DirectP, c, seed, std::nullopt, affine);
+      if (gpuEngine().target() == Target::Sm90a)
+        runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, affine);
+    }
+  }
 }

@@ -29,6 +29,8 @@ namespace fa4jit::device::attention {
 enum class Route : int { Bf16 = 0, Nvfp8 = 1, DirectP = 2 };
 enum class Widening : int { Bf16 = 0, E4m3 = 1, Native = 2 };
 enum class GuardKind : int { OnlineExact = 0, SampledAnchor = 1 };
+// wgmma schedule only (attention_sm90/kernel.cuh): the leave-one-out evidence variants.
+enum class StageAblation : int { None = 0, SkipLoads, SkipQk, SkipSoftmax, SkipPv, SoftmaxTwice };
 
 FA4JIT_HD constexpr int ceilToInt(float v) {
   return static_cast<int>(v) + (static_cast<float>(static_cast<int>(v)) < v ? 1 : 0);

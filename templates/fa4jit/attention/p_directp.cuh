@@ -45,8 +45,7 @@ FA4JIT_DEVICE void buildPDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const float t = s[4 * kb + i][2 * r + e];
-            const float y = (t - st.m_use[r]) - e_f;
-            const uint32_t c = t == negInf() ? 0u : static_cast<uint32_t>(directpCode(kCoef, y));
+            const uint32_t c = t == negInf() ? 0u : static_cast<uint32_t>(directpClassify(kCoef, t, st.m_use[r], e_f));
             sel[i / 2] |= c << (4 * (2 * (i % 2) + e));
           }
         }

@@ -43,8 +43,7 @@ FA4JIT_DEVICE void sm100BuildPDirectP(uint32_t (&words)[Sm100AttentionTraits<C>:
     uint32_t isum = 0u;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
-      const float y = (t[32 * b + i] - r.m_use) - e_f;
-      const uint32_t c = t[32 * b + i] == negInf() ? 0u : static_cast<uint32_t>(directpCode(kCoef, y));
+      const uint32_t c = t[32 * b + i] == negInf() ? 0u : static_cast<uint32_t>(directpClassify(kCoef, t[32 * b + i], r.m_use, e_f));
       words[4 * b + i / 8] |= c << (4 * (i % 8));
       isum += twiceE2m1(c);
     }

@@ -8,7 +8,8 @@
 // ===== Instantiation contract (what the code generator emits) =====================================
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
-//     `static constexpr int stages` (depth of the K/V shared-memory ring), block_m == 128 and
+//     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
+//     overlap` and `static constexpr StageAblation ablation` (consumer.cuh), block_m == 128 and
 //     warps == 12 (one producer and two consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
 //     generator's byte count (layout.cuh).
@@ -21,9 +22,10 @@
 // of K / V^T tiles (full/empty mbarriers per stage; fence.proxy.async before each release because
 // wgmma reads shared memory through the async proxy). Warpgroups 1 and 2 (consumers,
 // setmaxnreg.inc) own 64 query rows each: S = Q K^T by wgmma from shared memory, softmax and P in
-// registers, O += P V^T by wgmma with P as the register A operand. The two consumers run out of
-// phase on their own (one's softmax overlaps the other's MMAs). Causal consumers skip the tiles
-// beyond their last visible key (they still release the stage).
+// registers, O += P V^T by wgmma with P as the register A operand (consumer.cuh, serial or with
+// the softmax overlapping the previous tile's PV). The two consumers also run out of phase on
+// their own (one's softmax overlaps the other's MMAs). Causal consumers skip the tiles beyond
+// their last visible key (they still release the stage).
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/epilogue.cuh"
 #include "fa4jit/attention/kernel.cuh"
@@ -32,6 +34,7 @@
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention/scores.cuh"
 #include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/consumer.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/producer.cuh"
 #include "fa4jit/attention_sm90/smem_desc.cuh"
@@ -66,41 +69,13 @@ template <class C> struct Sm90Traits {
   static_assert(C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
   static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
+  static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
   static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
 template <bool kCausal> FA4JIT_DEVICE int visibleKeysSm90(int row, int seqlen_q, int seqlen_k) {
   return attention::visibleKeys<kCausal>(row, seqlen_q, seqlen_k);
-}
-
-// O (+)= P V for one consumer: P A fragments per 32 keys, V^T tile [D][block_n] (kb = k-step).
-template <int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
-#pragma unroll
-  for (int kb = 0; kb < kBlockN / 32; ++kb) {
-    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
-    if constexpr (kHeadDim == 64)
-      sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    else if constexpr (kHeadDim == 128)
-      sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    else
-      sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-  }
-}
-
-// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
-template <int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 32; ++kk) {
-    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
-    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
-    if constexpr (kBlockN == 64)
-      sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, kk > 0 ? 1 : 0);
-    else
-      sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, kk > 0 ? 1 : 0);
-  }
 }
 
 template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p) {
@@ -172,14 +147,16 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
       uint8_t *v_tile = smem + L.v_offset + stage * L.stage_bytes;
       const int key0 = tile * S::kBlockN;
       const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
-      produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
-                                                ksf, key0, k_valid, pre, ptid);
-      if constexpr (C::route == Route::Nvfp8)
-        produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
-                                                                    key0, keys_padded, ptid);
-      else
-        produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
-            v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
+      if constexpr (C::ablation != StageAblation::SkipLoads) {
+        produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
+                                                  ksf, key0, k_valid, pre, ptid);
+        if constexpr (C::route == Route::Nvfp8)
+          produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
+                                                                      key0, keys_padded, ptid);
+        else
+          produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
+              v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
+      }
       fenceProxyAsyncShared();
       mbarrierArrive(bar_full + 8 * stage);
     }
@@ -216,48 +193,13 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   attention::SoftmaxRows st;
   attention::softmaxInit(st);
 
-  const uint32_t q_addr = base + L.q_offset;
+  const ConsumerRows rows{score_mul, {vis[0], vis[1]}, wg_unmasked, lane};
+  const RingView ring{base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
+                      static_cast<uint32_t>(L.stage_bytes), bar_full, bar_empty};
+  const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
   mbarrierWait(bar_q, 0u);
-  for (int tile = 0; tile < n_tiles; ++tile) {
-    const int stage = tile % S::kStages;
-    const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
-    const int key0 = tile * S::kBlockN;
-    mbarrierWait(bar_full + 8 * stage, round & 1u);
-    if (key0 < wg_keys) {
-      const uint32_t k_addr = base + L.k_offset + stage * L.stage_bytes;
-      const uint32_t v_addr = base + L.v_offset + stage * L.stage_bytes;
-      float s[T::kSTiles][4];
-      sm90_fence_regs(s);
-      sm90_wgmma_fence();
-      issueQK<S::kHeadDim, S::kBlockN>(s, q_addr, c * kRowsPerConsumer, k_addr);
-      sm90_wgmma_commit();
-      sm90_wgmma_wait<0>();
-      sm90_fence_regs(s);
-
-      if (key0 + S::kBlockN > wg_unmasked)
-        attention::scaleAndMask<CV, true>(s, score_mul, vis, key0, lane);
-      else
-        attention::scaleAndMask<CV, false>(s, score_mul, vis, key0, lane);
-      attention::softmaxUpdate<CV>(st, s, o, tile == 0, lane);
-      uint32_t pa[S::kBlockN / 32][4];
-      if constexpr (C::route == Route::Nvfp8)
-        attention::buildPNvfp8<CV>(pa, s, st);
-      else
-        attention::buildPDirectP<CV>(pa, s, st);
-
-      sm90_fence_regs(o);
-      sm90_fence_regs(pa);
-      sm90_wgmma_fence();
-      issuePV<S::kHeadDim, S::kBlockN>(o, pa, v_addr);
-      sm90_wgmma_commit();
-      sm90_wgmma_wait<0>();
-      sm90_fence_regs(o);
-      sm90_fence_regs(pa);
-    }
-    __syncwarp();
-    if (lane == 0)
-      mbarrierArrive(bar_empty + 8 * stage);
-  }
+  consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, base + L.q_offset, c * kRowsPerConsumer,
+                                                           n_mine, n_tiles, rows);
 
   uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + b * p.o_batch_stride + hq * p.o_head_stride +
                      row_base * p.o_row_stride;

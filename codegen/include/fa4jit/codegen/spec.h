@@ -57,6 +57,19 @@ enum class AttentionSchedule : uint8_t {
                         // (sm_90a, FP8-fed routes; block_m 128, warps 12)
 };
 
+// Evidence variants of the wgmma schedule (issue 5's leave-one-out table in docs/PERF.md): the
+// kernel leaves one stage out or runs it twice, so that timing it shows where the time goes. Their
+// results are wrong by design: validateSpec accepts them on wgmma-ws only, and only `fa4jit bench
+// --ablation` asks for them.
+enum class StageAblation : uint8_t {
+  None,
+  SkipLoads,    // the producer signals each stage without loading or widening K/V
+  SkipQk,       // no QK^T wgmma: S is an opaque register value
+  SkipSoftmax,  // no mask, max, rescale or P build: P is S's bits
+  SkipPv,       // no PV wgmma
+  SoftmaxTwice, // the softmax and P build run twice per tile
+};
+
 // Tiles and schedule.
 struct TileSpec {
   int block_m = 64;  // query rows per CTA
@@ -64,6 +77,10 @@ struct TileSpec {
   int stages = 2;    // K/V shared-memory pipeline depth (wgmma schedule; mma.sync ignores it)
   int warps = 4;     // warps per CTA (wgmma schedule: producer + consumer warps)
   AttentionSchedule schedule = AttentionSchedule::MmaSync;
+  // wgmma-ws: issue QK^T of tile j with PV of tile j-1 and run tile j's softmax while PV runs
+  // (FlashAttention-3's intra-warpgroup overlap; P is double-buffered in registers).
+  bool overlap = false;
+  StageAblation ablation = StageAblation::None; // wgmma-ws only
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
@@ -133,6 +150,7 @@ const char *toString(Widening w);
 const char *toString(ClassifierKind k);
 const char *toString(GuardKind k);
 const char *toString(AttentionSchedule s);
+const char *toString(StageAblation a);
 const char *toString(QuantFormat f);
 const char *toString(QuantLayout l);
 const char *toString(KernelFamily f);

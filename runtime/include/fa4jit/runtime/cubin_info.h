@@ -27,6 +27,9 @@ struct CubinKernelInfo {
   // process (compiler.h); -1 = unknown (e.g. a cache hit).
   int spill_store_bytes = -1;
   int spill_load_bytes = -1;
+  // ptxas C7513/C7520 etc.: "wgmma.mma_async instructions are serialized due to ..." (the
+  // warpgroup MMAs of this kernel then wait for each other); -1 unknown, 0 no, 1 yes.
+  int wgmma_serialized = -1;
 };
 
 struct CubinInfo {

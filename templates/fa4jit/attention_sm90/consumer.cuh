@@ -1,0 +1,254 @@
+#pragma once
+// One consumer warpgroup's main loop over the K/V ring (64 query rows). Two orders, chosen by the
+// config's `overlap`:
+//   serial:  per tile, S = QK^T, wait, softmax and P, O += P V^T, wait, release the stage;
+//   overlap: S_j = QK^T_j and O += P_{j-1} V^T_{j-1} are issued together; the per-element
+//            softmax of tile j runs while PV_{j-1} is still in the tensor core; the O rescale
+//            and the packing of P_j into the A registers wait for it (FlashAttention-3's
+//            intra-warpgroup overlap). A consumer then holds two stages, so stages >= 2.
+// The numerics are the same in both: the same P and l for each tile in the same order.
+// `ablation` (config.cuh) leaves one stage out or runs it twice, for the timing table of
+// docs/PERF.md; such kernels compute garbage on purpose.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/p_nvfp8.cuh"
+#include "fa4jit/attention/scores.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/row_softmax.cuh"
+#include "fa4jit/attention_sm90/smem_desc.cuh"
+#include "fa4jit/attention_sm90/sync.cuh"
+#include "fa4jit/attention_sm90/wgmma.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+using attention::StageAblation;
+
+// O (+)= P V for one consumer: P A fragments per 32 keys, V^T tile [D][block_n] (kb = k-step).
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
+#pragma unroll
+  for (int kb = 0; kb < kBlockN / 32; ++kb) {
+    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
+    if constexpr (kHeadDim == 64)
+      sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    else if constexpr (kHeadDim == 128)
+      sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    else
+      sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+  }
+}
+
+// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 32; ++kk) {
+    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
+    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
+    // The first k-step overwrites S through write-only operands: the softmax's in-place writes to
+    // S's registers then feed no wgmma, which ptxas would otherwise serialize (C7513) whenever
+    // another wgmma is in flight during that softmax.
+    if constexpr (kBlockN == 64) {
+      if (kk == 0)
+        sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
+    } else {
+      if (kk == 0)
+        sm90_wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
+    }
+  }
+}
+
+// What a consumer thread knows about its rows for the whole loop.
+struct ConsumerRows {
+  float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1)
+  int vis[2];        // visible keys of rows g and g + 8 of this warp
+  int wg_unmasked;   // keys visible to every row of the warpgroup (tiles below need no mask)
+  int lane;
+};
+
+// Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
+// factor), classify (directp) or exponentiate in place (nvfp8), advance l except nvfp8's.
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
+                               bool first_tile) {
+  using T = AttentionTraits<CV>;
+  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
+    o_scale[0] = o_scale[1] = 1.0f;
+    return;
+  }
+  if (key0 + T::kBlockN > rows.wg_unmasked)
+    attention::scaleAndMask<CV, true>(s, rows.score_mul, rows.vis, key0, rows.lane);
+  else
+    attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
+  constexpr bool kDirectP = C::route == attention::Route::DirectP;
+  float block_max[T::kBlockN / 32][2], tile_max[2];
+  rowTileMax<CV, kDirectP>(s, block_max, tile_max);
+  advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
+  if constexpr (kDirectP)
+    classifyDirectP<CV>(pp, s, block_max, st);
+  else
+    exponentiateNvfp8<CV>(s, st);
+}
+
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
+                                bool first_tile) {
+  softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
+  if constexpr (C::ablation == StageAblation::SoftmaxTwice) {
+    sm90_fence_regs(s); // a second, opaque pass over the same registers
+    softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
+  }
+}
+
+// Phase B: the A fragments of P (after the PV that read the previous ones has completed).
+template <class C, class CV>
+FA4JIT_DEVICE void packP(uint32_t (&pa)[AttentionTraits<CV>::kBlockN / 32][4], const PendingP<CV> &pp,
+                         const float (&s)[AttentionTraits<CV>::kSTiles][4], attention::SoftmaxRows &st) {
+  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
+#pragma unroll
+    for (int kb = 0; kb < AttentionTraits<CV>::kBlockN / 32; ++kb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        pa[kb][i] = __float_as_uint(s[4 * kb + i][0]) + 1u; // not a plain copy: ptxas would
+                                                             // coalesce P with S and serialize
+  } else if constexpr (C::route == attention::Route::DirectP) {
+    packDirectP<CV>(pa, pp);
+  } else {
+    packNvfp8<CV>(pa, s, st);
+  }
+}
+
+// S for one tile (or, in the SkipQk variant, registers the compiler cannot see through).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+  if constexpr (C::ablation == StageAblation::SkipQk) {
+#pragma unroll
+    for (int j = 0; j < kBlockN / 8; ++j)
+      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    sm90_fence_regs(s);
+  } else {
+    issueQK<kHeadDim, kBlockN>(s, q_addr, q_row0, k_addr);
+  }
+}
+
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueValues(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
+  if constexpr (C::ablation != StageAblation::SkipPv)
+    issuePV<kHeadDim, kBlockN>(o, pa, v_addr);
+}
+
+// Ring addresses of one stage (Sm90Layout offsets from the aligned shared-memory base).
+struct RingView {
+  uint32_t base, k_offset, v_offset, stage_bytes, bar_full, bar_empty;
+  FA4JIT_DEVICE uint32_t k(int stage) const { return base + k_offset + stage * stage_bytes; }
+  FA4JIT_DEVICE uint32_t v(int stage) const { return base + v_offset + stage * stage_bytes; }
+  FA4JIT_DEVICE uint32_t full(int stage) const { return bar_full + 8 * stage; }
+  FA4JIT_DEVICE uint32_t empty(int stage) const { return bar_empty + 8 * stage; }
+};
+
+// The stage's buffers may be refilled: one arrive per consumer warp.
+FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
+  __syncwarp();
+  if (lane == 0)
+    mbarrierArrive(ring.empty(stage));
+}
+
+// One overlapped step (tile >= 1): S_j and PV_{j-1} issued together; the per-element softmax
+// of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, O is rescaled and
+// P_j packed into the same registers (FlashAttention-3's order).
+template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
+FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[kHeadDim / 8][4],
+                               uint32_t (&pa)[kBlockN / 32][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
+                               const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows) {
+  const int stage = tile % kStages, prev = (tile - 1) % kStages;
+  float o_scale[2];
+  mbarrierWait(ring.full(stage), static_cast<uint32_t>(tile / kStages) & 1u);
+  sm90_fence_regs(o);
+  sm90_fence_regs(pa);
+  sm90_wgmma_fence();
+  issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
+  sm90_wgmma_commit();
+  issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(prev));
+  sm90_wgmma_commit();
+  sm90_wgmma_wait<1>(); // S_j is complete; PV_{j-1} may still run
+  sm90_fence_regs(s);
+  softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, false);
+  sm90_wgmma_wait<0>();
+  sm90_fence_regs(o);
+  sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
+  releaseStage(ring, prev, rows.lane);
+  rescaleO<CV>(o, o_scale);
+  packP<C, CV>(pa, pp, s, st);
+}
+
+// Runs this consumer over tiles [0, n_tiles) of the ring: computes the first n_mine of them (the
+// causal limit of its rows) and releases every one.
+template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
+FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxRows &st, const RingView &ring,
+                                uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows) {
+  float s[kBlockN / 8][4];
+  uint32_t pa[kBlockN / 32][4];
+  PendingP<CV> pp;
+  float o_scale[2];
+  auto round_parity = [](int tile) { return static_cast<uint32_t>(tile / kStages) & 1u; };
+  if constexpr (!C::overlap) {
+    for (int tile = 0; tile < n_mine; ++tile) {
+      const int stage = tile % kStages;
+      mbarrierWait(ring.full(stage), round_parity(tile));
+      sm90_fence_regs(s);
+      sm90_wgmma_fence();
+      issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
+      sm90_wgmma_commit();
+      sm90_wgmma_wait<0>();
+      sm90_fence_regs(s);
+      softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, tile == 0);
+      packP<C, CV>(pa, pp, s, st);
+      rescaleO<CV>(o, o_scale);
+      sm90_fence_regs(o);
+      sm90_fence_regs(pa);
+      sm90_wgmma_fence();
+      issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(stage));
+      sm90_wgmma_commit();
+      sm90_wgmma_wait<0>();
+      sm90_fence_regs(o);
+      sm90_fence_regs(pa);
+      releaseStage(ring, stage, rows.lane);
+    }
+  } else if (n_mine > 0) {
+    static_assert(kStages >= 2, "overlap holds two stages per consumer");
+    mbarrierWait(ring.full(0), 0u);
+    sm90_fence_regs(s);
+    sm90_wgmma_fence();
+    issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(0));
+    sm90_wgmma_commit();
+    sm90_wgmma_wait<0>();
+    sm90_fence_regs(s);
+    softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // O is still zero: no rescale
+    packP<C, CV>(pa, pp, s, st);
+    for (int tile = 1; tile < n_mine; ++tile)
+      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, s, o, pa, pp, st, ring, q_addr, q_row0, rows);
+    const int last = (n_mine - 1) % kStages;
+    sm90_fence_regs(o);
+    sm90_fence_regs(pa);
+    sm90_wgmma_fence();
+    issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(last));
+    sm90_wgmma_commit();
+    sm90_wgmma_wait<0>();
+    sm90_fence_regs(o);
+    sm90_fence_regs(pa);
+    releaseStage(ring, last, rows.lane);
+  }
+  // Tiles beyond this consumer's causal limit: nothing to compute, the stage is still released.
+  for (int tile = n_mine; tile < n_tiles; ++tile) {
+    const int stage = tile % kStages;
+    mbarrierWait(ring.full(stage), round_parity(tile));
+    releaseStage(ring, stage, rows.lane);
+  }
+}
+
+} // namespace fa4jit::device::attention_sm90

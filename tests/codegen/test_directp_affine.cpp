@@ -1,0 +1,139 @@
+// The affine classifier's evaluated form (templates/fa4jit/directp.cuh, NUMERICS.md §2.3) and the
+// instruction-level identities the sm_90a kernel builds on it (attention_sm90/row_softmax.cuh).
+#include "fa4jit/directp.cuh"
+#include "fa4jit/codegen/classifier_fit.h"
+#include "fa4jit/codegen/spec.h"
+
+#include <catch2/catch.hpp>
+
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+
+namespace {
+
+using fa4jit::device::DirectPCoefficients;
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+DirectPCoefficients coefficients(fa4jit::ClassifierKind kind, float alpha, float beta) {
+  fa4jit::ClassifierSpec c;
+  c.kind = kind;
+  c.alpha = alpha;
+  c.beta = beta;
+  return fa4jit::fit::directpCoefficients(c);
+}
+
+// One row block as the kernels see it: scores t, the row max in use m (>= the block's max up to
+// the guard), the block exponent from the block max.
+struct Block {
+  float t[32];
+  float m;
+  float e_f;
+};
+
+Block randomBlock(std::mt19937 &rng) {
+  std::normal_distribution<float> score(0.0f, 3.0f);
+  std::uniform_real_distribution<float> below(0.0f, 12.0f);
+  Block b;
+  b.m = score(rng) * 10.0f;
+  float bmax = -INFINITY;
+  for (float &t : b.t) {
+    t = b.m - below(rng) * below(rng) / 3.0f;
+    bmax = std::max(bmax, t);
+  }
+  b.e_f = static_cast<float>(fa4jit::device::directpBlockExponent(bmax - b.m));
+  return b;
+}
+
+} // namespace
+
+TEST_CASE("directpClassify is directpCode of y = (t - m) - e_b for threshold and mixed", "[directp][affine]") {
+  std::mt19937 rng(7);
+  const DirectPCoefficients kinds[] = {coefficients(fa4jit::ClassifierKind::Threshold, 2, 0),
+                                       coefficients(fa4jit::ClassifierKind::Mixed, 2, 1)};
+  for (const DirectPCoefficients &k : kinds)
+    for (int n = 0; n < 2000; ++n) {
+      const Block b = randomBlock(rng);
+      for (float t : b.t)
+        REQUIRE(fa4jit::device::directpClassify(k, t, b.m, b.e_f) ==
+                fa4jit::device::directpCode(k, (t - b.m) - b.e_f));
+      CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.m, b.e_f) == 0); // a masked key
+    }
+}
+
+TEST_CASE("the fused affine form is clamp(floor(alpha*y + beta)) up to roundings", "[directp][affine]") {
+  std::mt19937 rng(11);
+  const DirectPCoefficients k = coefficients(fa4jit::ClassifierKind::Affine, 2.0f, 1.125f);
+  long total = 0, differ = 0;
+  for (int n = 0; n < 4000; ++n) {
+    const Block b = randomBlock(rng);
+    for (float t : b.t) {
+      const int fused = fa4jit::device::directpClassify(k, t, b.m, b.e_f);
+      const float y = (t - b.m) - b.e_f;
+      const int direct = fa4jit::device::directpAffineCode(k, y);
+      ++total;
+      if (fused != direct) {
+        ++differ;
+        // Only at a code boundary, by one code.
+        const double z = 2.0 * y + 1.125;
+        CHECK(std::fabs(z - std::round(z)) < 1e-4 * std::max(1.0, std::fabs(static_cast<double>(b.m))));
+        CHECK(std::abs(fused - direct) == 1);
+      }
+    }
+    CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.m, b.e_f) == 0);
+  }
+  CHECK(differ * 1000 < total);
+}
+
+TEST_CASE("alpha*3 + beta <= 7.5 keeps 8z below 8: no upper clamp needed", "[directp][affine]") {
+  std::mt19937 rng(13);
+  const DirectPCoefficients k = coefficients(fa4jit::ClassifierKind::Affine, 2.0f, 1.5f);
+  for (int n = 0; n < 4000; ++n) {
+    Block b = randomBlock(rng);
+    // Put the block max right below an integer step of x, where y is largest (just under 3).
+    const float bump = std::nextafter(std::ceil(b.t[0] - b.m), -INFINITY) - (b.t[0] - b.m);
+    b.t[0] += bump;
+    float bmax = -INFINITY;
+    for (float t : b.t)
+      bmax = std::max(bmax, t);
+    b.e_f = static_cast<float>(fa4jit::device::directpBlockExponent(bmax - b.m));
+    const float addend = fa4jit::device::directpAffineAddend(k, b.m, b.e_f);
+    for (float t : b.t)
+      REQUIRE(8.0f * fa4jit::device::directpAffineSaturated(k, t, addend) < 8.0f);
+  }
+}
+
+TEST_CASE("magic-number rounding gives the code in the low bits and the selector nibbles", "[directp][affine]") {
+  // The kernel: bits(fma_rd(z, 8, 2^23)) = 0x4B000000 | floor(8z) for z in [0, 1), then
+  // sel += bits << 4i; PRMT reads the low 16 bits only.
+  const int saved = std::fegetround();
+  REQUIRE(std::fesetround(FE_DOWNWARD) == 0);
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> zs = {0.0f, 1e-30f, 0.125f, std::nextafter(0.125f, 0.0f), 0.5f, 0.875f,
+                           std::nextafter(1.0f, 0.0f)};
+  for (int n = 0; n < 100000; ++n)
+    zs.push_back(unit(rng));
+  for (std::size_t n = 0; n + 4 <= zs.size(); ++n) {
+    uint32_t sel = 0;
+    int codes[4];
+    for (int i = 0; i < 4; ++i) {
+      const float z = std::min(zs[n + i], std::nextafter(1.0f, 0.0f));
+      volatile float eight = 8.0f, magic = 8388608.0f; // computed at run time, in FE_DOWNWARD
+      const uint32_t bits = bitsOf(std::fma(z, eight, magic));
+      codes[i] = static_cast<int>(std::floor(8.0 * z));
+      REQUIRE(bits == (0x4B000000u | static_cast<uint32_t>(codes[i])));
+      sel += bits << (4 * i);
+    }
+    for (int i = 0; i < 4; ++i)
+      REQUIRE(((sel >> (4 * i)) & 0xFu) == static_cast<uint32_t>(codes[i]));
+  }
+  std::fesetround(saved);
+}

@@ -1,0 +1,77 @@
+#include "bench_variants.h"
+
+#include "accuracy_grid.h"
+
+#include "fa4jit/codegen/spec_io.h"
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/ADT/StringRef.h>
+
+#include <algorithm>
+
+namespace fa4jit::tools {
+
+namespace {
+
+llvm::Error unknown(llvm::StringRef name) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "unknown bench variant '%s' (serial, overlap, threshold, affine, skip-loads, "
+                                 "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
+                                 name.str().c_str());
+}
+
+llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
+  llvm::SmallVector<llvm::StringRef, 4> out;
+  variant.split(out, '+', -1, false);
+  return out;
+}
+
+} // namespace
+
+llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
+  for (const std::string &v : variants)
+    for (llvm::StringRef p : parts(v)) {
+      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine")
+        continue;
+      auto ab = parseStageAblation(p);
+      if (!ab) {
+        llvm::consumeError(ab.takeError());
+        return unknown(p);
+      }
+    }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &base, const std::string &variant,
+                                                            int seqlen, bool causal) {
+  KernelSpec s = base;
+  AttentionSpec &a = s.attention;
+  const bool wgmma = a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  for (llvm::StringRef p : parts(variant)) {
+    if (p == "default")
+      continue;
+    if (p == "serial" || p == "overlap") {
+      if (!wgmma)
+        return std::nullopt;
+      a.tile.overlap = p == "overlap";
+    } else if (p == "threshold" || p == "affine") {
+      if (a.route != Route::DirectP)
+        return std::nullopt;
+      // The tuner's fit (Gaussian scores of unit variance, the shape's length up to 4096 keys).
+      auto c = classifierForVariant(p.str(), 1.0, std::min(seqlen, 4096), causal, 0x5eed);
+      if (!c)
+        return c.takeError();
+      a.classifier = *c;
+    } else {
+      auto ab = parseStageAblation(p);
+      if (!ab)
+        return ab.takeError();
+      if (!wgmma)
+        return std::nullopt;
+      a.tile.ablation = *ab;
+    }
+  }
+  return std::optional<KernelSpec>(s);
+}
+
+} // namespace fa4jit::tools
