@@ -15,7 +15,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, in-kernel, prewidened, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -31,7 +31,8 @@ llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
 llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
-      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine")
+      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" ||
+          p == "in-kernel" || p == "prewidened")
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -54,6 +55,10 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma)
         return std::nullopt;
       a.tile.overlap = p == "overlap";
+    } else if (p == "in-kernel" || p == "prewidened") {
+      if (!wgmma)
+        return std::nullopt;
+      a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
     } else if (p == "threshold" || p == "affine") {
       if (a.route != Route::DirectP)
         return std::nullopt;

@@ -116,6 +116,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
   {
     d.baked.push_back({"stages", "int", intText(a.tile.stages), "K/V shared-memory ring depth"});
     d.baked.push_back({"overlap", "bool", boolText(a.tile.overlap), "softmax of tile j overlaps PV of tile j-1"});
+    d.baked.push_back({"kv_prewidened", "bool", boolText(a.tile.kv_staging == KvStaging::Prewidened),
+                       "K/V tiles widened by a separate pass, copied in bulk"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

@@ -151,6 +151,11 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
       serial.attention.tile.overlap = false;
       out.push_back(serial);
     }
+    if (k.base.attention.tile.kv_staging == KvStaging::Prewidened) { // in-kernel widening, base tile
+      KernelSpec in_kernel = k.base;
+      in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
+      out.push_back(in_kernel);
+    }
     break;
   case KernelKind::Tcgen05: // one tile shape (its TMEM plan is recorded in the spec)
     break;
@@ -169,7 +174,8 @@ std::string candidateLabel(const KernelSpec &spec) {
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized || isTcgen05Attention(spec))
     label += fmt::format(" st{0}", a.tile.stages);
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
-    label += a.tile.overlap ? " overlap" : " serial";
+    label += std::string(a.tile.overlap ? " overlap" : " serial") +
+             (a.tile.kv_staging == KvStaging::Prewidened ? " prewidened" : " in-kernel");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);
   if (a.route == Route::DirectP) {

@@ -30,6 +30,8 @@ bool attentionTemplatesAvailable() { return headerEmbedded("fa4jit/attention/ker
 namespace detail {
 namespace {
 
+constexpr int kWidenKvThreads = 128; // attention_sm90/widen_kv.cuh: one warpgroup per tile
+
 llvm::Error unsupported(const KernelSpec &spec, const std::string &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  "attention spec for %s not supported by the mma.sync attention template: %s",
@@ -93,6 +95,15 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
        << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
        << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params);\n}\n";
     k.entries.push_back({k.name, threads, shared});
+    if (a.tile.kv_staging == KvStaging::Prewidened) {
+      // The widening pass (attention_sm90/widen_kv.cuh), launched before the attention entry.
+      const std::string widen = k.name + "_widen_kv";
+      os << "\nextern \"C\" __global__ void __launch_bounds__(" << kWidenKvThreads << ")\n"
+         << widen << "(const " << ns << "::" << split.params_type << " params) {\n"
+         << "  " << sm90 << "::widenKvTiles<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
+         << "::" << cfg << ">>(params);\n}\n";
+      k.entries.push_back({widen, kWidenKvThreads, 0});
+    }
     k.source = os.str();
     return k;
   }

@@ -85,6 +85,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.block_n = d <= 128 ? 128 : 64;
   t.stages = d <= 128 ? 3 : 2;
   t.overlap = true; // softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2
+  // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
+  // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
+  t.kv_staging = KvStaging::Prewidened;
   return s;
 }
 
@@ -173,6 +176,9 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           KernelSpec serial = ws; // the consumer loop without the softmax/PV overlap
           serial.attention.tile.overlap = false;
           out.push_back(serial);
+          KernelSpec in_kernel = ws; // every CTA's producer widens K/V itself
+          in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
+          out.push_back(in_kernel);
           if (r == Route::DirectP) { // the FMA-pipe affine classifier is its own code path there
             KernelSpec affine = ws;
             affine.attention.classifier.kind = ClassifierKind::Affine;

@@ -27,6 +27,7 @@ constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, Classi
                                                ClassifierKind::Mixed};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
 constexpr AttentionSchedule kSchedules[] = {AttentionSchedule::MmaSync, AttentionSchedule::WgmmaWarpSpecialized};
+constexpr KvStaging kKvStagings[] = {KvStaging::InKernel, KvStaging::Prewidened};
 constexpr StageAblation kAblations[] = {StageAblation::None,        StageAblation::SkipLoads, StageAblation::SkipQk,
                                         StageAblation::SkipSoftmax, StageAblation::SkipPv,    StageAblation::SoftmaxTwice};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
@@ -109,8 +110,10 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
         j.attribute("ablation", toString(a.tile.ablation));
       j.attribute("block_m", a.tile.block_m);
       j.attribute("block_n", a.tile.block_n);
-      if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+      if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+        j.attribute("kv_staging", toString(a.tile.kv_staging));
         j.attribute("overlap", a.tile.overlap);
+      }
       j.attribute("schedule", toString(a.tile.schedule));
       j.attribute("stages", a.tile.stages);
       j.attribute("warps", a.tile.warps);
@@ -321,6 +324,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("stages", a.tile.stages));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("schedule"), a.tile.schedule, parseAttentionSchedule));
     FA4JIT_TRY(s.readBool("overlap", a.tile.overlap));
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
   }));
@@ -385,6 +389,7 @@ llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef n) { return parseEnum(n
 llvm::Expected<AttentionSchedule> parseAttentionSchedule(llvm::StringRef n) {
   return parseEnum(n, kSchedules, "attention schedule");
 }
+llvm::Expected<KvStaging> parseKvStaging(llvm::StringRef n) { return parseEnum(n, kKvStagings, "kv staging"); }
 llvm::Expected<StageAblation> parseStageAblation(llvm::StringRef n) {
   return parseEnum(n, kAblations, "stage ablation");
 }
@@ -434,8 +439,10 @@ KernelSpec canonicalize(const KernelSpec &in) {
                              RangeGuardSpec{}.slack_log2};
   if (s.target != Target::Sm100a)
     a.tmem = TmemPlanRef{};
-  if (a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized)
-    a.tile.overlap = TileSpec{}.overlap; // the mma.sync template has no such choice
+  if (a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized) {
+    a.tile.overlap = TileSpec{}.overlap; // the mma.sync template has neither choice
+    a.tile.kv_staging = TileSpec{}.kv_staging;
+  }
   return s;
 }
 
@@ -457,6 +464,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
       x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
       x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
+      x.tile.kv_staging == y.tile.kv_staging &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

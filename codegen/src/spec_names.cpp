@@ -68,6 +68,14 @@ const char *toString(StageAblation a) {
   return "?";
 }
 
+const char *toString(KvStaging k) {
+  switch (k) {
+  case KvStaging::InKernel: return "in-kernel";
+  case KvStaging::Prewidened: return "prewidened";
+  }
+  return "?";
+}
+
 const char *toString(QuantFormat f) {
   switch (f) {
   case QuantFormat::Nvfp4: return "nvfp4";

@@ -115,6 +115,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     checkWgmmaSchedule(s, r);
   else if (t.ablation != StageAblation::None)
     r.fail("attention.tile.ablation", toString(t.ablation), " exists on wgmma-ws only (the leave-one-out variants)");
+  else if (t.kv_staging != KvStaging::InKernel)
+    r.fail("attention.tile.kv_staging", toString(t.kv_staging), " exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -207,6 +209,11 @@ TargetLimits targetLimits(Target t) {
   return {0, false, false};
 }
 
+int wgmmaStageBytes(const AttentionSpec &a) {
+  auto tile = [](int rows, int k_bytes) { return (k_bytes + 127) / 128 * rows * 128; };
+  return tile(a.tile.block_n, a.head_dim) + tile(a.head_dim, a.tile.block_n);
+}
+
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
@@ -214,9 +221,8 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // FP8 tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D], per stage
     // K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one for Q;
     // 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
-    auto tile = [](int rows, int k_bytes) { return (k_bytes + 127) / 128 * rows * 128; };
-    const int stage = tile(a.tile.block_n, a.head_dim) + tile(a.head_dim, a.tile.block_n);
-    return 1024 + tile(128, a.head_dim) + a.tile.stages * stage + 8 * (2 * a.tile.stages + 1);
+    const int q_tile = (a.head_dim + 127) / 128 * 128 * 128;
+    return 1024 + q_tile + a.tile.stages * wgmmaStageBytes(a) + 8 * (2 * a.tile.stages + 1);
   }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;

@@ -3,6 +3,7 @@
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/attention/params.cuh"
+#include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
@@ -83,6 +84,37 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
   return launchAttention(spec, a.q, a.k, a.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
 }
 
+// The widening pass of a prewidened wgmma kernel (templates/fa4jit/attention_sm90/widen_kv.cuh):
+// writes every K/V tile's shared-memory image into the workspace and points p.kv_tiles at it.
+llvm::Error Engine::widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                                 device::attention::AttentionParams &p, void *stream) {
+  const AttentionSpec &as = spec.attention;
+  const auto &entries = compiled.emitted.entries;
+  if (entries.size() != 2)
+    return fail(llvm::formatv("forward: prewidened kernel {0} has {1} entry points, expected 2", compiled.emitted.name,
+                              entries.size()));
+  const int tiles = (p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n;
+  const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * std::size_t(tiles) *
+                            std::size_t(wgmmaStageBytes(as));
+  if (workspace_->kv_tiles.size() < bytes) {
+    workspace_->kv_tiles = runtime::DeviceBuffer{}; // free first: the old images are not needed
+    auto buffer = runtime::DeviceBuffer::allocate(driver_, bytes);
+    if (!buffer)
+      return buffer.takeError();
+    workspace_->kv_tiles = std::move(*buffer);
+  }
+  p.kv_tiles = workspace_->kv_tiles.address();
+  auto widen = kernel(spec, entries[1].name);
+  if (!widen)
+    return widen.takeError();
+  runtime::LaunchConfig launch;
+  launch.grid = {unsigned(tiles), unsigned(p.heads_kv), unsigned(p.batch)};
+  launch.block = {unsigned(entries[1].threads), 1, 1};
+  launch.stream = stream;
+  void *args[] = {&p};
+  return widen->launch(launch, args);
+}
+
 llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
                                     const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
                                     const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream) {
@@ -137,6 +169,11 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   if (p.batch > 65535 || p.heads_q > 65535)
     return fail(llvm::formatv("forward: batch {0} and query heads {1} must each be at most 65535", p.batch,
                               p.heads_q));
+
+  if (as.tile.kv_staging == KvStaging::Prewidened) {
+    if (auto err = widenKvTiles(spec, **compiled, p, stream))
+      return err;
+  }
 
   runtime::LaunchConfig launch;
   launch.grid = {unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m), unsigned(p.heads_q),

@@ -73,8 +73,9 @@ Inputs makeInputs(const Case &c, std::mt19937_64 &rng) {
 // schedule: run this kernel schedule instead of the engine's default (both must pass the same
 // contract; the CPU model does not depend on the schedule).
 // tweak: a further change of the spec (consumer order, classifier) on top of the schedule.
+// min_cos: the FP64 cosine floor when the spec's classifier is not the route default's.
 void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionSchedule> schedule = std::nullopt,
-             const std::function<void(KernelSpec &)> &tweak = {}) {
+             const std::function<void(KernelSpec &)> &tweak = {}, std::optional<double> min_cos = std::nullopt) {
   INFO("route " << toString(route) << " schedule " << (schedule ? toString(*schedule) : "default") << (tweak ? " (tweaked)" : "") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
                 << c.seqlen_q << " Sk" << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal << " pattern "
                 << int(c.pattern) << " seed " << seed);
@@ -184,7 +185,7 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   CHECK(lse_err <= lse_tol);
   CHECK(lse_err_short <= (wgmma ? 5e-2 : 1e-3));
   if (c.pattern == Pattern::Gaussian && c.seqlen_k >= 64)
-    CHECK(cosv >= tol.cos_vs_fp64);
+    CHECK(cosv >= min_cos.value_or(tol.cos_vs_fp64));
 }
 
 const Case kCases[] = {
@@ -240,7 +241,8 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consum
 // The affine classifier in its evaluated form (directp.cuh: one FMA with the row/block addend):
 // the wgmma kernel runs it as FFMA.SAT + magic-number FFMA.RM, the mma.sync kernel through
 // directpClassify. alpha*3 + beta <= 7.5 skips the upper clamp at compile time; the second
-// classifier needs it.
+// classifier needs it. These coefficients are not fitted to the shapes (the kernel-vs-model checks
+// are the point), so the FP64 cosine floor is 0.90: measured 0.91-0.99 on the H200.
 TEST_CASE("forward matches the CPU model and FP64: directp with affine classifiers", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
   const std::pair<float, float> classifiers[] = {{2.0f, 1.0f}, {2.5f, 1.25f}};
@@ -251,9 +253,9 @@ TEST_CASE("forward matches the CPU model and FP64: directp with affine classifie
       s.attention.classifier.beta = beta;
     };
     for (const Case &c : kCases) {
-      runCase(Route::DirectP, c, seed, std::nullopt, affine);
+      runCase(Route::DirectP, c, seed, std::nullopt, affine, 0.90);
       if (gpuEngine().target() == Target::Sm90a)
-        runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, affine);
+        runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, affine, 0.90);
     }
   }
 }

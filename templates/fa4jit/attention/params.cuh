@@ -34,6 +34,10 @@ struct AttentionParams {
   uint64_t v_shift;        // int32 [B*Hkv] (directp, E4m3 widening)
   uint64_t o;       // bf16 [B,Hq,Sq,D]
   uint64_t lse;     // float [B,Hq,Sq], dense; 0 = do not write
+  // wgmma kernels with prewidened K/V (attention_sm90/widen_kv.cuh): the shared-memory images of
+  // every K/V tile, [B*Hkv][ceil(Sk / block_n)][stage bytes], written by the widening entry point
+  // and read by the attention entry point; 0 for every other kernel.
+  uint64_t kv_tiles;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -55,7 +59,7 @@ struct AttentionParams {
 //   grid  = (ceil(seqlen_q / block_m), heads_q, batch), block = (warps * 32, 1, 1),
 //   dynamic shared memory = attentionSharedBytes(...) below (opt in above 48 KiB with
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-static_assert(sizeof(AttentionParams) == 12 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
+static_assert(sizeof(AttentionParams) == 13 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
 static_assert(alignof(AttentionParams) == 8, "AttentionParams alignment changed");
 
 // Shared-memory bytes of one CTA. Rows are padded by 16 bytes so that the 8 rows a quad-group of

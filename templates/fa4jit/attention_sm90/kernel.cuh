@@ -16,6 +16,10 @@
 //   - Entry: extern "C" __global__ void __launch_bounds__(384, 1) <name>(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::attentionForwardSm90<Cfg>(p); }
 //   Launch: grid (ceil(Sq / 128), Hq, B), block 384, dynamic shared memory kSharedBytes.
+//   With `static constexpr bool kv_prewidened` true, a second entry point runs first:
+//     extern "C" __global__ void __launch_bounds__(128) <name>_widen_kv(const AttentionParams p)
+//     { fa4jit::device::attention_sm90::widenKvTiles<Cfg, Sm90Traits<Cfg>>(p); }
+//   grid (ceil(Sk / block_n), Hkv, B), block 128 (widen_kv.cuh); p.kv_tiles is its output.
 // ==================================================================================================
 //
 // Schedule: warpgroup 0 (producer, setmaxnreg.dec) widens Q once, then fills a `stages`-deep ring
@@ -40,6 +44,7 @@
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
+#include "fa4jit/attention_sm90/widen_kv.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
@@ -109,7 +114,9 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
 
   if (tid == 0) {
     for (int s = 0; s < S::kStages; ++s) {
-      mbarrierInit(bar_full + 8 * s, kWarpgroupThreads);
+      // In-kernel widening: every producer thread arrives; prewidened: one arrive with the
+      // bulk copy's byte count.
+      mbarrierInit(bar_full + 8 * s, C::kv_prewidened ? 1 : kWarpgroupThreads);
       mbarrierInit(bar_empty + 8 * s, kConsumerWarpgroups * 4);
     }
     mbarrierInit(bar_q, kWarpgroupThreads);
@@ -139,6 +146,28 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
     int v_shift = 0;
     if constexpr (C::route == Route::DirectP)
       v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+    if constexpr (C::kv_prewidened) {
+      // One thread moves each stage's K/V image (widen_kv.cuh) with one bulk copy.
+      if (ptid != 0)
+        return;
+      const int tiles_per_head = (sk + S::kBlockN - 1) / S::kBlockN;
+      const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
+                              static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
+      for (int tile = 0; tile < n_tiles; ++tile) {
+        const int stage = tile % S::kStages;
+        const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
+        mbarrierWait(bar_empty + 8 * stage, (round & 1u) ^ 1u);
+        if constexpr (C::ablation == StageAblation::SkipLoads) {
+          mbarrierArrive(bar_full + 8 * stage);
+        } else {
+          mbarrierArriveExpectTx(bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
+          bulkCopyGlobalToShared(base + L.k_offset + stage * L.stage_bytes,
+                                 images + static_cast<int64_t>(tile) * L.stage_bytes,
+                                 static_cast<uint32_t>(L.stage_bytes), bar_full + 8 * stage);
+        }
+      }
+      return;
+    }
     for (int tile = 0; tile < n_tiles; ++tile) {
       const int stage = tile % S::kStages;
       const uint32_t round = static_cast<uint32_t>(tile / S::kStages);

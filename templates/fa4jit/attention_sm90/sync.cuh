@@ -19,6 +19,21 @@ FA4JIT_DEVICE void mbarrierArrive(uint32_t bar) {
   asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
 }
 
+// Arrive that also announces `bytes` of asynchronous (bulk copy) writes the phase must wait for.
+FA4JIT_DEVICE void mbarrierArriveExpectTx(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+// One bulk copy global -> shared on the TMA engine (no tensor map: a contiguous byte range), which
+// completes `bytes` of the barrier's transaction count. Addresses 16-byte aligned, bytes % 16 == 0.
+FA4JIT_DEVICE void bulkCopyGlobalToShared(uint32_t smem_dst, const void *gmem_src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                   smem_dst),
+               "l"(gmem_src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
 // Waits until the phase with the given parity has completed (acquire). A fresh barrier is in
 // phase 0, so waiting for parity 1 returns at once: producers start their empty waits there.
 FA4JIT_DEVICE void mbarrierWait(uint32_t bar, uint32_t parity) {

@@ -70,6 +70,14 @@ enum class StageAblation : uint8_t {
   SoftmaxTwice, // the softmax and P build run twice per tile
 };
 
+// Where the wgmma kernel's K/V tiles are widened from FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has
+// no FP4 tensor cores).
+enum class KvStaging : uint8_t {
+  InKernel,   // the producer warpgroup of every CTA loads and widens each tile into shared memory
+  Prewidened, // a widening pass writes each tile's shared-memory image once per forward (E4M3,
+              // swizzled); the producer copies it with one bulk copy (TMA engine) per stage
+};
+
 // Tiles and schedule.
 struct TileSpec {
   int block_m = 64;  // query rows per CTA
@@ -81,6 +89,7 @@ struct TileSpec {
   // (FlashAttention-3's intra-warpgroup overlap; P is double-buffered in registers).
   bool overlap = false;
   StageAblation ablation = StageAblation::None; // wgmma-ws only
+  KvStaging kv_staging = KvStaging::InKernel;    // wgmma-ws only
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
@@ -151,6 +160,7 @@ const char *toString(ClassifierKind k);
 const char *toString(GuardKind k);
 const char *toString(AttentionSchedule s);
 const char *toString(StageAblation a);
+const char *toString(KvStaging k);
 const char *toString(QuantFormat f);
 const char *toString(QuantLayout l);
 const char *toString(KernelFamily f);

@@ -51,6 +51,7 @@ llvm::Expected<ClassifierKind> parseClassifierKind(llvm::StringRef name);
 llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef name);
 llvm::Expected<AttentionSchedule> parseAttentionSchedule(llvm::StringRef name);
 llvm::Expected<StageAblation> parseStageAblation(llvm::StringRef name);
+llvm::Expected<KvStaging> parseKvStaging(llvm::StringRef name);
 llvm::Expected<QuantFormat> parseQuantFormat(llvm::StringRef name);
 llvm::Expected<QuantLayout> parseQuantLayout(llvm::StringRef name);
 llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef name);

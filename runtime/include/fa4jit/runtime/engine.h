@@ -29,6 +29,10 @@
 
 namespace fa4jit {
 
+namespace device::attention {
+struct AttentionParams; // templates/fa4jit/attention/params.cuh
+}
+
 enum class DType : uint8_t { BF16, F32 };
 const char *toString(DType t);
 
@@ -126,6 +130,8 @@ private:
   llvm::Error launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
                               const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
                               const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
+  llvm::Error widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                           device::attention::AttentionParams &p, void *stream);
 
   runtime::RuntimeConfig config_;
   runtime::CudaDriver &driver_;
@@ -137,6 +143,9 @@ private:
   struct Workspace {
     // Quantized operands of the last BF16-input forward.
     std::optional<QuantizedTensor> q, k, v;
+    // Widened K/V tile images of wgmma kernels with KvStaging::Prewidened (grown on demand; one
+    // forward at a time per Engine, like the operands above).
+    runtime::DeviceBuffer kv_tiles;
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;

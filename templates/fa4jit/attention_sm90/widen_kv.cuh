@@ -1,0 +1,49 @@
+#pragma once
+// The widening pass of the wgmma kernel with prewidened K/V (KvStaging::Prewidened): one CTA of
+// 128 threads per (K/V tile, kv head, batch) writes the tile's shared-memory image, K [block_n][D]
+// then V^T [D][block_n], E4M3 and 128-byte swizzled exactly as the in-kernel producer would
+// (the same produce* functions, a global destination), to
+//   kv_tiles + ((b * Hkv + hkv) * ceil(Sk / block_n) + tile) * stage_bytes.
+// The attention kernel's producer then moves each stage with one bulk copy. Every CTA of the
+// attention grid re-read and re-widened the same FP4 tiles before; now that work is done once
+// per forward, at 2 bytes per element of extra traffic.
+//
+// Launch: grid (ceil(Sk / block_n), Hkv, B), block 128, no shared memory.
+#include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/producer.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+template <class C, class S> FA4JIT_DEVICE void widenKvTiles(const attention::AttentionParams &p) {
+  constexpr Sm90Layout L = S::kLayout;
+  const int tile = static_cast<int>(blockIdx.x);
+  const int hkv = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
+  const int sk = p.seqlen_k;
+  const int n_tiles = (sk + S::kBlockN - 1) / S::kBlockN;
+  const int ptid = static_cast<int>(threadIdx.x);
+  const int head_kv = b * p.heads_kv + hkv;
+  uint8_t *image = reinterpret_cast<uint8_t *>(p.kv_tiles) +
+                   (static_cast<int64_t>(head_kv) * n_tiles + tile) * static_cast<int64_t>(L.stage_bytes);
+  const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+  const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+  const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
+  const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
+  const int keys_padded = (sk + 127) / 128 * 128;
+  const int key0 = tile * S::kBlockN;
+  const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
+  const float pre = exp2Int(-C::qk_widen_shift);
+  produceNvfp4Rows<S::kHeadDim, S::kBlockN>(image, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride), ksf,
+                                            key0, k_valid, pre, ptid);
+  uint8_t *v_image = image + (L.v_offset - L.k_offset);
+  if constexpr (C::route == attention::Route::Nvfp8) {
+    produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), key0,
+                                                               keys_padded, ptid);
+  } else {
+    const int v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+    produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), vsf,
+                                                                 key0, keys_padded, v_shift, ptid);
+  }
+}
+
+} // namespace fa4jit::device::attention_sm90
