@@ -217,14 +217,24 @@ TEST_CASE("forward matches the CPU model and FP64: directp route", "[gpu][forwar
     runCase(Route::DirectP, c, seed);
 }
 
-// The sm_90a wgmma schedule (opt-in) on the same cases; other devices have no wgmma.
-TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the wgmma schedule", "[gpu][forward]") {
+// The FP8-fed routes default to the wgmma schedule on sm_90a; the mma.sync kernel (their default
+// elsewhere, the tuner's alternative there) on the same cases.
+TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the mma.sync schedule", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases)
+      runCase(r, c, seed, AttentionSchedule::MmaSync);
+}
+
+// The in-kernel K/V widening (every CTA's producer widens its tiles) on the same cases.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V widening", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
   const uint64_t seed = freshSeed();
   for (Route r : {Route::Nvfp8, Route::DirectP})
     for (const Case &c : kCases)
-      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized);
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+              [](KernelSpec &s) { s.attention.tile.kv_staging = KvStaging::InKernel; });
 }
 
 // The consumer loop without the softmax/PV overlap (the tuner may pick it).
