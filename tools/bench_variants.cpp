@@ -15,7 +15,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, in-kernel, prewidened, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -32,7 +32,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" ||
-          p == "in-kernel" || p == "prewidened")
+          p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong")
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -55,6 +55,11 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma)
         return std::nullopt;
       a.tile.overlap = p == "overlap";
+      a.tile.pingpong = a.tile.pingpong && a.tile.overlap;
+    } else if (p == "pingpong" || p == "no-pingpong") {
+      if (!wgmma || (p == "pingpong" && (a.causal || !a.tile.overlap)))
+        return std::nullopt;
+      a.tile.pingpong = p == "pingpong";
     } else if (p == "in-kernel" || p == "prewidened") {
       if (!wgmma)
         return std::nullopt;

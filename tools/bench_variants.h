@@ -15,6 +15,7 @@ namespace fa4jit::tools {
 // One variant: "default", or names joined with '+', each one of
 //   serial | overlap          the wgmma consumer loop without / with the softmax-PV overlap
 //   in-kernel | prewidened    where the wgmma kernel widens FP4 K/V (KvStaging)
+//   pingpong | no-pingpong    whether the two consumers take turns issuing wgmmas
 //   threshold | affine        the Direct-P classifier (affine: fitted to the shape's Gaussian scores)
 //   skip-loads | skip-qk | skip-softmax | skip-pv | softmax-twice   (StageAblation; wrong results)
 // Returns the changed spec, or nullopt where the variant does not apply to this route (affine on

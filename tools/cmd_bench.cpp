@@ -34,7 +34,7 @@ const char kUsage[] =
     "  --schedule S      mma-sync | wgmma-ws (sm_90a, FP8-fed routes) | default (the engine's choice)\n"
     "  --variants LIST   kernels beside the chosen one, one column each (default: default):\n"
     "                    names joined by '+' from serial, overlap (wgmma consumer order), in-kernel,\n"
-    "                    prewidened (where FP4 K/V are widened), threshold,\n"
+    "                    prewidened (where FP4 K/V are widened), pingpong, no-pingpong, threshold,\n"
     "                    affine (directp classifier, fitted), skip-loads, skip-qk, skip-softmax,\n"
     "                    skip-pv, softmax-twice (leave-one-out timing variants: wrong results)\n"
     "  --json            one JSON object per line\n"

@@ -144,12 +144,19 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
         s.attention.tile.block_n = n;
         s.attention.tile.stages = st;
         s.attention.tile.overlap = st >= 2;
+        s.attention.tile.pingpong = s.attention.tile.pingpong && st >= 2;
         out.push_back(s);
       }
     if (k.base.attention.tile.overlap) { // the serial consumer loop, at the base tile
       KernelSpec serial = k.base;
       serial.attention.tile.overlap = false;
+      serial.attention.tile.pingpong = false;
       out.push_back(serial);
+    }
+    if (k.base.attention.tile.pingpong) { // consumers not taking turns, base tile
+      KernelSpec free_running = k.base;
+      free_running.attention.tile.pingpong = false;
+      out.push_back(free_running);
     }
     if (k.base.attention.tile.kv_staging == KvStaging::Prewidened) { // in-kernel widening, base tile
       KernelSpec in_kernel = k.base;
@@ -174,7 +181,7 @@ std::string candidateLabel(const KernelSpec &spec) {
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized || isTcgen05Attention(spec))
     label += fmt::format(" st{0}", a.tile.stages);
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
-    label += std::string(a.tile.overlap ? " overlap" : " serial") +
+    label += std::string(a.tile.overlap ? " overlap" : " serial") + (a.tile.pingpong ? " pingpong" : "") +
              (a.tile.kv_staging == KvStaging::Prewidened ? " prewidened" : " in-kernel");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);

@@ -90,6 +90,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   t.kv_staging = KvStaging::Prewidened;
+  // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md); only
+  // non-causal (causal consumers see different tile counts).
+  t.pingpong = !s.attention.causal && d <= 128;
   return s;
 }
 
@@ -176,11 +179,18 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             KernelSpec w = ws;
             w.attention.tile.stages = stages;
             w.attention.tile.overlap = stages >= 2;
+            w.attention.tile.pingpong = w.attention.tile.pingpong && stages >= 2;
             out.push_back(w);
           }
           KernelSpec serial = ws; // the consumer loop without the softmax/PV overlap
           serial.attention.tile.overlap = false;
+          serial.attention.tile.pingpong = false;
           out.push_back(serial);
+          if (ws.attention.tile.pingpong) { // consumers issuing their wgmmas without taking turns
+            KernelSpec free_running = ws;
+            free_running.attention.tile.pingpong = false;
+            out.push_back(free_running);
+          }
           KernelSpec in_kernel = ws; // every CTA's producer widens K/V itself
           in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
           out.push_back(in_kernel);

@@ -113,6 +113,7 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
       if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
         j.attribute("kv_staging", toString(a.tile.kv_staging));
         j.attribute("overlap", a.tile.overlap);
+        j.attribute("pingpong", a.tile.pingpong);
       }
       j.attribute("schedule", toString(a.tile.schedule));
       j.attribute("stages", a.tile.stages);
@@ -324,6 +325,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("stages", a.tile.stages));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("schedule"), a.tile.schedule, parseAttentionSchedule));
     FA4JIT_TRY(s.readBool("overlap", a.tile.overlap));
+    FA4JIT_TRY(s.readBool("pingpong", a.tile.pingpong));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -442,13 +444,14 @@ KernelSpec canonicalize(const KernelSpec &in) {
   if (a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized) {
     a.tile.overlap = TileSpec{}.overlap; // the mma.sync template has neither choice
     a.tile.kv_staging = TileSpec{}.kv_staging;
+    a.tile.pingpong = TileSpec{}.pingpong;
   }
   return s;
 }
 
 // A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
 // cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 192 && sizeof(TileSpec) == 20, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) == 196 && sizeof(TileSpec) == 24, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -464,7 +467,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
       x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
       x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
-      x.tile.kv_staging == y.tile.kv_staging &&
+      x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

@@ -89,6 +89,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
   else if (t.overlap && t.stages < 2)
     r.fail("attention.tile.stages", t.stages, " must be >= 2 with overlap (a consumer holds two stages)");
+  if (t.pingpong && (!t.overlap || a.causal))
+    r.fail("attention.tile.pingpong", "needs overlap and a non-causal kernel (both consumers then issue the same "
+                                      "number of wgmma groups)");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -117,6 +120,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.ablation", toString(t.ablation), " exists on wgmma-ws only (the leave-one-out variants)");
   else if (t.kv_staging != KvStaging::InKernel)
     r.fail("attention.tile.kv_staging", toString(t.kv_staging), " exists on wgmma-ws only");
+  else if (t.pingpong)
+    r.fail("attention.tile.pingpong", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -151,6 +151,28 @@ struct RingView {
   FA4JIT_DEVICE uint32_t empty(int stage) const { return bar_empty + 8 * stage; }
 };
 
+// The consumers' turn-taking (config `pingpong`, FlashAttention-3's warp-scheduler barriers):
+// before each wgmma issue point a consumer waits on its own named barrier, after it it arrives on
+// the other's, so the tensor core alternates between them and one's softmax meets the other's
+// MMAs. Both consumers have `points` issue points (the kernel gives them equal tile counts);
+// consumer 1 arrives once up front (consumer 0 goes first) and skips its last arrive, so every
+// barrier phase is completed and none is left pending at exit.
+struct PingPong {
+  int consumer, points, done;
+  static constexpr int kThreads = 2 * kWarpgroupThreads;
+  FA4JIT_DEVICE static int barrierOf(int c) { return 1 + c; }
+  FA4JIT_DEVICE void start() const {
+    if (consumer == 1 && points > 0)
+      namedBarrierArrive(barrierOf(0), kThreads);
+  }
+  FA4JIT_DEVICE void beforeIssue() const { namedBarrierSync(barrierOf(consumer), kThreads); }
+  FA4JIT_DEVICE void afterIssue() {
+    ++done;
+    if (consumer == 0 || done < points)
+      namedBarrierArrive(barrierOf(1 - consumer), kThreads);
+  }
+};
+
 // The stage's buffers may be refilled: one arrive per consumer warp.
 FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
   __syncwarp();
@@ -164,17 +186,22 @@ FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[kHeadDim / 8][4],
                                uint32_t (&pa)[kBlockN / 32][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
-                               const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows) {
+                               const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows,
+                               PingPong &turns) {
   const int stage = tile % kStages, prev = (tile - 1) % kStages;
   float o_scale[2];
   mbarrierWait(ring.full(stage), static_cast<uint32_t>(tile / kStages) & 1u);
   sm90_fence_regs(o);
   sm90_fence_regs(pa);
+  if constexpr (C::pingpong)
+    turns.beforeIssue();
   sm90_wgmma_fence();
   issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
   sm90_wgmma_commit();
   issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(prev));
   sm90_wgmma_commit();
+  if constexpr (C::pingpong)
+    turns.afterIssue();
   sm90_wgmma_wait<1>(); // S_j is complete; PV_{j-1} may still run
   sm90_fence_regs(s);
   softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, false);
@@ -190,7 +217,8 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
 // causal limit of its rows) and releases every one.
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxRows &st, const RingView &ring,
-                                uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows) {
+                                uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows,
+                                int consumer) {
   float s[kBlockN / 8][4];
   uint32_t pa[kBlockN / 32][4];
   PendingP<CV> pp;
@@ -221,23 +249,36 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
     }
   } else if (n_mine > 0) {
     static_assert(kStages >= 2, "overlap holds two stages per consumer");
+    static_assert(!C::pingpong || !C::causal, "ping-pong needs equal tile counts: non-causal");
+    // Issue points: the first QK^T, one per further tile, the last PV.
+    PingPong turns{consumer, n_mine + 1, 0};
+    if constexpr (C::pingpong)
+      turns.start();
     mbarrierWait(ring.full(0), 0u);
     sm90_fence_regs(s);
+    if constexpr (C::pingpong)
+      turns.beforeIssue();
     sm90_wgmma_fence();
     issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(0));
     sm90_wgmma_commit();
+    if constexpr (C::pingpong)
+      turns.afterIssue();
     sm90_wgmma_wait<0>();
     sm90_fence_regs(s);
     softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // O is still zero: no rescale
     packP<C, CV>(pa, pp, s, st);
     for (int tile = 1; tile < n_mine; ++tile)
-      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, s, o, pa, pp, st, ring, q_addr, q_row0, rows);
+      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, s, o, pa, pp, st, ring, q_addr, q_row0, rows, turns);
     const int last = (n_mine - 1) % kStages;
     sm90_fence_regs(o);
     sm90_fence_regs(pa);
+    if constexpr (C::pingpong)
+      turns.beforeIssue();
     sm90_wgmma_fence();
     issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(last));
     sm90_wgmma_commit();
+    if constexpr (C::pingpong)
+      turns.afterIssue();
     sm90_wgmma_wait<0>();
     sm90_fence_regs(o);
     sm90_fence_regs(pa);

@@ -9,7 +9,8 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap` and `static constexpr StageAblation ablation` (consumer.cuh), block_m == 128 and
+//     overlap`, `pingpong`, `kv_prewidened` and `static constexpr StageAblation ablation`
+//     (consumer.cuh, widen_kv.cuh), block_m == 128 and
 //     warps == 12 (one producer and two consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
 //     generator's byte count (layout.cuh).
@@ -75,6 +76,7 @@ template <class C> struct Sm90Traits {
   static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
+  static_assert(!C::pingpong || (C::overlap && !C::causal), "ping-pong needs overlap and a non-causal kernel");
   static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
@@ -200,7 +202,9 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
   const int wg_row0 = m0 + c * kRowsPerConsumer;
   const int wg_last = (sq < wg_row0 + kRowsPerConsumer ? sq : wg_row0 + kRowsPerConsumer) - 1;
-  const int wg_keys = wg_row0 < sq ? visibleKeysSm90<C::causal>(wg_last, sq, sk) : 0;
+  // Ping-pong (non-causal only) needs both consumers to run every tile, even one whose rows all
+  // lie beyond seqlen_q (its Q rows are zeros and its output is not written).
+  const int wg_keys = (wg_row0 < sq || C::pingpong) ? visibleKeysSm90<C::causal>(wg_last, sq, sk) : 0;
   const int wg_unmasked = visibleKeysSm90<C::causal>(wg_row0, sq, sk);
   const int g = lane / 4;
   const int vis[2] = {visibleKeysSm90<C::causal>(row_base + g, sq, sk),
@@ -228,7 +232,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
   mbarrierWait(bar_q, 0u);
   consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, base + L.q_offset, c * kRowsPerConsumer,
-                                                           n_mine, n_tiles, rows);
+                                                           n_mine, n_tiles, rows, c);
 
   uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + b * p.o_batch_stride + hq * p.o_head_stride +
                      row_base * p.o_row_stride;

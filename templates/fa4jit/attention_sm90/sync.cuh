@@ -48,6 +48,15 @@ FA4JIT_DEVICE void mbarrierWait(uint32_t bar, uint32_t parity) {
 // Ordinary st.shared (generic proxy) must be made visible to wgmma's operand reads (async proxy).
 FA4JIT_DEVICE void fenceProxyAsyncShared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+// Named barriers (ids 1..15; 0 is __syncthreads'): `threads` counts every participant, the
+// syncing and the arriving ones (the consumers' ping-pong: 128 sync + 128 arrive).
+FA4JIT_DEVICE void namedBarrierSync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+FA4JIT_DEVICE void namedBarrierArrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // Warpgroup register budgets: the producer gives registers back, the consumers take them (the
 // totals must fit the 64K-register file at 384 threads).
 template <int kRegs> FA4JIT_DEVICE void warpgroupRegDealloc() {

@@ -90,6 +90,10 @@ struct TileSpec {
   bool overlap = false;
   StageAblation ablation = StageAblation::None; // wgmma-ws only
   KvStaging kv_staging = KvStaging::InKernel;    // wgmma-ws only
+  // wgmma-ws, overlap, non-causal: the two consumer warpgroups take turns issuing their wgmmas
+  // (named barriers), so that one's softmax runs while the other's MMAs do (FlashAttention-3's
+  // ping-pong).
+  bool pingpong = false;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
