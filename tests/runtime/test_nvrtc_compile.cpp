@@ -235,3 +235,22 @@ TEST_CASE("compileMany compiles in parallel and keeps request order", "[runtime]
     CHECK(results[i]->info.find(kernels[i]));
   }
 }
+
+TEST_CASE("ptxas's wgmma serialization notice is attributed to its kernel", "[runtime][nvrtc]") {
+  CubinInfo info;
+  info.kernels.resize(2);
+  info.kernels[0].name = "fast";
+  info.kernels[1].name = "slow";
+  const char *log =
+      "ptxas info    : (C7513) Potential Performance Loss: wgmma.mma_async instructions are serialized due to non "
+      "wgmma instructions defining input registers of a wgmma between start and end of the pipeline stage in the "
+      "function 'slow'\n"
+      "ptxas info    : Function properties for fast\n"
+      "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+  addPtxasSpillCounts(log, info);
+  CHECK(info.kernels[0].wgmma_serialized == 0);
+  CHECK(info.kernels[1].wgmma_serialized == 1);
+  CHECK(info.kernels[0].spill_store_bytes == 0);
+  addPtxasSpillCounts("ptxas info    : Function properties for fast\n", info);
+  CHECK(info.kernels[1].wgmma_serialized == 0); // a clean log clears it
+}

@@ -128,8 +128,13 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
       uint32_t sel[2] = {0u, 0u};
       int k = 0;
       if (block_max[kb][r] != negInf()) { // else no visible key: the block feeds zeros
-        const int e_b = directpBlockExponent(block_max[kb][r] - st.m_use[r]);
-        const float e_f = static_cast<float>(e_b);
+        // e_b = directpBlockExponent(block max of x) without the conversion pipe (F2I/I2F run at
+        // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
+        // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
+        // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
+        const float floor_magic = __fadd_rd(fmaxf(block_max[kb][r] - st.m_use[r], -1048576.0f), 12582912.0f);
+        const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
+        const float e_f = (floor_magic - 12582912.0f) - 2.0f;
         if constexpr (kAffine) {
           const float addend = directpAffineAddend(kCoef, st.m_use[r], e_f);
 #pragma unroll
@@ -166,10 +171,13 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
       const bool exact = k >= -8;
       const uint32_t int_lo = exact ? 0x03020100u : fed.lo;
       const uint32_t int_hi = exact ? 0x0C080604u : fed.hi;
-      const float unit = exp2Int(exact ? k - 1 : -9);
+      // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
+      const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
       const uint32_t isum = __dp4a(bytePerm(int_lo, int_hi, sel[1]), 0x01010101u,
                                    __dp4a(bytePerm(int_lo, int_hi, sel[0]), 0x01010101u, 0u));
-      st.l[r] = fmaf(static_cast<float>(isum), unit, st.l[r]);
+      // isum <= 8 * 255 < 2^23: its float by the 2^23 magic number, no I2F.
+      const float isum_f = __int_as_float(0x4B000000 | isum) - 8388608.0f;
+      st.l[r] = fmaf(isum_f, unit, st.l[r]);
     }
   }
 }
