@@ -195,3 +195,39 @@ TEST_CASE("every TMEM plan column is part of the spec's identity", "[codegen][sp
     CHECK(specHash(v) != specHash(base));
   }
 }
+
+TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[codegen][spec_io]") {
+  const KernelSpec w = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
+  auto changed = [&](auto edit) {
+    KernelSpec v = w;
+    edit(v.attention.tile);
+    llvm::Expected<KernelSpec> back = parseSpec(toJson(v));
+    REQUIRE_OK(back);
+    CHECK(specsEqual(*back, v));
+    return specHash(v) != specHash(w);
+  };
+  CHECK(changed([](TileSpec &t) { t.overlap = !t.overlap; }));
+  CHECK(changed([](TileSpec &t) { t.pingpong = !t.pingpong; }));
+  CHECK(changed([](TileSpec &t) { t.kv_staging = KvStaging::InKernel; }));
+  CHECK(changed([](TileSpec &t) { t.ablation = StageAblation::SoftmaxTwice; }));
+  // The mma.sync template has none of these choices: the canonical form drops them.
+  KernelSpec m = withAttentionSchedule(w, AttentionSchedule::MmaSync);
+  KernelSpec m2 = m;
+  m2.attention.tile.overlap = true;
+  m2.attention.tile.pingpong = true;
+  m2.attention.tile.kv_staging = KvStaging::Prewidened;
+  CHECK(specHash(m) == specHash(m2));
+  CHECK(toJson(m).find("kv_staging") == std::string::npos);
+  for (StageAblation a : {StageAblation::None, StageAblation::SkipLoads, StageAblation::SkipQk,
+                          StageAblation::SkipSoftmax, StageAblation::SkipPv, StageAblation::SoftmaxTwice}) {
+    llvm::Expected<StageAblation> back = parseStageAblation(toString(a));
+    REQUIRE_OK(back);
+    CHECK(*back == a);
+  }
+  for (KvStaging k : {KvStaging::InKernel, KvStaging::Prewidened}) {
+    llvm::Expected<KvStaging> back = parseKvStaging(toString(k));
+    REQUIRE_OK(back);
+    CHECK(*back == k);
+  }
+}

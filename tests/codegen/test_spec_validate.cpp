@@ -221,3 +221,34 @@ TEST_CASE("validateSpec lists every violation", "[codegen][validate]") {
   CHECK_THAT(msg, Catch::Contains("sm_90a") && Catch::Contains("attention.head_dim") &&
                       Catch::Contains("attention.tile.block_n"));
 }
+
+TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codegen][validate]") {
+  const KernelSpec w = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  REQUIRE(w.attention.tile.overlap);
+  REQUIRE(w.attention.tile.pingpong);
+  REQUIRE(w.attention.tile.kv_staging == KvStaging::Prewidened);
+  CHECK(problems(w).empty());
+  KernelSpec s = w;
+  s.attention.tile.stages = 1; // overlap holds two stages
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.stages") && Catch::Contains("overlap"));
+  s = w;
+  s.attention.causal = true; // causal consumers issue different numbers of wgmma groups
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.pingpong"));
+  CHECK(defaultAttentionSpec(Route::Nvfp8, 128, true, Target::Sm90a).attention.tile.pingpong == false);
+  s = w;
+  s.attention.tile.overlap = false;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.pingpong"));
+  // The choices exist on wgmma-ws only.
+  KernelSpec m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  m.attention.tile.ablation = StageAblation::SkipPv;
+  CHECK_THAT(problems(m), Catch::Contains("attention.tile.ablation"));
+  m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  m.attention.tile.kv_staging = KvStaging::Prewidened;
+  CHECK_THAT(problems(m), Catch::Contains("attention.tile.kv_staging"));
+  m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  m.attention.tile.pingpong = true;
+  CHECK_THAT(problems(m), Catch::Contains("attention.tile.pingpong"));
+  s = w;
+  s.attention.tile.ablation = StageAblation::SoftmaxTwice;
+  CHECK(problems(s).empty());
+}
