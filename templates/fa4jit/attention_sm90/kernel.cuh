@@ -122,7 +122,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
       mbarrierInit(bar_empty + 8 * s, kConsumerWarpgroups * 4);
     }
     mbarrierInit(bar_q, kWarpgroupThreads);
-    mbarrierInitFence();
+    fenceMbarrierInit();
   }
   __syncthreads();
 
@@ -163,7 +163,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
           mbarrierArrive(bar_full + 8 * stage);
         } else {
           mbarrierArriveExpectTx(bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
-          bulkCopyGlobalToShared(base + L.k_offset + stage * L.stage_bytes,
+          bulkCopyG2S(base + L.k_offset + stage * L.stage_bytes,
                                  images + static_cast<int64_t>(tile) * L.stage_bytes,
                                  static_cast<uint32_t>(L.stage_bytes), bar_full + 8 * stage);
         }
