@@ -18,52 +18,114 @@
 
 namespace fa4jit::device::attention {
 
+// P in two halves: classifyDirectP does the per-element work into plain registers and advances
+// l, packDirectP writes the A fragments. The wgmma consumers run the second only after the PV that
+// reads the previous fragments has completed: writing A-fragment registers only there (no copies
+// between register sets) is what keeps ptxas from serializing the wgmma pipeline.
+template <class CV> struct PendingP {
+  static constexpr int kBlocks = AttentionTraits<CV>::kBlockN / 32;
+  uint32_t sel[kBlocks][2][2]; // directp: PRMT selectors (a0/a1 and a2/a3 halves) per block and row
+  uint32_t fed[kBlocks][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi)
+};
+
+// Direct-P codes (p_directp.cuh's numerics) from precomputed block maxima. The affine classifier
+// runs as directpAffineFusedCode (directp.cuh) in three instructions per element:
+//   FFMA.SAT z = sat(fma(alpha/8, t, addend)); FFMA.RM bits(2^23 + floor(8z)) = 0x4B000000 | c;
+//   a shift-add of those bits into the selector nibble (the exponent bits land at bit 23 and up,
+//   which PRMT ignores and which no carry can bring down).
+// Other classifier kinds take directpClassify as it is.
 template <class C>
-FA4JIT_DEVICE void buildPDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                                 const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTraits<C>::kSTiles][4],
+                                   const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st) {
   using T = AttentionTraits<C>;
   constexpr DirectPCoefficients kCoef = C::classifier;
+  constexpr bool kAffine = kCoef.kind == 1;
+  constexpr float kA = kCoef.alpha * 0.125f;
+  // y < 3 in every block (its max minus floor(max) + 2), so alpha*3 + beta <= 7.5 keeps 8z below
+  // 8 with room for the roundings of the addend: the min(., 7) of the definition is then void.
+  constexpr bool kNeedsUpperClamp = !(kCoef.alpha > 0.0f && kCoef.alpha * 3.0f + kCoef.beta <= 7.5f);
+  constexpr float kBelowOne = 0.99999994f; // 1 - 2^-24: floor(8 * kBelowOne) = 7
 #pragma unroll
   for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float block_max = negInf();
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        block_max = fmaxf(block_max, fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]));
-      block_max = warpQuadMax(block_max);
-
-      // Selector nibbles: sel[0] = tiles 4kb, 4kb+1 (-> a0/a1), sel[1] = tiles 4kb+2, 4kb+3 (a2/a3).
       uint32_t sel[2] = {0u, 0u};
       int k = 0;
-      if (block_max != negInf()) { // else no visible key: the block feeds zeros (all codes 0)
-        // max_b(t - m) = max_b(t) - m: FP32 subtraction is monotone, so this is max_b x exactly.
-        const int e_b = directpBlockExponent(block_max - st.m_use[r]);
-        const float e_f = static_cast<float>(e_b);
+      if (block_max[kb][r] != negInf()) { // else no visible key: the block feeds zeros
+        // e_b = directpBlockExponent(block max of x) without the conversion pipe (F2I/I2F run at
+        // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
+        // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
+        // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
+        const float floor_magic = __fadd_rd(fmaxf(block_max[kb][r] - st.m_use[r], -1048576.0f), 12582912.0f);
+        const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
+        const float e_f = (floor_magic - 12582912.0f) - 2.0f;
+        if constexpr (kAffine) {
+          const float addend = directpAffineAddend(kCoef, st.m_use[r], e_f);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
+          for (int i = 0; i < 4; ++i) {
 #pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const float t = s[4 * kb + i][2 * r + e];
-            const uint32_t c = t == negInf() ? 0u : static_cast<uint32_t>(directpClassify(kCoef, t, st.m_use[r], e_f));
-            sel[i / 2] |= c << (4 * (2 * (i % 2) + e));
+            for (int e = 0; e < 2; ++e) {
+              float z = __saturatef(fmaf(kA, s[4 * kb + i][2 * r + e], addend));
+              if constexpr (kNeedsUpperClamp)
+                z = fminf(z, kBelowOne);
+              const uint32_t bits = __float_as_uint(__fmaf_rd(z, 8.0f, 8388608.0f));
+              sel[i / 2] += bits << (4 * (2 * (i % 2) + e));
+            }
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const float t = s[4 * kb + i][2 * r + e];
+              const uint32_t c = static_cast<uint32_t>(directpClassify(kCoef, t, st.m_use[r], e_f));
+              sel[i / 2] |= c << (4 * (2 * (i % 2) + e));
+            }
           }
         }
         k = e_b + C::p_offset_log2;
       }
-      const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
-      pa[kb][r] = bytePerm(fed.lo, fed.hi, sel[0]);
-      pa[kb][2 + r] = bytePerm(fed.lo, fed.hi, sel[1]);
+      // k in [-5, 6] (blocks within 2^-11 of the row max: nearly all): two IMADs build the table.
+      const E2M1ToE4M3Table fed = (k >= -5 && k <= 6) ? e2m1ToE4M3TablePow2Normal(k) : e2m1ToE4M3TablePow2(k);
+      pp.sel[kb][r][0] = sel[0];
+      pp.sel[kb][r][1] = sel[1];
+      pp.fed[kb][r][0] = fed.lo;
+      pp.fed[kb][r][1] = fed.hi;
 
       const bool exact = k >= -8;
       const uint32_t int_lo = exact ? 0x03020100u : fed.lo;
       const uint32_t int_hi = exact ? 0x0C080604u : fed.hi;
-      const float unit = exp2Int(exact ? k - 1 : -9);
+      // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
+      const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
       const uint32_t isum = __dp4a(bytePerm(int_lo, int_hi, sel[1]), 0x01010101u,
                                    __dp4a(bytePerm(int_lo, int_hi, sel[0]), 0x01010101u, 0u));
-      st.l[r] = fmaf(static_cast<float>(isum), unit, st.l[r]);
+      // isum <= 8 * 255 < 2^23: its float by the 2^23 magic number, no I2F.
+      const float isum_f = __int_as_float(0x4B000000 | isum) - 8388608.0f;
+      st.l[r] = fmaf(isum_f, unit, st.l[r]);
     }
   }
+}
+
+template <class C>
+FA4JIT_DEVICE void packDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4], const PendingP<C> &pp) {
+#pragma unroll
+  for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      pa[kb][r] = bytePerm(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][0]);
+      pa[kb][2 + r] = bytePerm(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][1]);
+    }
+}
+
+// Both halves at once (the mma.sync kernel, whose MMAs are synchronous).
+template <class C>
+FA4JIT_DEVICE void buildPDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
+                                 const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+  float block_max[AttentionTraits<C>::kBlockN / 32][2], tile_max[2];
+  rowTileMax<C, true>(s, block_max, tile_max);
+  PendingP<C> pp;
+  classifyDirectP<C>(pp, s, block_max, st);
+  packDirectP<C>(pa, pp);
 }
 
 } // namespace fa4jit::device::attention

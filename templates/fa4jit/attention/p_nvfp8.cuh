@@ -11,21 +11,29 @@
 
 namespace fa4jit::device::attention {
 
+// In two halves (as p_directp.cuh): exp2 in place in S, then the E4M3 packing and l, which sums
+// the decoded bytes (the wgmma consumers run it once the previous PV has completed).
 template <class C>
-FA4JIT_DEVICE void buildPNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                               const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
-  using T = AttentionTraits<C>;
+FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4], const SoftmaxRows &st) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
 #pragma unroll
-  for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
+  for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      s[nt][i] = exp2f((s[nt][i] - st.m_use[i / 2]) + kOff);
+}
+
+template <class C>
+FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
+                             const float (&p)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+#pragma unroll
+  for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       uint32_t half[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int nt = 4 * kb + i;
-        const float x0 = s[nt][2 * r] - st.m_use[r], x1 = s[nt][2 * r + 1] - st.m_use[r];
-        half[i] = floatsToE4M3x2(exp2f(x0 + kOff), exp2f(x1 + kOff));
+        half[i] = floatsToE4M3x2(p[4 * kb + i][2 * r], p[4 * kb + i][2 * r + 1]);
         float f0, f1;
         unpackE4m3x2(half[i], f0, f1);
         st.l[r] += f0;
@@ -35,6 +43,20 @@ FA4JIT_DEVICE void buildPNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][
       pa[kb][2 + r] = half[2] | (half[3] << 16);
     }
   }
+}
+
+// Both halves at once (the mma.sync kernel).
+template <class C>
+FA4JIT_DEVICE void buildPNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
+                               const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+  float p[AttentionTraits<C>::kSTiles][4];
+#pragma unroll
+  for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      p[nt][i] = s[nt][i];
+  exponentiateNvfp8<C>(p, st);
+  packNvfp8<C>(pa, p, st);
 }
 
 } // namespace fa4jit::device::attention

@@ -20,26 +20,44 @@ FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
   st.m_use[0] = st.m_use[1] = 0.0f;
 }
 
-// Advance the row max over one key tile and rescale O and l when it moves.
+// Row maxima of t over the tile (quad-reduced) and, when kBlocks, over each 32-key block.
+template <class CV, bool kBlocks>
+FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
+                              float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
+  constexpr int kBlocksPerTile = AttentionTraits<CV>::kBlockN / 32;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float tmax = negInf();
+#pragma unroll
+    for (int kb = 0; kb < kBlocksPerTile; ++kb) {
+      float bmax = fmaxf(s[4 * kb][2 * r], s[4 * kb][2 * r + 1]);
+#pragma unroll
+      for (int i = 1; i < 4; ++i)
+        bmax = fmaxf(bmax, fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]));
+      if constexpr (kBlocks)
+        bmax = warpQuadMax(bmax);
+      block_max[kb][r] = bmax;
+      tmax = fmaxf(tmax, bmax);
+    }
+    tile_max[r] = kBlocks ? tmax : warpQuadMax(tmax);
+  }
+}
+
+// Advance the row max over one key tile (its row maxima in tile_max) without touching O: m, m_use
+// and l move, o_scale gets the factor O must take (1 when m did not move). The wgmma consumers
+// apply it only once the PV that accumulates into O has completed.
 // first_tile: the tile of key 0, where SampledAnchor seeds m (key 0 is visible in every row that
 // has a visible key at all, so the first tile with a visible key is always tile 0).
 template <class C>
-FA4JIT_DEVICE void softmaxUpdate(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
-                                 float (&o)[AttentionTraits<C>::kOTiles][4], bool first_tile, int lane) {
+FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
+                                 const float (&tile_max)[2], bool first_tile, int lane, float (&o_scale)[2]) {
   using T = AttentionTraits<C>;
   const int q = lane % 4;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    float tile_max = negInf();
-#pragma unroll
-    for (int nt = 0; nt < T::kSTiles; ++nt)
-      tile_max = fmaxf(tile_max, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    tile_max = warpQuadMax(tile_max);
-
     float m_new;
     if constexpr (C::guard == GuardKind::SampledAnchor) {
       if (first_tile) {
-        // Anchor: max over visible keys j = 0 (mod stride) of this tile (masked keys are -inf).
         float anchor = negInf();
 #pragma unroll
         for (int nt = 0; nt < T::kSTiles; ++nt)
@@ -49,22 +67,43 @@ FA4JIT_DEVICE void softmaxUpdate(SoftmaxRows &st, const float (&s)[AttentionTrai
               anchor = fmaxf(anchor, s[nt][2 * r + e]);
         st.m[r] = warpQuadMax(anchor);
       }
-      m_new = tile_max <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max;
+      m_new = tile_max[r] <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max[r];
     } else {
-      m_new = fmaxf(st.m[r], tile_max);
+      m_new = fmaxf(st.m[r], tile_max[r]);
     }
+    o_scale[r] = 1.0f;
     if (m_new != st.m[r]) {
       const float scale = st.m[r] == negInf() ? 0.0f : exp2f(st.m[r] - m_new);
       st.l[r] *= scale;
-#pragma unroll
-      for (int dt = 0; dt < T::kOTiles; ++dt) {
-        o[dt][2 * r] *= scale;
-        o[dt][2 * r + 1] *= scale;
-      }
+      o_scale[r] = scale;
       st.m[r] = m_new;
     }
     st.m_use[r] = st.m[r] == negInf() ? 0.0f : st.m[r];
   }
+}
+
+template <class C>
+FA4JIT_DEVICE void rescaleO(float (&o)[AttentionTraits<C>::kOTiles][4], const float (&o_scale)[2]) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (o_scale[r] != 1.0f) {
+#pragma unroll
+      for (int dt = 0; dt < AttentionTraits<C>::kOTiles; ++dt) {
+        o[dt][2 * r] *= o_scale[r];
+        o[dt][2 * r + 1] *= o_scale[r];
+      }
+    }
+  }
+}
+
+// Advance the row max over one key tile and rescale O and l when it moves.
+template <class C>
+FA4JIT_DEVICE void softmaxUpdate(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
+                                 float (&o)[AttentionTraits<C>::kOTiles][4], bool first_tile, int lane) {
+  float block_max[AttentionTraits<C>::kBlockN / 32][2], tile_max[2], o_scale[2];
+  rowTileMax<C, false>(s, block_max, tile_max);
+  advanceRowMax<C>(st, s, tile_max, first_tile, lane, o_scale);
+  rescaleO<C>(o, o_scale);
 }
 
 } // namespace fa4jit::device::attention

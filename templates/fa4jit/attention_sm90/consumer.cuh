@@ -13,13 +13,16 @@
 #include "fa4jit/attention/p_nvfp8.cuh"
 #include "fa4jit/attention/scores.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
-#include "fa4jit/attention_sm90/row_softmax.cuh"
+#include "fa4jit/attention/p_directp.cuh"
+#include "fa4jit/attention/softmax.cuh"
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
+using attention::AttentionTraits;
+using attention::PendingP;
 using attention::StageAblation;
 
 // O (+)= P V for one consumer: P A fragments per 32 keys, V^T tile [D][block_n] (kb = k-step).
@@ -88,12 +91,12 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
     attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
   constexpr bool kDirectP = C::route == attention::Route::DirectP;
   float block_max[T::kBlockN / 32][2], tile_max[2];
-  rowTileMax<CV, kDirectP>(s, block_max, tile_max);
-  advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
+  attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
+  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
-    classifyDirectP<CV>(pp, s, block_max, st);
+    attention::classifyDirectP<CV>(pp, s, block_max, st);
   else
-    exponentiateNvfp8<CV>(s, st);
+    attention::exponentiateNvfp8<CV>(s, st);
 }
 
 template <class C, class CV>
@@ -119,9 +122,9 @@ FA4JIT_DEVICE void packP(uint32_t (&pa)[AttentionTraits<CV>::kBlockN / 32][4], c
         pa[kb][i] = __float_as_uint(s[4 * kb + i][0]) + 1u; // not a plain copy: ptxas would
                                                              // coalesce P with S and serialize
   } else if constexpr (C::route == attention::Route::DirectP) {
-    packDirectP<CV>(pa, pp);
+    attention::packDirectP<CV>(pa, pp);
   } else {
-    packNvfp8<CV>(pa, s, st);
+    attention::packNvfp8<CV>(pa, s, st);
   }
 }
 
@@ -211,7 +214,7 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
   sm90_fence_regs(o);
   sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
   releaseStage(ring, prev, rows.lane);
-  rescaleO<CV>(o, o_scale);
+  attention::rescaleO<CV>(o, o_scale);
   packP<C, CV>(pa, pp, s, st);
 }
 
@@ -238,7 +241,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
       sm90_fence_regs(s);
       softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, tile == 0);
       packP<C, CV>(pa, pp, s, st);
-      rescaleO<CV>(o, o_scale);
+      attention::rescaleO<CV>(o, o_scale);
       sm90_fence_regs(o);
       sm90_fence_regs(pa);
       sm90_wgmma_fence();
