@@ -147,22 +147,8 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
         s.attention.tile.pingpong = s.attention.tile.pingpong && st >= 2;
         out.push_back(s);
       }
-    if (k.base.attention.tile.overlap) { // the serial consumer loop, at the base tile
-      KernelSpec serial = k.base;
-      serial.attention.tile.overlap = false;
-      serial.attention.tile.pingpong = false;
-      out.push_back(serial);
-    }
-    if (k.base.attention.tile.pingpong) { // consumers not taking turns, base tile
-      KernelSpec free_running = k.base;
-      free_running.attention.tile.pingpong = false;
-      out.push_back(free_running);
-    }
-    if (k.base.attention.tile.kv_staging == KvStaging::Prewidened) { // in-kernel widening, base tile
-      KernelSpec in_kernel = k.base;
-      in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
-      out.push_back(in_kernel);
-    }
+    for (KernelSpec &alt : wgmmaScheduleAlternatives(k.base)) // consumer order, turns, staging
+      out.push_back(std::move(alt));
     break;
   case KernelKind::Tcgen05: // one tile shape (its TMEM plan is recorded in the spec)
     break;

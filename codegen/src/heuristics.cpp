@@ -96,6 +96,30 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   return s;
 }
 
+std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
+  std::vector<KernelSpec> out;
+  const TileSpec &t = base.attention.tile;
+  if (t.schedule != AttentionSchedule::WgmmaWarpSpecialized)
+    return out;
+  if (t.overlap) { // the consumer loop without the softmax/PV overlap (and so without turns)
+    KernelSpec serial = base;
+    serial.attention.tile.overlap = false;
+    serial.attention.tile.pingpong = false;
+    out.push_back(serial);
+  }
+  if (t.pingpong) { // consumers issuing their wgmmas without taking turns
+    KernelSpec free_running = base;
+    free_running.attention.tile.pingpong = false;
+    out.push_back(free_running);
+  }
+  if (t.kv_staging == KvStaging::Prewidened) { // every CTA's producer widens K/V itself
+    KernelSpec in_kernel = base;
+    in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
+    out.push_back(in_kernel);
+  }
+  return out;
+}
+
 KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32,
                                bool keys_permuted16) {
   KernelSpec s;
@@ -182,18 +206,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             w.attention.tile.pingpong = w.attention.tile.pingpong && stages >= 2;
             out.push_back(w);
           }
-          KernelSpec serial = ws; // the consumer loop without the softmax/PV overlap
-          serial.attention.tile.overlap = false;
-          serial.attention.tile.pingpong = false;
-          out.push_back(serial);
-          if (ws.attention.tile.pingpong) { // consumers issuing their wgmmas without taking turns
-            KernelSpec free_running = ws;
-            free_running.attention.tile.pingpong = false;
-            out.push_back(free_running);
-          }
-          KernelSpec in_kernel = ws; // every CTA's producer widens K/V itself
-          in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
-          out.push_back(in_kernel);
+          for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
+            out.push_back(std::move(alt));
           if (r == Route::DirectP) { // the FMA-pipe affine classifier is its own code path there
             KernelSpec affine = ws;
             affine.attention.classifier.kind = ClassifierKind::Affine;

@@ -12,12 +12,18 @@
 namespace fa4jit {
 
 // Attention forward for (route, head dim, causal, target), valid for that target.
-// The mma.sync schedule everywhere; the sm_90a wgmma schedule is opt-in (withAttentionSchedule).
+// sm_90a, FP8-fed routes: the wgmma schedule (prewidened K/V, overlapped consumers, ping-pong
+// when non-causal at D <= 128); sm_100a FP8-fed routes: tcgen05; otherwise mma.sync.
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
 
 // `spec` moved to another schedule, with that schedule's default tiles for its head dim (the
 // numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.
 KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
+
+// The wgmma kernel's alternatives to its default consumer and staging choices, at the same tile:
+// the serial consumer loop, consumers not taking turns (when the base does), and in-kernel K/V
+// widening (when the base prewidens). Empty for other schedules.
+std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base);
 
 // The quantizer that produces one attention operand in the layout `attention` consumes.
 enum class AttentionOperand : uint8_t { Q, K, V };
