@@ -203,6 +203,13 @@ const Case kCases[] = {
     {1, 2, 2, 256, 512, 64, false, Pattern::EqualScores},
 };
 
+// Both FP8-fed routes on every case, on one schedule (and variant).
+void runFp8Routes(uint64_t seed, AttentionSchedule schedule, const std::function<void(KernelSpec &)> &tweak = {}) {
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases)
+      runCase(r, c, seed, schedule, tweak);
+}
+
 } // namespace
 
 TEST_CASE("forward matches the CPU model and FP64: bf16 route", "[gpu][forward]") {
@@ -226,41 +233,30 @@ TEST_CASE("forward matches the CPU model and FP64: directp route", "[gpu][forwar
 // The FP8-fed routes default to the wgmma schedule on sm_90a; the mma.sync kernel (their default
 // elsewhere, the tuner's alternative there) on the same cases.
 TEST_CASE("forward matches the CPU model and FP64: FP8-fed routes on the mma.sync schedule", "[gpu][forward]") {
-  const uint64_t seed = freshSeed();
-  for (Route r : {Route::Nvfp8, Route::DirectP})
-    for (const Case &c : kCases)
-      runCase(r, c, seed, AttentionSchedule::MmaSync);
+  runFp8Routes(freshSeed(), AttentionSchedule::MmaSync);
 }
 
 // The in-kernel K/V widening (every CTA's producer widens its tiles) on the same cases.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V widening", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
-  const uint64_t seed = freshSeed();
-  for (Route r : {Route::Nvfp8, Route::DirectP})
-    for (const Case &c : kCases)
-      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
-              [](KernelSpec &s) { s.attention.tile.kv_staging = KvStaging::InKernel; });
+  runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
+               [](KernelSpec &s) { s.attention.tile.kv_staging = KvStaging::InKernel; });
 }
 
 // The consumer loop without the softmax/PV overlap (the tuner may pick it).
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
-  const uint64_t seed = freshSeed();
-  for (Route r : {Route::Nvfp8, Route::DirectP})
-    for (const Case &c : kCases)
-      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
-              [](KernelSpec &s) {
-                s.attention.tile.overlap = false;
-                s.attention.tile.pingpong = false; // turn-taking needs the overlapped loop
-              });
+  runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+    s.attention.tile.overlap = false;
+    s.attention.tile.pingpong = false; // turn-taking needs the overlapped loop
+  });
 }
 
 // The affine classifier in its evaluated form (directp.cuh: one FMA with the row/block addend):
-// the wgmma kernel runs it as FFMA.SAT + magic-number FFMA.RM, the mma.sync kernel through
-// directpClassify. alpha*3 + beta <= 7.5 skips the upper clamp at compile time; the second
-// classifier needs it. These coefficients are not fitted to the shapes (the kernel-vs-model checks
+// both kernels run it as FFMA.SAT + magic-number FFMA.RM (attention/p_directp.cuh).
+// alpha*3 + beta <= 7.5 skips the upper clamp at compile time; the second classifier needs it. These coefficients are not fitted to the shapes (the kernel-vs-model checks
 // are the point), so the FP64 cosine floor is 0.90: measured 0.91-0.99 on the H200.
 TEST_CASE("forward matches the CPU model and FP64: directp with affine classifiers", "[gpu][forward]") {
   const uint64_t seed = freshSeed();

@@ -178,6 +178,9 @@ struct PingPong {
   }
 };
 
+// Phase parity of a tile's ring stage (one phase per pass over the ring).
+template <int kStages> FA4JIT_DEVICE uint32_t ringParity(int tile) { return static_cast<uint32_t>(tile / kStages) & 1u; }
+
 // The stage's buffers may be refilled: one arrive per consumer warp.
 FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
   __syncwarp();
@@ -195,7 +198,7 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
                                PingPong &turns) {
   const int stage = tile % kStages, prev = (tile - 1) % kStages;
   float o_scale[2];
-  mbarrierWait(ring.full(stage), static_cast<uint32_t>(tile / kStages) & 1u);
+  mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
   sm90_fence_regs(o);
   sm90_fence_regs(pa);
   if constexpr (C::pingpong)
@@ -228,11 +231,10 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
   uint32_t pa[kBlockN / 32][4];
   PendingP<CV> pp;
   float o_scale[2];
-  auto round_parity = [](int tile) { return static_cast<uint32_t>(tile / kStages) & 1u; };
   if constexpr (!C::overlap) {
     for (int tile = 0; tile < n_mine; ++tile) {
       const int stage = tile % kStages;
-      mbarrierWait(ring.full(stage), round_parity(tile));
+      mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
       sm90_fence_regs(s);
       sm90_wgmma_fence();
       issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
@@ -292,7 +294,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
   // Tiles beyond this consumer's causal limit: nothing to compute, the stage is still released.
   for (int tile = n_mine; tile < n_tiles; ++tile) {
     const int stage = tile % kStages;
-    mbarrierWait(ring.full(stage), round_parity(tile));
+    mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
     releaseStage(ring, stage, rows.lane);
   }
 }
