@@ -1,5 +1,5 @@
 // The affine classifier's evaluated form (templates/fa4jit/directp.cuh, NUMERICS.md §2.3) and the
-// instruction-level identities the sm_90a kernel builds on it (attention_sm90/row_softmax.cuh).
+// instruction-level identities the kernels build on it (attention/p_directp.cuh).
 #include "fa4jit/directp.cuh"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/spec.h"
