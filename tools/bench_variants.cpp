@@ -15,7 +15,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, stages1..stages4, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -33,6 +33,9 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" ||
           p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong")
+        continue;
+      int stages = 0;
+      if (p.startswith("stages") && !p.drop_front(6).getAsInteger(10, stages) && stages >= 1 && stages <= 4)
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -61,9 +64,14 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
     } else if (p == "in-kernel" || p == "prewidened") {
-      if (!wgmma)
+      if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16)) // bf16 tiles are always repacked
         return std::nullopt;
       a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
+    } else if (p.consume_front("stages")) {
+      int n = 0;
+      if (!wgmma || p.getAsInteger(10, n) || n < 1 || n > 4 || (n < 2 && a.tile.overlap))
+        return std::nullopt;
+      a.tile.stages = n;
     } else if (p == "threshold" || p == "affine") {
       if (a.route != Route::DirectP)
         return std::nullopt;

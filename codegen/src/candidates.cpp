@@ -118,7 +118,7 @@ std::vector<KernelBase> kernelsFor(const KernelSpec &heuristic, bool all) {
     return out;
   if (first != KernelKind::MmaSync)
     out.push_back({KernelKind::MmaSync, mma});
-  if (first == KernelKind::MmaSync && heuristic.target == Target::Sm90a && a.route != Route::Bf16)
+  if (first == KernelKind::MmaSync && heuristic.target == Target::Sm90a)
     out.push_back({KernelKind::Wgmma, withAttentionSchedule(mma, AttentionSchedule::WgmmaWarpSpecialized)});
   return out;
 }

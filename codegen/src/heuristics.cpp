@@ -85,7 +85,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.warps = 12;
   t.block_m = 128;
   t.block_n = d <= 128 ? 128 : 64;
-  t.stages = d <= 128 ? 3 : 2;
+  // BF16 tiles take twice the bytes: at D = 128 two stages of 64 KiB beside 32 KiB of Q.
+  const bool bf16 = s.attention.route == Route::Bf16;
+  t.stages = d <= 64 || (d <= 128 && !bf16) ? 3 : 2;
   t.overlap = true; // softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
@@ -112,7 +114,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     free_running.attention.tile.pingpong = false;
     out.push_back(free_running);
   }
-  if (t.kv_staging == KvStaging::Prewidened) { // every CTA's producer widens K/V itself
+  // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are always repacked).
+  if (t.kv_staging == KvStaging::Prewidened && base.attention.route != Route::Bf16) {
     KernelSpec in_kernel = base;
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
     out.push_back(in_kernel);
@@ -191,12 +194,16 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           p.attention.operands.v_keys_permuted16 = true;
           out.push_back(p);
         }
-        if (r != Route::Bf16 && target == Target::Sm90a) {
+        if (target == Target::Sm90a) {
           // The warp-specialized wgmma kernel: default tiles, other ring depths, 64-key tiles.
           const KernelSpec ws = withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
-          KernelSpec wp = ws;
-          wp.attention.operands.v_keys_permuted16 = true;
-          out.push_back(wp);
+          if (r == Route::Bf16) {
+            out.push_back(ws); // the FP8-fed routes' default kernel is pushed above already
+          } else {
+            KernelSpec wp = ws;
+            wp.attention.operands.v_keys_permuted16 = true;
+            out.push_back(wp);
+          }
           for (int stages : {1, 2}) {
             if (stages == ws.attention.tile.stages)
               continue;

@@ -68,16 +68,19 @@ void checkWidening(const char *field, Widening w, const TargetLimits &lim, Targe
     r.fail(field, "E4M3 widening needs FP8 tensor cores (sm_89 or newer), target is ", toString(t));
 }
 
-// The warp-specialized wgmma kernel (templates/fa4jit/attention_sm90): FP8 wgmma with Q, K and
-// V^T in 128-byte-swizzled shared memory, one producer and two consumer warpgroups of 64 rows.
+// The warp-specialized wgmma kernel (templates/fa4jit/attention_sm90): FP8 wgmma (BF16 wgmma for
+// the bf16 route) with Q, K and V^T in 128-byte-swizzled shared memory, one producer and two
+// consumer warpgroups of 64 rows.
 void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   const AttentionSpec &a = s.attention;
   const TileSpec &t = a.tile;
   if (s.target != Target::Sm90a)
     r.fail("attention.tile.schedule", "wgmma-ws needs sm_90a (wgmma, setmaxnreg), target is ", toString(s.target));
-  if (a.route == Route::Bf16)
-    r.fail("attention.tile.schedule", "wgmma-ws serves the FP8-fed routes (nvfp8, directp); the bf16 route uses mma-sync");
-  else if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
+  if (a.route == Route::Bf16) {
+    if (t.kv_staging != KvStaging::Prewidened)
+      r.fail("attention.tile.kv_staging", toString(t.kv_staging), " on the bf16 route: its wgmma kernel reads K/V "
+             "tiles repacked by the widening pass (the producer has no in-kernel V transpose); use prewidened");
+  } else if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
     r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
   if (t.block_m != 128)
     r.fail("attention.tile.block_m", t.block_m, " must be 128 on wgmma-ws (two consumer warpgroups of 64 rows)");
@@ -214,19 +217,25 @@ TargetLimits targetLimits(Target t) {
   return {0, false, false};
 }
 
+namespace {
+// Bytes per element of the wgmma kernel's shared-memory operands: E4M3, or BF16 on the bf16 route.
+int wgmmaElementBytes(const AttentionSpec &a) { return a.route == Route::Bf16 ? 2 : 1; }
+int swizzledTileBytes(int rows, int k_bytes) { return (k_bytes + 127) / 128 * rows * 128; }
+} // namespace
+
 int wgmmaStageBytes(const AttentionSpec &a) {
-  auto tile = [](int rows, int k_bytes) { return (k_bytes + 127) / 128 * rows * 128; };
-  return tile(a.tile.block_n, a.head_dim) + tile(a.head_dim, a.tile.block_n);
+  const int e = wgmmaElementBytes(a);
+  return swizzledTileBytes(a.tile.block_n, a.head_dim * e) + swizzledTileBytes(a.head_dim, a.tile.block_n * e);
 }
 
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
-    // FP8 tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D], per stage
-    // K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one for Q;
-    // 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
-    const int q_tile = (a.head_dim + 127) / 128 * 128 * 128;
+    // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D],
+    // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one
+    // for Q; 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
+    const int q_tile = swizzledTileBytes(128, a.head_dim * wgmmaElementBytes(a));
     return 1024 + q_tile + a.tile.stages * wgmmaStageBytes(a) + 8 * (2 * a.tile.stages + 1);
   }
   const bool bf16_route = a.route == Route::Bf16;

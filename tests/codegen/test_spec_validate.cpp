@@ -89,9 +89,20 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec s = w;
   s.target = Target::Sm89;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("sm_90a"));
-  s = w;
-  s.attention.route = Route::Bf16;
-  CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("bf16"));
+  // The bf16 route runs BF16 wgmma on tiles its widening pass repacked (2 bytes per element):
+  // Q [128][256 B] + 2 stages x (K [128][256 B] + V^T [128][256 B]) at D = 128.
+  const KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a),
+                                             AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(problems(wb).empty());
+  CHECK(wb.attention.tile.stages == 2);
+  CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 2 * 65536 + 5 * 8);
+  CHECK(wgmmaStageBytes(wb.attention) == 65536);
+  s = wb;
+  s.attention.tile.kv_staging = KvStaging::InKernel; // no in-kernel V transpose
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("bf16"));
+  s = wb;
+  s.attention.tile.stages = 4; // 1 KiB + 32 KiB + 4 x 64 KiB > 227 KiB (3 stages fit, barely)
+  CHECK_THAT(problems(s), Catch::Contains("shared memory"));
   s = w;
   s.attention.operands.qk_widening = Widening::Bf16;
   CHECK_THAT(problems(s), Catch::Contains("e4m3"));

@@ -152,7 +152,7 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
       // FP8) or HMMA on sm_89; wgmma to QGMMA / HGMMA.
       CHECK(total(mma) > 0);
       if (v.emitted.source.find("attention_sm90/kernel.cuh") != std::string::npos)
-        CHECK(mma.count("QGMMA"));
+        CHECK(mma.count(v.spec.attention.route == Route::Bf16 ? "HGMMA" : "QGMMA")); // BF16 / FP8 wgmma
       else if (v.spec.target == Target::Sm89)
         CHECK((mma.count("HMMA") + mma.count("QMMA")) > 0);
       else

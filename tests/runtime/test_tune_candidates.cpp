@@ -125,13 +125,22 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   s.attention.tile.block_n = 128; // spilled on sm_90a: S beside a 256-wide O
   CHECK_FALSE(estimateResources(s).fits());
   CHECK(estimateResources(s).violations.at(0).find("registers") == 0);
-  // wgmma-ws consumers: 224 registers; D = 256 with 128 keys does not fit.
+  // wgmma-ws consumers: 240 registers with prewidened K/V, 216 with in-kernel widening; D = 256
+  // with 128 keys does not fit either way.
   KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
                                        AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(estimateResources(w).fits());
   w.attention.tile.block_n = 128;
-  CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegisters);
+  CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersPrewidened);
   CHECK_FALSE(estimateResources(w).fits());
+  w.attention.tile.kv_staging = KvStaging::InKernel;
+  CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersInKernel);
+  // The bf16 wgmma kernel at D = 256: BF16 P takes twice FP8's registers; 64 keys fit in 240.
+  KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a),
+                                        AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(wb.attention.tile.kv_staging == KvStaging::Prewidened);
+  CHECK(estimateResources(wb).fits());
+  CHECK(estimateResources(wb).registers == 256 / 2 + 64 / 2 + 64 / 4 + kWgmmaFixedRegisters);
   // tcgen05 on sm_100a: the TMEM planner decides.
   KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
   REQUIRE(usesTensorMemory(t));

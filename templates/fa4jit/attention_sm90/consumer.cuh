@@ -10,6 +10,7 @@
 // `ablation` (config.cuh) leaves one stage out or runs it twice, for the timing table of
 // docs/PERF.md; such kernels compute garbage on purpose.
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/p_bf16.cuh"
 #include "fa4jit/attention/p_nvfp8.cuh"
 #include "fa4jit/attention/scores.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -18,6 +19,7 @@
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
+#include "fa4jit/attention_sm90/wgmma_bf16.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
@@ -25,31 +27,56 @@ using attention::AttentionTraits;
 using attention::PendingP;
 using attention::StageAblation;
 
-// O (+)= P V for one consumer: P A fragments per 32 keys, V^T tile [D][block_n] (kb = k-step).
-template <int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
+// The P register operand of PV: k-steps of 32 keys (E4M3, k32) or 16 keys (BF16, k16), four
+// registers each; either way one k-step is 32 bytes of a K-major shared-memory row.
+template <class C> struct POperand {
+  static constexpr bool kBf16 = C::route == attention::Route::Bf16;
+  static constexpr int kSteps = C::block_n / (kBf16 ? 16 : 32);
+  static constexpr int kQkSteps = C::head_dim / (kBf16 ? 16 : 32); // k-steps of QK^T
+};
+
+// O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[POperand<C>::kSteps][4], uint32_t v_addr) {
 #pragma unroll
-  for (int kb = 0; kb < kBlockN / 32; ++kb) {
+  for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
     const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
-    if constexpr (kHeadDim == 64)
-      sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    else if constexpr (kHeadDim == 128)
-      sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    else
-      sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    if constexpr (POperand<C>::kBf16) {
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n64k16_f32_bf16_rs(o, pa[kb], desc, 1);
+      else if constexpr (kHeadDim == 128)
+        sm90_wgmma_m64n128k16_f32_bf16_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n256k16_f32_bf16_rs(o, pa[kb], desc, 1);
+    } else {
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else if constexpr (kHeadDim == 128)
+        sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    }
   }
 }
 
-// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
-template <int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 32; ++kk) {
-    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
-    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
-    // The first k-step overwrites S through write-only operands: the softmax's in-place writes to
-    // S's registers then feed no wgmma, which ptxas would otherwise serialize (C7513) whenever
-    // another wgmma is in flight during that softmax.
+// One k-step of S = Q K^T; the first (kk == 0) overwrites S through write-only operands: the
+// softmax's in-place writes to S's registers then feed no wgmma, which ptxas would otherwise
+// serialize (C7513) whenever another wgmma is in flight during that softmax.
+template <class C, int kBlockN>
+FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t b, int kk) {
+  if constexpr (POperand<C>::kBf16) {
+    if constexpr (kBlockN == 64) {
+      if (kk == 0)
+        sm90_wgmma_m64n64k16_f32_bf16_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n64k16_f32_bf16_ss(s, a, b, 1);
+    } else {
+      if (kk == 0)
+        sm90_wgmma_m64n128k16_f32_bf16_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n128k16_f32_bf16_ss(s, a, b, 1);
+    }
+  } else {
     if constexpr (kBlockN == 64) {
       if (kk == 0)
         sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
@@ -64,6 +91,17 @@ FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_ro
   }
 }
 
+// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
+    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
+    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
+    issueQKStep<C, kBlockN>(s, a, b, kk);
+  }
+}
+
 // What a consumer thread knows about its rows for the whole loop.
 struct ConsumerRows {
   float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1)
@@ -73,7 +111,7 @@ struct ConsumerRows {
 };
 
 // Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
-// factor), classify (directp) or exponentiate in place (nvfp8), advance l except nvfp8's.
+// factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
 template <class C, class CV>
 FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
@@ -95,6 +133,8 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
     attention::classifyDirectP<CV>(pp, s, block_max, st);
+  else if constexpr (POperand<C>::kBf16)
+    attention::exponentiateBf16<CV>(s, st);
   else
     attention::exponentiateNvfp8<CV>(s, st);
 }
@@ -112,17 +152,19 @@ FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], Pen
 
 // Phase B: the A fragments of P (after the PV that read the previous ones has completed).
 template <class C, class CV>
-FA4JIT_DEVICE void packP(uint32_t (&pa)[AttentionTraits<CV>::kBlockN / 32][4], const PendingP<CV> &pp,
+FA4JIT_DEVICE void packP(uint32_t (&pa)[POperand<C>::kSteps][4], const PendingP<CV> &pp,
                          const float (&s)[AttentionTraits<CV>::kSTiles][4], attention::SoftmaxRows &st) {
   if constexpr (C::ablation == StageAblation::SkipSoftmax) {
+    constexpr int kTiles = AttentionTraits<CV>::kSTiles;
 #pragma unroll
-    for (int kb = 0; kb < AttentionTraits<CV>::kBlockN / 32; ++kb)
+    for (int kb = 0; kb < POperand<C>::kSteps; ++kb)
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
-        pa[kb][i] = __float_as_uint(s[4 * kb + i][0]) + 1u; // not a plain copy: ptxas would
-                                                             // coalesce P with S and serialize
+      for (int i = 0; i < 4; ++i) // not a plain copy: ptxas would coalesce P with S and serialize
+        pa[kb][i] = __float_as_uint(s[(4 * kb + i) % kTiles][(4 * kb + i) / kTiles]) + 1u;
   } else if constexpr (C::route == attention::Route::DirectP) {
     attention::packDirectP<CV>(pa, pp);
+  } else if constexpr (POperand<C>::kBf16) {
+    attention::packBf16<CV>(pa, s);
   } else {
     attention::packNvfp8<CV>(pa, s, st);
   }
@@ -137,14 +179,15 @@ FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_addr, int 
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
     sm90_fence_regs(s);
   } else {
-    issueQK<kHeadDim, kBlockN>(s, q_addr, q_row0, k_addr);
+    issueQK<C, kHeadDim, kBlockN>(s, q_addr, q_row0, k_addr);
   }
 }
 
 template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueValues(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[kBlockN / 32][4], uint32_t v_addr) {
+FA4JIT_DEVICE void issueValues(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
+                               uint32_t v_addr) {
   if constexpr (C::ablation != StageAblation::SkipPv)
-    issuePV<kHeadDim, kBlockN>(o, pa, v_addr);
+    issuePV<C, kHeadDim, kBlockN>(o, pa, v_addr);
 }
 
 // Ring addresses of one stage (Sm90Layout offsets from the aligned shared-memory base).
@@ -193,7 +236,7 @@ FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
 // P_j packed into the same registers (FlashAttention-3's order).
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[kHeadDim / 8][4],
-                               uint32_t (&pa)[kBlockN / 32][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
+                               uint32_t (&pa)[POperand<C>::kSteps][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
                                const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows,
                                PingPong &turns) {
   const int stage = tile % kStages, prev = (tile - 1) % kStages;
@@ -228,7 +271,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
                                 uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows,
                                 int consumer) {
   float s[kBlockN / 8][4];
-  uint32_t pa[kBlockN / 32][4];
+  uint32_t pa[POperand<C>::kSteps][4];
   PendingP<CV> pp;
   float o_scale[2];
   if constexpr (!C::overlap) {

@@ -1,6 +1,6 @@
 #pragma once
-// Forward attention, warp-specialized wgmma path (sm_90a only), for the FP8-fed routes (nvfp8,
-// directp). Numerics: docs/NUMERICS.md, exactly as the mma.sync path (attention/kernel.cuh): the
+// Forward attention, warp-specialized wgmma path (sm_90a only): FP8 wgmma for the FP8-fed routes
+// (nvfp8, directp), BF16 wgmma for the bf16 route (whose K/V are always prewidened: repacked). Numerics: docs/NUMERICS.md, exactly as the mma.sync path (attention/kernel.cuh): the
 // score scaling, mask, online softmax with range guard, P builders and epilogue are that path's
 // functions, applied to the same per-warp fragments (wgmma.cuh: a warpgroup's accumulator is its
 // four warps' m16n8 fragments side by side).
@@ -34,6 +34,7 @@
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/epilogue.cuh"
 #include "fa4jit/attention/kernel.cuh"
+#include "fa4jit/attention/p_bf16.cuh"
 #include "fa4jit/attention/p_directp.cuh"
 #include "fa4jit/attention/p_nvfp8.cuh"
 #include "fa4jit/attention/params.cuh"
@@ -69,15 +70,17 @@ template <class C> struct Sm90Traits {
   static constexpr int kBlockN = C::block_n;
   static constexpr int kStages = C::stages;
   static constexpr int kThreads = kCtaThreads;
+  static constexpr bool kBf16 = C::route == Route::Bf16;
+  static constexpr int kElemBytes = kBf16 ? 2 : 1; // of Q, K and V^T in shared memory
   static_assert(C::block_m == kBlockRows, "the wgmma path has 128 query rows per CTA (2 consumers x 64)");
   static_assert(C::warps == kCtaThreads / 32, "the wgmma path has 12 warps (producer + 2 consumer warpgroups)");
-  static_assert(C::route != Route::Bf16, "the wgmma path serves the FP8-fed routes (nvfp8, directp)");
-  static_assert(C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
+  static_assert(kBf16 || C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
+  static_assert(!kBf16 || C::kv_prewidened, "the bf16 route's K/V tiles are repacked by the widening pass");
   static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
   static_assert(!C::pingpong || (C::overlap && !C::causal), "ping-pong needs overlap and a non-causal kernel");
-  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages);
+  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
@@ -128,26 +131,27 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
 
   if (wg == 0) {
     // ---------------- producer ----------------
-    warpgroupRegDealloc<kProducerRegisters>();
+    // With in-kernel widening the registers go back first (the consumers wait on Q anyway);
+    // prewidened, Q is widened with the launch's registers and the bulk-copy loop needs few.
+    if constexpr (!C::kv_prewidened)
+      warpgroupRegDealloc<producerRegisters(false)>();
     const int ptid = tid;
-    const float pre = exp2Int(-C::qk_widen_shift);
-    {
+    [[maybe_unused]] const float pre = exp2Int(-C::qk_widen_shift); // FP4 widening only
+    const int q_valid = sq - m0 < kBlockRows ? sq - m0 : kBlockRows;
+    if constexpr (S::kBf16) {
+      const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
+      produceBf16Rows<S::kHeadDim, kBlockRows>(smem + L.q_offset, qg + m0 * p.q_row_stride,
+                                               static_cast<int>(p.q_row_stride), q_valid, ptid);
+    } else {
       const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
       const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
-      const int q_valid = sq - m0 < kBlockRows ? sq - m0 : kBlockRows;
       produceNvfp4Rows<S::kHeadDim, kBlockRows>(smem + L.q_offset, qg + m0 * p.q_row_stride,
                                                  static_cast<int>(p.q_row_stride), qsf, m0, q_valid, pre, ptid);
-      fenceProxyAsyncShared();
-      mbarrierArrive(bar_q);
     }
-    const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
-    const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
-    const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
-    const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
-    const int keys_padded = (sk + 127) / 128 * 128;
-    int v_shift = 0;
-    if constexpr (C::route == Route::DirectP)
-      v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+    fenceProxyAsyncShared();
+    mbarrierArrive(bar_q);
+    if constexpr (C::kv_prewidened)
+      warpgroupRegDealloc<producerRegisters(true)>();
     if constexpr (C::kv_prewidened) {
       // One thread moves each stage's K/V image (widen_kv.cuh) with one bulk copy.
       if (ptid != 0)
@@ -163,39 +167,47 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
           mbarrierArrive(bar_full + 8 * stage);
         } else {
           mbarrierArriveExpectTx(bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
-          bulkCopyG2S(base + L.k_offset + stage * L.stage_bytes,
-                                 images + static_cast<int64_t>(tile) * L.stage_bytes,
-                                 static_cast<uint32_t>(L.stage_bytes), bar_full + 8 * stage);
+          bulkCopyG2S(base + L.k_offset + stage * L.stage_bytes, images + static_cast<int64_t>(tile) * L.stage_bytes,
+                      static_cast<uint32_t>(L.stage_bytes), bar_full + 8 * stage);
         }
       }
-      return;
-    }
-    for (int tile = 0; tile < n_tiles; ++tile) {
-      const int stage = tile % S::kStages;
-      const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
-      mbarrierWait(bar_empty + 8 * stage, (round & 1u) ^ 1u);
-      uint8_t *k_tile = smem + L.k_offset + stage * L.stage_bytes;
-      uint8_t *v_tile = smem + L.v_offset + stage * L.stage_bytes;
-      const int key0 = tile * S::kBlockN;
-      const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
-      if constexpr (C::ablation != StageAblation::SkipLoads) {
-        produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
-                                                  ksf, key0, k_valid, pre, ptid);
-        if constexpr (C::route == Route::Nvfp8)
-          produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
-                                                                      key0, keys_padded, ptid);
-        else
-          produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
-              v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
+    } else {
+      // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.
+      const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+      const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+      const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
+      const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
+      const int keys_padded = (sk + 127) / 128 * 128;
+      int v_shift = 0;
+      if constexpr (C::route == Route::DirectP)
+        v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+      for (int tile = 0; tile < n_tiles; ++tile) {
+        const int stage = tile % S::kStages;
+        const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
+        mbarrierWait(bar_empty + 8 * stage, (round & 1u) ^ 1u);
+        uint8_t *k_tile = smem + L.k_offset + stage * L.stage_bytes;
+        uint8_t *v_tile = smem + L.v_offset + stage * L.stage_bytes;
+        const int key0 = tile * S::kBlockN;
+        const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
+        if constexpr (C::ablation != StageAblation::SkipLoads) {
+          produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride,
+                                                    static_cast<int>(p.k_row_stride), ksf, key0, k_valid, pre, ptid);
+          if constexpr (C::route == Route::Nvfp8)
+            produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
+                                                                        key0, keys_padded, ptid);
+          else
+            produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
+                v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
+        }
+        fenceProxyAsyncShared();
+        mbarrierArrive(bar_full + 8 * stage);
       }
-      fenceProxyAsyncShared();
-      mbarrierArrive(bar_full + 8 * stage);
     }
     return;
   }
 
   // ---------------- consumers ----------------
-  warpgroupRegAlloc<kConsumerRegisters>();
+  warpgroupRegAlloc<consumerRegisters(C::kv_prewidened)>();
   const int c = wg - 1;
   const int ctid = tid - kWarpgroupThreads * wg;
   const int lane = ctid % 32, warp = ctid / 32;
@@ -210,14 +222,16 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   const int vis[2] = {visibleKeysSm90<C::causal>(row_base + g, sq, sk),
                       visibleKeysSm90<C::causal>(row_base + g + 8, sq, sk)};
 
-  const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
-  const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
-  const float score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
-  float out_factor = 1.0f;
-  if constexpr (C::route == Route::Nvfp8)
-    out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
-  else
-    out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
+  float score_mul = C::score_scale, out_factor = 1.0f; // the bf16 route's (no per-head scales)
+  if constexpr (!S::kBf16) {
+    const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
+    const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
+    score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
+    if constexpr (C::route == Route::Nvfp8)
+      out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
+    else
+      out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
+  }
 
   float o[T::kOTiles][4];
 #pragma unroll

@@ -4,7 +4,7 @@
 //
 //   [pad to 1024] Q [128 rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
 //   mbarriers: full[stages], empty[stages], q_full
-// Every operand tile is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
+// Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
 namespace fa4jit::device::attention_sm90 {
@@ -14,21 +14,30 @@ constexpr int kRowsPerConsumer = 64;                              // the wgmma M
 constexpr int kBlockRows = kConsumerWarpgroups * kRowsPerConsumer; // query rows per CTA
 constexpr int kWarpgroupThreads = 128;
 constexpr int kCtaThreads = (1 + kConsumerWarpgroups) * kWarpgroupThreads; // producer + consumers
-// setmaxnreg budgets: 128 * 64 + 256 * 216 = 63488 <= 384 * 168 (the launch allocation). The
-// producer widens FP4 with 4 loads in flight and spills below 64.
-constexpr int kProducerRegisters = 64;
-constexpr int kConsumerRegisters = 216;
+// setmaxnreg budgets, both filling the launch allocation of 384 * 168 = 64512 registers. With
+// in-kernel widening the producer widens FP4 with 4 loads in flight and spills below 64:
+// 128 * 64 + 256 * 216 = 63488. With prewidened K/V one producer thread issues bulk copies, so the
+// producer keeps 24 (Q is loaded before it gives the rest up): 128 * 24 + 256 * 240 = 64512, and
+// the consumers have room for O at D = 256 beside S and BF16 P.
+FA4JIT_HD constexpr int producerRegisters(bool kv_prewidened) { return kv_prewidened ? 24 : 64; }
+FA4JIT_HD constexpr int consumerRegisters(bool kv_prewidened) { return kv_prewidened ? 240 : 216; }
+static_assert(kWarpgroupThreads * producerRegisters(true) + 2 * kWarpgroupThreads * consumerRegisters(true) <= 384 * 168,
+              "register split exceeds the launch allocation");
+static_assert(kWarpgroupThreads * producerRegisters(false) + 2 * kWarpgroupThreads * consumerRegisters(false) <= 384 * 168,
+              "register split exceeds the launch allocation");
 
 struct Sm90Layout {
   int q_offset, k_offset, v_offset, stage_bytes, barrier_offset, shared_bytes;
 };
 
-// FP8 operands (1 byte per element). shared_bytes includes 1024 bytes of slack for aligning the
-// dynamic shared-memory base at run time.
-FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages) {
-  const int q = operandTileBytes(kBlockRows, head_dim);
-  const int k = operandTileBytes(block_n, head_dim);
-  const int v = operandTileBytes(head_dim, block_n);
+// Operands of elem_bytes each: 1 for the FP8-fed routes (E4M3), 2 for the bf16 route. The tiles
+// are the same shapes in bytes along the reduction dimension: Q [128][D], K [block_n][D] and
+// V^T [D][block_n]. shared_bytes includes 1024 bytes of slack for aligning the dynamic
+// shared-memory base at run time.
+FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages, int elem_bytes) {
+  const int q = operandTileBytes(kBlockRows, head_dim * elem_bytes);
+  const int k = operandTileBytes(block_n, head_dim * elem_bytes);
+  const int v = operandTileBytes(head_dim, block_n * elem_bytes);
   const int stage = k + v;
   const int barriers = q + stages * stage;
   return {0, q, q + k, stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 1)};

@@ -1,7 +1,7 @@
 #pragma once
 // The producer warpgroup: reads FP4/FP8 tiles from global memory with 16-byte (or 8-byte) loads,
 // widens FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has no FP4 tensor cores) and writes the swizzled
-// K-major tiles of smem_desc.cuh. Numerics are those of attention/tile_load.cuh (NUMERICS.md
+// K-major tiles of smem_desc.cuh; the bf16 route's tiles are copied as they are (V transposed). Numerics are those of attention/tile_load.cuh (NUMERICS.md
 // §2.1, §2.3), only the destination layout differs. Out-of-range rows and keys are zeros.
 #include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -80,6 +80,48 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
     attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+  }
+}
+
+// BF16 rows [kRows][kHeadDim] (`row_stride` elements apart) into a swizzled [kRows][2 * kHeadDim
+// bytes] tile; rows >= valid_rows become zeros. One unit = 8 elements (16 bytes).
+template <int kHeadDim, int kRows>
+FA4JIT_DEVICE void produceBf16Rows(uint8_t *tile, const uint16_t *rows, int row_stride, int valid_rows, int ptid) {
+  constexpr int kVecsPerRow = kHeadDim / 8;
+  constexpr int kUnits = kRows * kVecsPerRow;
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll kProducerUnroll
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int row = u / kVecsPerRow, vec = u % kVecsPerRow;
+    uint4 v = zeroVec();
+    if (row < valid_rows)
+      v = *reinterpret_cast<const uint4 *>(rows + row * row_stride + vec * 8);
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(row, vec * 16)) = v;
+  }
+}
+
+// BF16 V [keys][kHeadDim] (`row_stride` elements apart) transposed into a swizzled V^T
+// [kHeadDim][2 * kBlockN bytes] tile (the K-major B operand of PV); keys >= valid_keys become
+// zeros (P is 0 there, and 0 * garbage could be NaN). One unit = 8 keys of one head-dim column;
+// the threads of a warp take consecutive columns, so each of the 8 loads reads 64 contiguous bytes.
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void produceBf16Vt(uint8_t *tile, const uint16_t *v, int row_stride, int valid_keys, int ptid) {
+  constexpr int kUnits = kHeadDim * (kBlockN / 8);
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll 2
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int d = u % kHeadDim, vec = u / kHeadDim;
+    uint32_t w[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int key = vec * 8 + 2 * e;
+      const uint32_t lo = key < valid_keys ? v[key * row_stride + d] : 0u;
+      const uint32_t hi = key + 1 < valid_keys ? v[(key + 1) * row_stride + d] : 0u;
+      w[e] = lo | (hi << 16);
+    }
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }
 

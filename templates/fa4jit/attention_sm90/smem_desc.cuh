@@ -1,7 +1,7 @@
 #pragma once
 // Shared-memory operand tiles of the wgmma path and their matrix descriptors.
 //
-// Layout of one K-major FP8 operand tile of R rows (R % 8 == 0) by Kb bytes along the reduction
+// Layout of one K-major operand tile (E4M3 or BF16) of R rows (R % 8 == 0) by Kb bytes along the reduction
 // dimension (Q [rows][D], K [keys][D], V^T [D][keys]): column blocks of 128 bytes, block c holding
 // bytes 128c..128c+127 of every row, R * 128 bytes each, 1024-byte aligned. Inside a block, row r
 // sits at r * 128 and its 16-byte chunk n at chunk position n ^ (r % 8): the 128-byte swizzle of
@@ -38,7 +38,7 @@ FA4JIT_DEVICE uint64_t sw128Descriptor(uint32_t smem_addr) {
          (static_cast<uint64_t>(kSwizzleAtom >> 4) << 32) | (static_cast<uint64_t>(1u) << 62);
 }
 
-// Descriptor of k-step `kk` (32 bytes of the reduction dimension each) of a tile of kRows rows,
+// Descriptor of k-step `kk` (32 bytes of the reduction dimension each: FP8 k32 or BF16 k16) of a tile of kRows rows,
 // starting at row `row0` (a multiple of 8). Inside a 128-byte block the step advances the start
 // address by 32 bytes: the hardware applies the swizzle to the full address, which is why tiles
 // must be 1024-byte aligned.

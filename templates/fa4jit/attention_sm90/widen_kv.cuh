@@ -7,6 +7,8 @@
 // The attention kernel's producer then moves each stage with one bulk copy. Every CTA of the
 // attention grid re-read and re-widened the same FP4 tiles before; now that work is done once
 // per forward, at 2 bytes per element of extra traffic.
+// The bf16 route has nothing to widen but its tiles still need the swizzle and V the transpose
+// (BF16 V^T [D][block_n]); this pass repacks them, at 4 bytes per element of extra traffic.
 //
 // Launch: grid (ceil(Sk / block_n), Hkv, B), block 128, no shared memory.
 #include "fa4jit/attention/params.cuh"
@@ -25,24 +27,33 @@ template <class C, class S> FA4JIT_DEVICE void widenKvTiles(const attention::Att
   const int head_kv = b * p.heads_kv + hkv;
   uint8_t *image = reinterpret_cast<uint8_t *>(p.kv_tiles) +
                    (static_cast<int64_t>(head_kv) * n_tiles + tile) * static_cast<int64_t>(L.stage_bytes);
-  const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
-  const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
-  const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
-  const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
-  const int keys_padded = (sk + 127) / 128 * 128;
   const int key0 = tile * S::kBlockN;
   const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
-  const float pre = exp2Int(-C::qk_widen_shift);
-  produceNvfp4Rows<S::kHeadDim, S::kBlockN>(image, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride), ksf,
-                                            key0, k_valid, pre, ptid);
   uint8_t *v_image = image + (L.v_offset - L.k_offset);
-  if constexpr (C::route == attention::Route::Nvfp8) {
-    produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), key0,
-                                                               keys_padded, ptid);
+  if constexpr (C::route == attention::Route::Bf16) {
+    const uint16_t *kg = reinterpret_cast<const uint16_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+    const uint16_t *vg = reinterpret_cast<const uint16_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+    produceBf16Rows<S::kHeadDim, S::kBlockN>(image, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
+                                             k_valid, ptid);
+    produceBf16Vt<S::kHeadDim, S::kBlockN>(v_image, vg + key0 * p.v_row_stride, static_cast<int>(p.v_row_stride),
+                                           k_valid, ptid);
   } else {
-    const int v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
-    produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), vsf,
-                                                                 key0, keys_padded, v_shift, ptid);
+    const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+    const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+    const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
+    const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
+    const int keys_padded = (sk + 127) / 128 * 128;
+    const float pre = exp2Int(-C::qk_widen_shift);
+    produceNvfp4Rows<S::kHeadDim, S::kBlockN>(image, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
+                                              ksf, key0, k_valid, pre, ptid);
+    if constexpr (C::route == attention::Route::Nvfp8) {
+      produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), key0,
+                                                                 keys_padded, ptid);
+    } else {
+      const int v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+      produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride),
+                                                                   vsf, key0, keys_padded, v_shift, ptid);
+    }
   }
 }
 
