@@ -3,7 +3,7 @@
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
 # logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|variants|tune]... (default: tests run bench)
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
-# leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES).
+# leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
@@ -45,10 +45,13 @@ for step in "${steps[@]}"; do
     variants)
       VARIANTS=${VARIANTS:-default,serial,affine,affine+serial,skip-loads,skip-qk,skip-softmax,skip-pv,softmax-twice}
       VARIANT_SHAPES=${VARIANT_SHAPES:---head-dims 128 --seqlens 4096,16384 --causal 0}
-      echo "== fa4jit bench --schedule wgmma-ws --variants $VARIANTS $VARIANT_SHAPES"
-      timeout 400 "$BIN/fa4jit" bench --routes nvfp8,directp $VARIANT_SHAPES --schedule wgmma-ws --variants "$VARIANTS" \
+      VARIANT_ROUTES=${VARIANT_ROUTES:-nvfp8,directp}
+      echo "== fa4jit bench --routes $VARIANT_ROUTES --schedule wgmma-ws --variants $VARIANTS $VARIANT_SHAPES"
+      timeout 400 "$BIN/fa4jit" bench --routes "$VARIANT_ROUTES" $VARIANT_SHAPES --schedule wgmma-ws --variants "$VARIANTS" \
         --reps 10 --json > "$OUT/bench_variants.jsonl" 2> "$OUT/bench_variants.err"
       tail -3 "$OUT/bench_variants.err"
       python3 scripts/bench_compare.py "$OUT/bench_variants.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_variants.md" ;;
   esac
 done
+# The device tool brings back a limited number of files: one archive of every log.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz . && find . -type f ! -name logs.tgz -delete)

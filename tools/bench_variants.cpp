@@ -3,6 +3,7 @@
 #include "accuracy_grid.h"
 
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
 
 #include <llvm/ADT/SmallVector.h>
 #include <llvm/ADT/StringRef.h>
@@ -88,6 +89,12 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.ablation = *ab;
     }
+  }
+  // A variant this shape cannot take (a ring too deep for its tiles' shared memory) is skipped
+  // like an inapplicable one.
+  if (llvm::Error e = validateSpec(s)) {
+    llvm::consumeError(std::move(e));
+    return std::nullopt;
   }
   return std::optional<KernelSpec>(s);
 }

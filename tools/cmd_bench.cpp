@@ -11,6 +11,9 @@
 
 #include <fmt/format.h>
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
 #include <cstdio>
 #include <optional>
 
@@ -157,10 +160,13 @@ int runBench(int argc, char **argv) {
             auto t = timeOnDevice(eng, once, 5, int(*reps));
             if (!t) {
               const std::string msg = llvm::toString(t.takeError());
-              if (json)
-                std::printf("{\"kind\":\"fa4jit\",\"route\":\"%s\",\"variant\":\"%s\",\"head_dim\":%ld,\"seqlen\":%ld,"
-                            "\"causal\":%ld,\"error\":\"%s\"}\n",
-                            toString(route), variant.c_str(), d, sl, c, msg.substr(0, 200).c_str());
+              if (json) { // the message may hold quotes and newlines: written by the JSON library
+                const llvm::json::Object row{{"kind", "fa4jit"},  {"route", toString(route)},
+                                             {"schedule", scheduleName}, {"variant", variant},
+                                             {"head_dim", d},     {"seqlen", sl},
+                                             {"causal", c},       {"error", msg}};
+                std::printf("%s\n", llvm::formatv("{0}", llvm::json::Value(llvm::json::Object(row))).str().c_str());
+              }
               line += fmt::format("{:>14} ", "error");
               continue;
             }

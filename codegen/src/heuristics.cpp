@@ -62,10 +62,11 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
   if (target == Target::Sm100a && route != Route::Bf16)
     return withTcgen05Kernel(s);
-  // sm_90a, FP8-fed routes: the warp-specialized wgmma kernel, 2-4x the mma.sync kernel on the
-  // H200 (docs/PERF.md). FP8 wgmma accumulates S and O with ~14 significant bits, so its LSE
-  // follows the model to a few 1e-3 rather than 1e-5 (test_gpu_forward's per-schedule bounds).
-  if (target == Target::Sm90a && route != Route::Bf16)
+  // sm_90a: the warp-specialized wgmma kernel, 2-4x the mma.sync kernel on the H200 for every
+  // route (docs/PERF.md). FP8 wgmma accumulates S and O with ~14 significant bits, so its LSE
+  // follows the model to a few 1e-3 rather than 1e-5 (test_gpu_forward's per-schedule bounds);
+  // BF16 wgmma accumulates in FP32.
+  if (target == Target::Sm90a)
     return withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
   return s;
 }
@@ -85,16 +86,19 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.warps = 12;
   t.block_m = 128;
   t.block_n = d <= 128 ? 128 : 64;
-  // BF16 tiles take twice the bytes: at D = 128 two stages of 64 KiB beside 32 KiB of Q.
+  // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
+  // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
   const bool bf16 = s.attention.route == Route::Bf16;
-  t.stages = d <= 64 || (d <= 128 && !bf16) ? 3 : 2;
-  t.overlap = true; // softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2
+  t.stages = d <= 128 ? 3 : 2;
+  // Softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2. BF16 at D = 256
+  // measured 8-25% faster without it (the overlap keeps BF16 P beside a 256-wide O).
+  t.overlap = !(bf16 && d > 128);
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   t.kv_staging = KvStaging::Prewidened;
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md); only
   // non-causal (causal consumers see different tile counts).
-  t.pingpong = !s.attention.causal && d <= 128;
+  t.pingpong = t.overlap && !s.attention.causal && d <= 128;
   return s;
 }
 
@@ -108,6 +112,11 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     serial.attention.tile.overlap = false;
     serial.attention.tile.pingpong = false;
     out.push_back(serial);
+  }
+  if (!t.overlap && t.stages >= 2) { // the overlapped loop where the default is serial
+    KernelSpec overlapped = base;
+    overlapped.attention.tile.overlap = true;
+    out.push_back(overlapped);
   }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;
@@ -197,9 +206,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         if (target == Target::Sm90a) {
           // The warp-specialized wgmma kernel: default tiles, other ring depths, 64-key tiles.
           const KernelSpec ws = withAttentionSchedule(s, AttentionSchedule::WgmmaWarpSpecialized);
-          if (r == Route::Bf16) {
-            out.push_back(ws); // the FP8-fed routes' default kernel is pushed above already
-          } else {
+          if (r != Route::Bf16) { // (the default wgmma kernel itself is pushed above)
             KernelSpec wp = ws;
             wp.attention.operands.v_keys_permuted16 = true;
             out.push_back(wp);

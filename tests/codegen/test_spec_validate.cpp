@@ -94,8 +94,9 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   const KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a),
                                              AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(wb).empty());
-  CHECK(wb.attention.tile.stages == 2);
-  CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 2 * 65536 + 5 * 8);
+  CHECK(wb.attention.tile.stages == 3);
+  CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 3 * 65536 + 7 * 8);
+  CHECK(attentionSharedBytes(wb.attention) <= 227 * 1024);
   CHECK(wgmmaStageBytes(wb.attention) == 65536);
   s = wb;
   s.attention.tile.kv_staging = KvStaging::InKernel; // no in-kernel V transpose
@@ -123,8 +124,16 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK(m.attention.tile.block_m == 16 * m.attention.tile.warps);
   CHECK(problems(m).empty());
   CHECK(m.attention.route == w.attention.route);
+  // Every route defaults to wgmma-ws on sm_90a; the bf16 route keeps mma.sync elsewhere.
   CHECK(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a).attention.tile.schedule ==
+        AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm89).attention.tile.schedule ==
         AttentionSchedule::MmaSync);
+  // BF16 at D = 256 runs the serial consumer loop (measured faster), and so no ping-pong.
+  const TileSpec b256 = defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a).attention.tile;
+  CHECK_FALSE(b256.overlap);
+  CHECK_FALSE(b256.pingpong);
+  CHECK(b256.stages == 2);
 }
 
 TEST_CASE("widening must exist on the target", "[codegen][validate]") {
@@ -250,13 +259,15 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   s.attention.tile.overlap = false;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.pingpong"));
   // The choices exist on wgmma-ws only.
-  KernelSpec m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  const KernelSpec mma = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm89);
+  REQUIRE(mma.attention.tile.schedule == AttentionSchedule::MmaSync);
+  KernelSpec m = mma;
   m.attention.tile.ablation = StageAblation::SkipPv;
   CHECK_THAT(problems(m), Catch::Contains("attention.tile.ablation"));
-  m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  m = mma;
   m.attention.tile.kv_staging = KvStaging::Prewidened;
   CHECK_THAT(problems(m), Catch::Contains("attention.tile.kv_staging"));
-  m = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  m = mma;
   m.attention.tile.pingpong = true;
   CHECK_THAT(problems(m), Catch::Contains("attention.tile.pingpong"));
   s = w;
