@@ -30,3 +30,18 @@ using std::uint8_t;
 #else
 #define FA4JIT_HD inline
 #endif
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+namespace fa4jit::device {
+// exp2 on the special-function unit (MUFU.EX2, the instruction inside exp2f), results below 2^-126
+// flushed to zero. exp2f wraps the same instruction in range scaling (a compare and two FMULs per
+// call) only to return FP32 subnormals, which no fed P keeps: E4M3's least value is 2^-9, and a
+// BF16 or FP32 subnormal p moves l by less than 2^-126 (NUMERICS.md §2.3). The softmax runs one
+// per score, so those three instructions are a sixth of its per-score work.
+__device__ __forceinline__ float exp2Hw(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+} // namespace fa4jit::device
+#endif

@@ -28,7 +28,7 @@ FA4JIT_HD float directpFloor(float v) {
 
 FA4JIT_HD float directpExp2(float v) {
 #if defined(__CUDA_ARCH__)
-  return exp2f(v);
+  return exp2Hw(v);
 #else
   return std::exp2(v);
 #endif

@@ -18,7 +18,7 @@ FA4JIT_DEVICE void exponentiateBf16(float (&s)[AttentionTraits<C>::kSTiles][4], 
   for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s[nt][i] = exp2f(s[nt][i] - st.m_use[i / 2]);
+      s[nt][i] = exp2Hw(s[nt][i] - st.m_use[i / 2]);
       st.l[i / 2] += s[nt][i];
     }
 }

@@ -20,7 +20,7 @@ FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4],
   for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      s[nt][i] = exp2f((s[nt][i] - st.m_use[i / 2]) + kOff);
+      s[nt][i] = exp2Hw((s[nt][i] - st.m_use[i / 2]) + kOff);
 }
 
 template <class C>

@@ -73,7 +73,7 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
     }
     o_scale[r] = 1.0f;
     if (m_new != st.m[r]) {
-      const float scale = st.m[r] == negInf() ? 0.0f : exp2f(st.m[r] - m_new);
+      const float scale = st.m[r] == negInf() ? 0.0f : exp2Hw(st.m[r] - m_new);
       st.l[r] *= scale;
       o_scale[r] = scale;
       st.m[r] = m_new;

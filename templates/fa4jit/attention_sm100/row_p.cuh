@@ -64,7 +64,7 @@ FA4JIT_DEVICE void sm100BuildPNvfp8(uint32_t (&words)[Sm100AttentionTraits<C>::k
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float x0 = t[4 * w + 2 * h] - r.m_use, x1 = t[4 * w + 2 * h + 1] - r.m_use;
-      half[h] = floatsToE4M3x2(exp2f(x0 + kOff), exp2f(x1 + kOff));
+      half[h] = floatsToE4M3x2(exp2Hw(x0 + kOff), exp2Hw(x1 + kOff));
       float f0, f1;
       unpackE4m3x2(half[h], f0, f1);
       r.l += f0;

@@ -54,7 +54,7 @@ FA4JIT_DEVICE float sm100RowUpdate(Sm100Row &r, const float (&t)[Sm100AttentionT
   }
   float factor = 1.0f;
   if (m_new != r.m) {
-    factor = r.m == negInf() ? 0.0f : exp2f(r.m - m_new);
+    factor = r.m == negInf() ? 0.0f : exp2Hw(r.m - m_new);
     r.l *= factor;
     r.m = m_new;
   }
