@@ -54,4 +54,4 @@ for step in "${steps[@]}"; do
   esac
 done
 # The device tool brings back a limited number of files: one archive of every log.
-(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz . && find . -type f ! -name logs.tgz -delete)
+tar czf /tmp/fa4jit-logs.tgz -C "$OUT" . && find "$OUT" -type f -delete && mv /tmp/fa4jit-logs.tgz "$OUT/logs.tgz"

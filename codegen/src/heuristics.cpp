@@ -88,11 +88,11 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.block_n = d <= 128 ? 128 : 64;
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
-  const bool bf16 = s.attention.route == Route::Bf16;
   t.stages = d <= 128 ? 3 : 2;
-  // Softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2. BF16 at D = 256
-  // measured 8-25% faster without it (the overlap keeps BF16 P beside a 256-wide O).
-  t.overlap = !(bf16 && d > 128);
+  // Softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2. At D = 256 the
+  // serial loop measured faster on the H200 for every route (nvfp8 +13%, directp +15%, bf16 0-25%:
+  // the overlap keeps P of two tiles beside a 256-wide O; docs/PERF.md).
+  t.overlap = d <= 128;
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   t.kv_staging = KvStaging::Prewidened;

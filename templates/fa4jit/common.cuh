@@ -38,10 +38,16 @@ namespace fa4jit::device {
 // call) only to return FP32 subnormals, which no fed P keeps: E4M3's least value is 2^-9, and a
 // BF16 or FP32 subnormal p moves l by less than 2^-126 (NUMERICS.md §2.3). The softmax runs one
 // per score, so those three instructions are a sixth of its per-score work.
+// sm_80 and sm_89 (the mma.sync kernels only) keep exp2f: there the opaque asm made NVRTC's sm_80
+// bf16 D = 128 causal kernel spill 8 bytes, and those targets are not the fast path.
 __device__ __forceinline__ float exp2Hw(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+#else
+  return exp2f(x);
+#endif
 }
 } // namespace fa4jit::device
 #endif

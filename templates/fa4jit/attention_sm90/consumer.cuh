@@ -110,6 +110,25 @@ struct ConsumerRows {
   int lane;
 };
 
+// Phase A after the scaling and masking: the row max, then Direct-P's classification or the
+// exponentiation (in place in S) with l.
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
+                               bool first_tile) {
+  using T = AttentionTraits<CV>;
+  constexpr bool kDirectP = C::route == attention::Route::DirectP;
+  float block_max[T::kBlockN / 32][2], tile_max[2];
+  attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
+  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
+  if constexpr (kDirectP)
+    attention::classifyDirectP<CV>(pp, s, block_max, st);
+  else if constexpr (POperand<C>::kBf16)
+    attention::exponentiateBf16<CV>(s, st);
+  else
+    attention::exponentiateNvfp8<CV>(s, st);
+}
+
 // Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
 // factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
 template <class C, class CV>
@@ -123,20 +142,18 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
     st.l[1] += 1.0f;
     return;
   }
-  if (key0 + T::kBlockN > rows.wg_unmasked)
+  // Both arms run the whole phase, so that the exponentiation ends a basic block of its own. In
+  // one block with the caller's wait for the previous PV (overlapStep), ptxas scheduled the wait
+  // first and every exp2 of the tile after it: measured in the SASS of the nvfp8, directp and bf16
+  // kernels (all 64 MUFU.EX2 per thread behind WARPGROUP.DEPBAR.LE gsb0, 0x0), so the softmax
+  // never overlapped the PV. Split, they run before it.
+  if (key0 + T::kBlockN > rows.wg_unmasked) {
     attention::scaleAndMask<CV, true>(s, rows.score_mul, rows.vis, key0, rows.lane);
-  else
+    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+  } else {
     attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
-  constexpr bool kDirectP = C::route == attention::Route::DirectP;
-  float block_max[T::kBlockN / 32][2], tile_max[2];
-  attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
-  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
-  if constexpr (kDirectP)
-    attention::classifyDirectP<CV>(pp, s, block_max, st);
-  else if constexpr (POperand<C>::kBf16)
-    attention::exponentiateBf16<CV>(s, st);
-  else
-    attention::exponentiateNvfp8<CV>(s, st);
+    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+  }
 }
 
 template <class C, class CV>
@@ -224,6 +241,26 @@ struct PingPong {
 // Phase parity of a tile's ring stage (one phase per pass over the ring).
 template <int kStages> FA4JIT_DEVICE uint32_t ringParity(int tile) { return static_cast<uint32_t>(tile / kStages) & 1u; }
 
+// Pins the results of a tile's softmax phase A (S in place, Direct-P's pending selectors and
+// tables, l) ahead of the wait for the previous PV in the compiler's (NVVM's) order: the wait is
+// an asm statement and the softmax plain arithmetic, which it could otherwise sink below it. These
+// empty asm statements emit no PTX, so they do not bind ptxas; softmaxTile's branch does.
+template <class CV>
+FA4JIT_DEVICE void fenceSoftmaxResults(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                                       attention::SoftmaxRows &st) {
+  sm90_fence_regs(s);
+  if constexpr (CV::route == attention::Route::DirectP) {
+#pragma unroll
+    for (int b = 0; b < PendingP<CV>::kBlocks; ++b)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          asm volatile("" : "+r"(pp.sel[b][i][j]), "+r"(pp.fed[b][i][j])::"memory");
+  }
+  asm volatile("" : "+f"(st.l[0]), "+f"(st.l[1])::"memory");
+}
+
 // The stage's buffers may be refilled: one arrive per consumer warp.
 FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
   __syncwarp();
@@ -256,6 +293,7 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
   sm90_wgmma_wait<1>(); // S_j is complete; PV_{j-1} may still run
   sm90_fence_regs(s);
   softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, false);
+  fenceSoftmaxResults<CV>(s, pp, st); // the per-element work stays ahead of the wait below
   sm90_wgmma_wait<0>();
   sm90_fence_regs(o);
   sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
