@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, stages1..stages4, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, mma-sum, alu-sum, stages1..stages4, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -33,7 +33,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" ||
-          p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong")
+          p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
+          p == "alu-sum")
         continue;
       int stages = 0;
       if (p.startswith("stages") && !p.drop_front(6).getAsInteger(10, stages) && stages >= 1 && stages <= 4)
@@ -64,6 +65,10 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (p == "pingpong" && (a.causal || !a.tile.overlap)))
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
+    } else if (p == "mma-sum" || p == "alu-sum") {
+      if (!wgmma)
+        return std::nullopt;
+      a.tile.mma_row_sum = p == "mma-sum";
     } else if (p == "in-kernel" || p == "prewidened") {
       if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16)) // bf16 tiles are always repacked
         return std::nullopt;

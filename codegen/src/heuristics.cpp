@@ -99,6 +99,10 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md); only
   // non-causal (causal consumers see different tile counts).
   t.pingpong = t.overlap && !s.attention.causal && d <= 128;
+  // The normalizer from the PV wgmma (a ones row in V^T): the FP8-fed routes' softmax is
+  // issue-bound (docs/PERF.md), and decoding each fed P byte for l cost 2.5 of its ~10
+  // instructions per score. N = D + 8 must stay <= 256.
+  t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
   return s;
 }
 
@@ -117,6 +121,11 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec overlapped = base;
     overlapped.attention.tile.overlap = true;
     out.push_back(overlapped);
+  }
+  if (t.mma_row_sum) { // l summed on the ALUs from the decoded P bytes
+    KernelSpec alu_sum = base;
+    alu_sum.attention.tile.mma_row_sum = false;
+    out.push_back(alu_sum);
   }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;

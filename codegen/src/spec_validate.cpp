@@ -92,6 +92,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
   else if (t.overlap && t.stages < 2)
     r.fail("attention.tile.stages", t.stages, " must be >= 2 with overlap (a consumer holds two stages)");
+  if (t.mma_row_sum && (a.route == Route::Bf16 || a.head_dim > 128))
+    r.fail("attention.tile.mma_row_sum", "needs an FP8-fed route and head_dim <= 128 (PV's N = head_dim + 8 <= 136; "
+                                         "the wgmma's N stops at 256)");
   if (t.pingpong && (!t.overlap || a.causal))
     r.fail("attention.tile.pingpong", "needs overlap and a non-causal kernel (both consumers then issue the same "
                                       "number of wgmma groups)");
@@ -125,6 +128,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.kv_staging", toString(t.kv_staging), " exists on wgmma-ws only");
   else if (t.pingpong)
     r.fail("attention.tile.pingpong", "exists on wgmma-ws only");
+  else if (t.mma_row_sum)
+    r.fail("attention.tile.mma_row_sum", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -236,7 +241,9 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one
     // for Q; 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
     const int q_tile = swizzledTileBytes(128, a.head_dim * wgmmaElementBytes(a));
-    return 1024 + q_tile + a.tile.stages * wgmmaStageBytes(a) + 8 * (2 * a.tile.stages + 1);
+    // mma_row_sum: every stage's V^T continues with 8 rows of 128 bytes (ones, then zeros).
+    const int row_sum_rows = a.tile.mma_row_sum ? 8 * 128 : 0;
+    return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 1);
   }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;

@@ -79,13 +79,30 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
                                             AttentionSchedule::WgmmaWarpSpecialized);
   REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(w).empty());
-  // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128]) + 7 mbarriers + 1024 alignment slack.
-  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * 32768 + 7 * 8);
+  // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128] + 8 row-sum rows of 128 bytes)
+  // + 7 mbarriers + 1024 alignment slack.
+  REQUIRE(w.attention.tile.mma_row_sum);
+  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 7 * 8);
+  CHECK(wgmmaStageBytes(w.attention) == 32768); // the bulk-copied image: no row-sum rows
+  KernelSpec alu = w;
+  alu.attention.tile.mma_row_sum = false;
+  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 7 * 8);
   // D = 64 keeps 128-byte rows (half used): Q 16 KiB, K 16 KiB, V^T [64][128] 8 KiB per stage.
   const KernelSpec w64 = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a),
                                               AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192) +
+  CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192 + 1024) +
                                                    8 * (2 * w64.attention.tile.stages + 1));
+  // The row-sum column needs FP8 P (one V^T column block) and PV's N = D + 8 within the wgmma's.
+  KernelSpec wide = w;
+  wide.attention.head_dim = 256;
+  wide.attention.tile.block_n = 64;
+  wide.attention.tile.stages = 2;
+  CHECK_THAT(problems(wide), Catch::Contains("attention.tile.mma_row_sum") && Catch::Contains("head_dim <= 128"));
+  CHECK_FALSE(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a).attention.tile.mma_row_sum);
+  CHECK_FALSE(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a).attention.tile.mma_row_sum);
+  KernelSpec sync = withAttentionSchedule(w, AttentionSchedule::MmaSync);
+  sync.attention.tile.mma_row_sum = true;
+  CHECK_THAT(problems(sync), Catch::Contains("attention.tile.mma_row_sum") && Catch::Contains("wgmma-ws only"));
   KernelSpec s = w;
   s.target = Target::Sm89;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("sm_90a"));

@@ -265,6 +265,15 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V
                [](KernelSpec &s) { s.attention.tile.kv_staging = KvStaging::InKernel; });
 }
 
+// The normalizer summed on the ALUs from the decoded P bytes instead of by the PV wgmma's ones row
+// (mma_row_sum, the default at D <= 128).
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on the ALUs", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
+               [](KernelSpec &s) { s.attention.tile.mma_row_sum = false; });
+}
+
 // The consumer loop without the softmax/PV overlap (the tuner may pick it).
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)

@@ -34,7 +34,8 @@ template <class CV> struct PendingP {
 //   a shift-add of those bits into the selector nibble (the exponent bits land at bit 23 and up,
 //   which PRMT ignores and which no carry can bring down).
 // Other classifier kinds take directpClassify as it is.
-template <class C>
+// kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum); the block sums are skipped.
+template <class C, bool kSumL = true>
 FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTraits<C>::kSTiles][4],
                                    const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st) {
   using T = AttentionTraits<C>;
@@ -92,6 +93,8 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
       pp.fed[kb][r][0] = fed.lo;
       pp.fed[kb][r][1] = fed.hi;
 
+      if constexpr (!kSumL)
+        continue;
       const bool exact = k >= -8;
       const uint32_t int_lo = exact ? 0x03020100u : fed.lo;
       const uint32_t int_hi = exact ? 0x0C080604u : fed.hi;

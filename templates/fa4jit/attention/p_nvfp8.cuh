@@ -23,7 +23,8 @@ FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4],
       s[nt][i] = exp2Hw((s[nt][i] - st.m_use[i / 2]) + kOff);
 }
 
-template <class C>
+// kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum), so the bytes are not decoded.
+template <class C, bool kSumL = true>
 FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
                              const float (&p)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
 #pragma unroll
@@ -34,10 +35,12 @@ FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4]
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         half[i] = floatsToE4M3x2(p[4 * kb + i][2 * r], p[4 * kb + i][2 * r + 1]);
-        float f0, f1;
-        unpackE4m3x2(half[i], f0, f1);
-        st.l[r] += f0;
-        st.l[r] += f1;
+        if constexpr (kSumL) {
+          float f0, f1;
+          unpackE4m3x2(half[i], f0, f1);
+          st.l[r] += f0;
+          st.l[r] += f1;
+        }
       }
       pa[kb][r] = half[0] | (half[1] << 16);
       pa[kb][2 + r] = half[2] | (half[3] << 16);

@@ -82,18 +82,24 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
   }
 }
 
-template <class C>
-FA4JIT_DEVICE void rescaleO(float (&o)[AttentionTraits<C>::kOTiles][4], const float (&o_scale)[2]) {
+// O's rows g and g + 8 times their factor, over every n8 tile of the accumulator (the wgmma
+// kernel's may hold one more: the row-sum column).
+template <int kTiles> FA4JIT_DEVICE void rescaleRows(float (&o)[kTiles][4], const float (&o_scale)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (o_scale[r] != 1.0f) {
 #pragma unroll
-      for (int dt = 0; dt < AttentionTraits<C>::kOTiles; ++dt) {
+      for (int dt = 0; dt < kTiles; ++dt) {
         o[dt][2 * r] *= o_scale[r];
         o[dt][2 * r + 1] *= o_scale[r];
       }
     }
   }
+}
+
+template <class C>
+FA4JIT_DEVICE void rescaleO(float (&o)[AttentionTraits<C>::kOTiles][4], const float (&o_scale)[2]) {
+  rescaleRows(o, o_scale);
 }
 
 // Advance the row max over one key tile and rescale O and l when it moves.

@@ -35,13 +35,25 @@ template <class C> struct POperand {
   static constexpr int kQkSteps = C::head_dim / (kBf16 ? 16 : 32); // k-steps of QK^T
 };
 
+// A consumer's O accumulator: head_dim / 8 n8 tiles, and with mma_row_sum one more whose column 0
+// is l (the PV product with V^T's ones row).
+template <class C> struct OAccumulator {
+  static constexpr int kTiles = C::head_dim / 8 + (C::mma_row_sum ? 1 : 0);
+};
+
 // O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step).
 template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issuePV(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[POperand<C>::kSteps][4], uint32_t v_addr) {
+FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
+                           uint32_t v_addr) {
 #pragma unroll
   for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
     const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
-    if constexpr (POperand<C>::kBf16) {
+    if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n136k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    } else if constexpr (POperand<C>::kBf16) {
       if constexpr (kHeadDim == 64)
         sm90_wgmma_m64n64k16_f32_bf16_rs(o, pa[kb], desc, 1);
       else if constexpr (kHeadDim == 128)
@@ -122,7 +134,7 @@ FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
   attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
-    attention::classifyDirectP<CV>(pp, s, block_max, st);
+    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st);
   else if constexpr (POperand<C>::kBf16)
     attention::exponentiateBf16<CV>(s, st);
   else
@@ -183,7 +195,7 @@ FA4JIT_DEVICE void packP(uint32_t (&pa)[POperand<C>::kSteps][4], const PendingP<
   } else if constexpr (POperand<C>::kBf16) {
     attention::packBf16<CV>(pa, s);
   } else {
-    attention::packNvfp8<CV>(pa, s, st);
+    attention::packNvfp8<CV, !C::mma_row_sum>(pa, s, st);
   }
 }
 
@@ -201,7 +213,7 @@ FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_addr, int 
 }
 
 template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueValues(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
+FA4JIT_DEVICE void issueValues(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
                                uint32_t v_addr) {
   if constexpr (C::ablation != StageAblation::SkipPv)
     issuePV<C, kHeadDim, kBlockN>(o, pa, v_addr);
@@ -209,9 +221,9 @@ FA4JIT_DEVICE void issueValues(float (&o)[kHeadDim / 8][4], const uint32_t (&pa)
 
 // Ring addresses of one stage (Sm90Layout offsets from the aligned shared-memory base).
 struct RingView {
-  uint32_t base, k_offset, v_offset, stage_bytes, bar_full, bar_empty;
-  FA4JIT_DEVICE uint32_t k(int stage) const { return base + k_offset + stage * stage_bytes; }
-  FA4JIT_DEVICE uint32_t v(int stage) const { return base + v_offset + stage * stage_bytes; }
+  uint32_t base, k_offset, v_offset, stage_stride, bar_full, bar_empty;
+  FA4JIT_DEVICE uint32_t k(int stage) const { return base + k_offset + stage * stage_stride; }
+  FA4JIT_DEVICE uint32_t v(int stage) const { return base + v_offset + stage * stage_stride; }
   FA4JIT_DEVICE uint32_t full(int stage) const { return bar_full + 8 * stage; }
   FA4JIT_DEVICE uint32_t empty(int stage) const { return bar_empty + 8 * stage; }
 };
@@ -272,7 +284,7 @@ FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
 // of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, O is rescaled and
 // P_j packed into the same registers (FlashAttention-3's order).
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
-FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[kHeadDim / 8][4],
+FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[OAccumulator<C>::kTiles][4],
                                uint32_t (&pa)[POperand<C>::kSteps][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
                                const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows,
                                PingPong &turns) {
@@ -298,14 +310,14 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
   sm90_fence_regs(o);
   sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
   releaseStage(ring, prev, rows.lane);
-  attention::rescaleO<CV>(o, o_scale);
+  attention::rescaleRows(o, o_scale);
   packP<C, CV>(pa, pp, s, st);
 }
 
 // Runs this consumer over tiles [0, n_tiles) of the ring: computes the first n_mine of them (the
 // causal limit of its rows) and releases every one.
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
-FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxRows &st, const RingView &ring,
+FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attention::SoftmaxRows &st, const RingView &ring,
                                 uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows,
                                 int consumer) {
   float s[kBlockN / 8][4];
@@ -324,7 +336,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[kHeadDim / 8][4], attention::SoftmaxR
       sm90_fence_regs(s);
       softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, tile == 0);
       packP<C, CV>(pa, pp, s, st);
-      attention::rescaleO<CV>(o, o_scale);
+      attention::rescaleRows(o, o_scale);
       sm90_fence_regs(o);
       sm90_fence_regs(pa);
       sm90_wgmma_fence();

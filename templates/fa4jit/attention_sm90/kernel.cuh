@@ -9,7 +9,7 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap`, `pingpong`, `kv_prewidened` and `static constexpr StageAblation ablation`
+//     overlap`, `pingpong`, `kv_prewidened`, `mma_row_sum` and `static constexpr StageAblation ablation`
 //     (consumer.cuh, widen_kv.cuh), block_m == 128 and
 //     warps == 12 (one producer and two consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
@@ -80,7 +80,9 @@ template <class C> struct Sm90Traits {
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
   static_assert(!C::pingpong || (C::overlap && !C::causal), "ping-pong needs overlap and a non-causal kernel");
-  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes);
+  static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128 && kBlockN * kElemBytes <= kSwizzleBytes),
+                "mma_row_sum: FP8 V^T of one column block and PV's N = head_dim + 8 <= 136");
+  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes, C::mma_row_sum);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
@@ -148,6 +150,16 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
       produceNvfp4Rows<S::kHeadDim, kBlockRows>(smem + L.q_offset, qg + m0 * p.q_row_stride,
                                                  static_cast<int>(p.q_row_stride), qsf, m0, q_valid, pre, ptid);
     }
+    if constexpr (C::mma_row_sum) {
+      // Each stage's row-sum rows, once: the ring's copies stop short of them.
+      constexpr int kUnits = kRowSumRows * kSwizzleBytes / 16;
+      for (int u = ptid; u < S::kStages * kUnits; u += kWarpgroupThreads) {
+        const int stage = u / kUnits, chunk = u % kUnits;
+        const uint32_t w = chunk < kSwizzleBytes / 16 ? kE4m3OnesX4 : 0u; // row 0: ones
+        *reinterpret_cast<uint4 *>(smem + L.row_sum_offset + stage * L.stage_stride + chunk * 16) =
+            make_uint4(w, w, w, w);
+      }
+    }
     fenceProxyAsyncShared();
     mbarrierArrive(bar_q);
     if constexpr (C::kv_prewidened)
@@ -167,7 +179,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
           mbarrierArrive(bar_full + 8 * stage);
         } else {
           mbarrierArriveExpectTx(bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
-          bulkCopyG2S(base + L.k_offset + stage * L.stage_bytes, images + static_cast<int64_t>(tile) * L.stage_bytes,
+          bulkCopyG2S(base + L.k_offset + stage * L.stage_stride, images + static_cast<int64_t>(tile) * L.stage_bytes,
                       static_cast<uint32_t>(L.stage_bytes), bar_full + 8 * stage);
         }
       }
@@ -185,8 +197,8 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
         const int stage = tile % S::kStages;
         const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
         mbarrierWait(bar_empty + 8 * stage, (round & 1u) ^ 1u);
-        uint8_t *k_tile = smem + L.k_offset + stage * L.stage_bytes;
-        uint8_t *v_tile = smem + L.v_offset + stage * L.stage_bytes;
+        uint8_t *k_tile = smem + L.k_offset + stage * L.stage_stride;
+        uint8_t *v_tile = smem + L.v_offset + stage * L.stage_stride;
         const int key0 = tile * S::kBlockN;
         const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
         if constexpr (C::ablation != StageAblation::SkipLoads) {
@@ -233,16 +245,16 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
       out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
   }
 
-  float o[T::kOTiles][4];
+  float o[OAccumulator<C>::kTiles][4]; // with mma_row_sum, one more n8 tile: l in its column 0
 #pragma unroll
-  for (int dt = 0; dt < T::kOTiles; ++dt)
+  for (int dt = 0; dt < OAccumulator<C>::kTiles; ++dt)
     o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
   attention::SoftmaxRows st;
   attention::softmaxInit(st);
 
   const ConsumerRows rows{score_mul, {vis[0], vis[1]}, wg_unmasked, lane};
   const RingView ring{base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
-                      static_cast<uint32_t>(L.stage_bytes), bar_full, bar_empty};
+                      static_cast<uint32_t>(L.stage_stride), bar_full, bar_empty};
   const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
   mbarrierWait(bar_q, 0u);
   consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, base + L.q_offset, c * kRowsPerConsumer,
@@ -252,7 +264,14 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
                      row_base * p.o_row_stride;
   float *lse_rows = p.lse == 0 ? nullptr
                                : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row_base;
-  attention::writeOutput<CV>(o, st, out_factor, o_rows, p.o_row_stride, lse_rows, row_base, sq, lane);
+  if constexpr (C::mma_row_sum) {
+    // l of rows g and g + 8 is O's column head_dim: held by the quad's lane 0 (2q + i = 0), so
+    // the epilogue's quad sum of st.l gives it to all four.
+    st.l[0] = lane % 4 == 0 ? o[T::kOTiles][0] : 0.0f;
+    st.l[1] = lane % 4 == 0 ? o[T::kOTiles][2] : 0.0f;
+  }
+  attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_factor, o_rows, p.o_row_stride,
+                             lse_rows, row_base, sq, lane);
 }
 
 } // namespace fa4jit::device::attention_sm90

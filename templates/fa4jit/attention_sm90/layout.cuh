@@ -26,21 +26,31 @@ static_assert(kWarpgroupThreads * producerRegisters(true) + 2 * kWarpgroupThread
 static_assert(kWarpgroupThreads * producerRegisters(false) + 2 * kWarpgroupThreads * consumerRegisters(false) <= 384 * 168,
               "register split exceeds the launch allocation");
 
+// stage_bytes: one stage's K and V^T, the bulk-copied image; stage_stride: the distance between
+// stages, which with mma_row_sum also holds V^T's 8 row-sum rows (written once, never copied over).
 struct Sm90Layout {
-  int q_offset, k_offset, v_offset, stage_bytes, barrier_offset, shared_bytes;
+  int q_offset, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
 };
+
+// The row-sum rows under V^T (mma_row_sum): row 0 E4M3 ones (0x38), rows 1-7 zeros, so the PV
+// wgmma's column head_dim is sum_k P[r][k] = l, and columns head_dim+1..+7 stay 0.
+constexpr int kRowSumRows = 8;
+constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 
 // Operands of elem_bytes each: 1 for the FP8-fed routes (E4M3), 2 for the bf16 route. The tiles
 // are the same shapes in bytes along the reduction dimension: Q [128][D], K [block_n][D] and
 // V^T [D][block_n]. shared_bytes includes 1024 bytes of slack for aligning the dynamic
 // shared-memory base at run time.
-FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages, int elem_bytes) {
+// row_sum: V^T is one column block (FP8, block_n <= 128), so its rows continue past head_dim.
+FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages, int elem_bytes,
+                                                   bool row_sum) {
   const int q = operandTileBytes(kBlockRows, head_dim * elem_bytes);
   const int k = operandTileBytes(block_n, head_dim * elem_bytes);
   const int v = operandTileBytes(head_dim, block_n * elem_bytes);
   const int stage = k + v;
-  const int barriers = q + stages * stage;
-  return {0, q, q + k, stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 1)};
+  const int stride = stage + (row_sum ? kRowSumRows * kSwizzleBytes : 0);
+  const int barriers = q + stages * stride;
+  return {0, q, q + k, stage, stride, q + stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 1)};
 }
 
 } // namespace fa4jit::device::attention_sm90

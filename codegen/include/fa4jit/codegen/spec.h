@@ -94,6 +94,10 @@ struct TileSpec {
   // (named barriers), so that one's softmax runs while the other's MMAs do (FlashAttention-3's
   // ping-pong).
   bool pingpong = false;
+  // wgmma-ws, FP8-fed routes, head_dim <= 128: the normalizer l is summed by the PV wgmma itself,
+  // through a row of ones appended to V^T in shared memory (an O column that is l), instead of
+  // decoding every fed P byte on the ALUs. NUMERICS.md §2.3.
+  bool mma_row_sum = false;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
