@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <vector>
 
 namespace {
 
@@ -136,4 +138,43 @@ TEST_CASE("magic-number rounding gives the code in the low bits and the selector
       REQUIRE(((sel >> (4 * i)) & 0xFu) == static_cast<uint32_t>(codes[i]));
   }
   std::fesetround(saved);
+}
+
+// The threshold classifier's binary search (directpThresholdCode) against its definition, one
+// compare per threshold: at every threshold, one ulp on either side, between them, far outside,
+// at +-0, infinities and NaN, for the default thresholds and for strictly increasing random ones.
+TEST_CASE("threshold code: binary search equals the count of thresholds below y", "[codegen][directp]") {
+  std::mt19937 rng(20261129);
+  std::uniform_real_distribution<float> gap(1e-3f, 2.0f);
+  std::vector<DirectPCoefficients> sets{coefficients(fa4jit::ClassifierKind::Threshold, 0.0f, 0.0f)};
+  for (int n = 0; n < 200; ++n) {
+    fa4jit::ClassifierSpec c;
+    c.kind = fa4jit::ClassifierKind::Threshold;
+    float v = -8.0f + gap(rng);
+    for (int i = 0; i < 7; ++i, v += gap(rng))
+      c.thresholds[i] = v;
+    sets.push_back(fa4jit::fit::directpCoefficients(c));
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  int checked = 0;
+  for (const DirectPCoefficients &k : sets) {
+    std::vector<float> ys{0.0f, -0.0f, inf, -inf, std::nanf(""), -1e30f, 1e30f};
+    for (int i = 0; i < 7; ++i) {
+      ys.push_back(k.theta[i]);
+      ys.push_back(std::nextafter(k.theta[i], -inf));
+      ys.push_back(std::nextafter(k.theta[i], inf));
+      if (i > 0)
+        ys.push_back(0.5f * (k.theta[i] + k.theta[i - 1]));
+    }
+    for (float y : ys) {
+      INFO("y " << y);
+      CHECK(fa4jit::device::directpThresholdCode(k, y) == fa4jit::device::directpThresholdCodeLinear(k, y));
+      ++checked;
+    }
+  }
+  CHECK(checked > 5000);
+  // The default thresholds cover every code.
+  const DirectPCoefficients d = sets.front();
+  for (int c = 0; c <= 7; ++c)
+    CHECK(fa4jit::device::directpThresholdCode(d, c == 0 ? -inf : d.theta[c - 1]) == c);
 }
