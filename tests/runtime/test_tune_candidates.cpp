@@ -163,3 +163,38 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK_FALSE(usesTensorMemory(withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm100a),
                                                      AttentionSchedule::MmaSync)));
 }
+
+// What the sm_90a search holds for the kernels added in the third session: the bf16 route's BF16
+// wgmma kernel (repacked K/V only) beside its mma.sync one, and for the FP8-fed routes at D <= 128
+// the normalizer summed by the PV wgmma and, as the alternative, on the ALUs.
+TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]") {
+  auto bf16 = enumerateAttentionCandidates(Route::Bf16, 128, false, Target::Sm90a, 4096);
+  REQUIRE_OK(bf16);
+  int wgmma = 0, mma_sync = 0;
+  for (const auto &c : bf16->kept) {
+    INFO(c.label);
+    if (c.spec.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+      ++wgmma;
+      CHECK(c.spec.attention.tile.kv_staging == KvStaging::Prewidened);
+      CHECK_FALSE(c.spec.attention.tile.mma_row_sum);
+    } else {
+      ++mma_sync;
+    }
+  }
+  CHECK(wgmma >= 2);
+  CHECK(mma_sync >= 1);
+  for (Route r : {Route::Nvfp8, Route::DirectP}) {
+    auto a = enumerateAttentionCandidates(r, 128, false, Target::Sm90a, 4096);
+    REQUIRE_OK(a);
+    REQUIRE(a->kept[0].spec.attention.tile.mma_row_sum);
+    bool alu_sum = false;
+    for (const auto &c : a->kept)
+      alu_sum = alu_sum || (c.spec.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
+                            !c.spec.attention.tile.mma_row_sum);
+    CHECK(alu_sum);
+    auto wide = enumerateAttentionCandidates(r, 256, false, Target::Sm90a, 4096);
+    REQUIRE_OK(wide);
+    for (const auto &c : wide->kept)
+      CHECK_FALSE(c.spec.attention.tile.mma_row_sum); // N = 256 + 8 exceeds the wgmma's N
+  }
+}
