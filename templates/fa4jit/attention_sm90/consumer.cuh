@@ -9,195 +9,21 @@
 // The numerics are the same in both: the same P and l for each tile in the same order.
 // `ablation` (config.cuh) leaves one stage out or runs it twice, for the timing table of
 // docs/PERF.md; such kernels compute garbage on purpose.
+// The MMAs it issues are in consumer_mma.cuh, the two softmax phases in consumer_softmax.cuh.
 #include "fa4jit/attention/config.cuh"
-#include "fa4jit/attention/p_bf16.cuh"
-#include "fa4jit/attention/p_nvfp8.cuh"
-#include "fa4jit/attention/scores.cuh"
-#include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention/p_directp.cuh"
 #include "fa4jit/attention/softmax.cuh"
-#include "fa4jit/attention_sm90/smem_desc.cuh"
+#include "fa4jit/attention_sm90/consumer_mma.cuh"
+#include "fa4jit/attention_sm90/consumer_softmax.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
-#include "fa4jit/attention_sm90/wgmma_bf16.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
 using attention::AttentionTraits;
 using attention::PendingP;
 using attention::StageAblation;
-
-// The P register operand of PV: k-steps of 32 keys (E4M3, k32) or 16 keys (BF16, k16), four
-// registers each; either way one k-step is 32 bytes of a K-major shared-memory row.
-template <class C> struct POperand {
-  static constexpr bool kBf16 = C::route == attention::Route::Bf16;
-  static constexpr int kSteps = C::block_n / (kBf16 ? 16 : 32);
-  static constexpr int kQkSteps = C::head_dim / (kBf16 ? 16 : 32); // k-steps of QK^T
-};
-
-// A consumer's O accumulator: head_dim / 8 n8 tiles, and with mma_row_sum one more whose column 0
-// is l (the PV product with V^T's ones row).
-template <class C> struct OAccumulator {
-  static constexpr int kTiles = C::head_dim / 8 + (C::mma_row_sum ? 1 : 0);
-};
-
-// O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step).
-template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
-                           uint32_t v_addr) {
-#pragma unroll
-  for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
-    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
-    if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
-      if constexpr (kHeadDim == 64)
-        sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-      else
-        sm90_wgmma_m64n136k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    } else if constexpr (POperand<C>::kBf16) {
-      if constexpr (kHeadDim == 64)
-        sm90_wgmma_m64n64k16_f32_bf16_rs(o, pa[kb], desc, 1);
-      else if constexpr (kHeadDim == 128)
-        sm90_wgmma_m64n128k16_f32_bf16_rs(o, pa[kb], desc, 1);
-      else
-        sm90_wgmma_m64n256k16_f32_bf16_rs(o, pa[kb], desc, 1);
-    } else {
-      if constexpr (kHeadDim == 64)
-        sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-      else if constexpr (kHeadDim == 128)
-        sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-      else
-        sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
-    }
-  }
-}
-
-// One k-step of S = Q K^T; the first (kk == 0) overwrites S through write-only operands: the
-// softmax's in-place writes to S's registers then feed no wgmma, which ptxas would otherwise
-// serialize (C7513) whenever another wgmma is in flight during that softmax.
-template <class C, int kBlockN>
-FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t b, int kk) {
-  if constexpr (POperand<C>::kBf16) {
-    if constexpr (kBlockN == 64) {
-      if (kk == 0)
-        sm90_wgmma_m64n64k16_f32_bf16_ss_zero(s, a, b);
-      else
-        sm90_wgmma_m64n64k16_f32_bf16_ss(s, a, b, 1);
-    } else {
-      if (kk == 0)
-        sm90_wgmma_m64n128k16_f32_bf16_ss_zero(s, a, b);
-      else
-        sm90_wgmma_m64n128k16_f32_bf16_ss(s, a, b, 1);
-    }
-  } else {
-    if constexpr (kBlockN == 64) {
-      if (kk == 0)
-        sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
-      else
-        sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
-    } else {
-      if (kk == 0)
-        sm90_wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b);
-      else
-        sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
-    }
-  }
-}
-
-// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
-template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
-#pragma unroll
-  for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
-    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
-    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
-    issueQKStep<C, kBlockN>(s, a, b, kk);
-  }
-}
-
-// What a consumer thread knows about its rows for the whole loop.
-struct ConsumerRows {
-  float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1)
-  int vis[2];        // visible keys of rows g and g + 8 of this warp
-  int wg_unmasked;   // keys visible to every row of the warpgroup (tiles below need no mask)
-  int lane;
-};
-
-// Phase A after the scaling and masking: the row max, then Direct-P's classification or the
-// exponentiation (in place in S) with l.
-template <class C, class CV>
-FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
-                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
-                               bool first_tile) {
-  using T = AttentionTraits<CV>;
-  constexpr bool kDirectP = C::route == attention::Route::DirectP;
-  float block_max[T::kBlockN / 32][2], tile_max[2];
-  attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
-  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
-  if constexpr (kDirectP)
-    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st);
-  else if constexpr (POperand<C>::kBf16)
-    attention::exponentiateBf16<CV>(s, st);
-  else
-    attention::exponentiateNvfp8<CV>(s, st);
-}
-
-// Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
-// factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
-template <class C, class CV>
-FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
-                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
-                               bool first_tile) {
-  using T = AttentionTraits<CV>;
-  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
-    o_scale[0] = o_scale[1] = 1.0f;
-    st.l[0] += 1.0f; // keeps l > 0, so the epilogue reads O and the compiler keeps every wgmma
-    st.l[1] += 1.0f;
-    return;
-  }
-  // Both arms run the whole phase, so that the exponentiation ends a basic block of its own. In
-  // one block with the caller's wait for the previous PV (overlapStep), ptxas scheduled the wait
-  // first and every exp2 of the tile after it: measured in the SASS of the nvfp8, directp and bf16
-  // kernels (all 64 MUFU.EX2 per thread behind WARPGROUP.DEPBAR.LE gsb0, 0x0), so the softmax
-  // never overlapped the PV. Split, they run before it.
-  if (key0 + T::kBlockN > rows.wg_unmasked) {
-    attention::scaleAndMask<CV, true>(s, rows.score_mul, rows.vis, key0, rows.lane);
-    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
-  } else {
-    attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
-    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
-  }
-}
-
-template <class C, class CV>
-FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
-                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
-                                bool first_tile) {
-  softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
-  if constexpr (C::ablation == StageAblation::SoftmaxTwice) {
-    sm90_fence_regs(s); // a second, opaque pass over the same registers
-    softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
-  }
-}
-
-// Phase B: the A fragments of P (after the PV that read the previous ones has completed).
-template <class C, class CV>
-FA4JIT_DEVICE void packP(uint32_t (&pa)[POperand<C>::kSteps][4], const PendingP<CV> &pp,
-                         const float (&s)[AttentionTraits<CV>::kSTiles][4], attention::SoftmaxRows &st) {
-  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
-    constexpr int kTiles = AttentionTraits<CV>::kSTiles;
-#pragma unroll
-    for (int kb = 0; kb < POperand<C>::kSteps; ++kb)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) // not a plain copy: ptxas would coalesce P with S and serialize
-        pa[kb][i] = __float_as_uint(s[(4 * kb + i) % kTiles][(4 * kb + i) / kTiles]) + 1u;
-  } else if constexpr (C::route == attention::Route::DirectP) {
-    attention::packDirectP<CV>(pa, pp);
-  } else if constexpr (POperand<C>::kBf16) {
-    attention::packBf16<CV>(pa, s);
-  } else {
-    attention::packNvfp8<CV, !C::mma_row_sum>(pa, s, st);
-  }
-}
 
 // S for one tile (or, in the SkipQk variant, registers the compiler cannot see through).
 template <class C, int kHeadDim, int kBlockN>

@@ -1,0 +1,100 @@
+#pragma once
+// A consumer warpgroup's warpgroup MMAs per route: S = Q K^T and O (+)= P V^T with P from
+// registers, FP8 (k32) or BF16 (k16) wgmma, and the register shapes they imply (P's k-steps, O's
+// tiles with the row-sum column of mma_row_sum).
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/smem_desc.cuh"
+#include "fa4jit/attention_sm90/wgmma.cuh"
+#include "fa4jit/attention_sm90/wgmma_bf16.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+// The P register operand of PV: k-steps of 32 keys (E4M3, k32) or 16 keys (BF16, k16), four
+// registers each; either way one k-step is 32 bytes of a K-major shared-memory row.
+template <class C> struct POperand {
+  static constexpr bool kBf16 = C::route == attention::Route::Bf16;
+  static constexpr int kSteps = C::block_n / (kBf16 ? 16 : 32);
+  static constexpr int kQkSteps = C::head_dim / (kBf16 ? 16 : 32); // k-steps of QK^T
+};
+
+// A consumer's O accumulator: head_dim / 8 n8 tiles, and with mma_row_sum one more whose column 0
+// is l (the PV product with V^T's ones row).
+template <class C> struct OAccumulator {
+  static constexpr int kTiles = C::head_dim / 8 + (C::mma_row_sum ? 1 : 0);
+};
+
+// O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
+                           uint32_t v_addr) {
+#pragma unroll
+  for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
+    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
+    if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n136k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    } else if constexpr (POperand<C>::kBf16) {
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n64k16_f32_bf16_rs(o, pa[kb], desc, 1);
+      else if constexpr (kHeadDim == 128)
+        sm90_wgmma_m64n128k16_f32_bf16_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n256k16_f32_bf16_rs(o, pa[kb], desc, 1);
+    } else {
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else if constexpr (kHeadDim == 128)
+        sm90_wgmma_m64n128k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n256k32_f32_e4m3_rs(o, pa[kb], desc, 1);
+    }
+  }
+}
+
+// One k-step of S = Q K^T; the first (kk == 0) overwrites S through write-only operands: the
+// softmax's in-place writes to S's registers then feed no wgmma, which ptxas would otherwise
+// serialize (C7513) whenever another wgmma is in flight during that softmax.
+template <class C, int kBlockN>
+FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t b, int kk) {
+  if constexpr (POperand<C>::kBf16) {
+    if constexpr (kBlockN == 64) {
+      if (kk == 0)
+        sm90_wgmma_m64n64k16_f32_bf16_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n64k16_f32_bf16_ss(s, a, b, 1);
+    } else {
+      if (kk == 0)
+        sm90_wgmma_m64n128k16_f32_bf16_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n128k16_f32_bf16_ss(s, a, b, 1);
+    }
+  } else {
+    if constexpr (kBlockN == 64) {
+      if (kk == 0)
+        sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
+    } else {
+      if (kk == 0)
+        sm90_wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
+    }
+  }
+}
+
+// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+#pragma unroll
+  for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
+    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
+    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
+    issueQKStep<C, kBlockN>(s, a, b, kk);
+  }
+}
+
+} // namespace fa4jit::device::attention_sm90

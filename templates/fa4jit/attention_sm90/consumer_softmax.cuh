@@ -1,0 +1,105 @@
+#pragma once
+// A consumer warpgroup's softmax of one tile in its two phases (consumer.cuh runs phase A under
+// the previous PV and phase B after it): the route's P builders of attention/, applied to the
+// warpgroup's per-warp fragments, and the leave-one-out variants of `ablation`.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/p_bf16.cuh"
+#include "fa4jit/attention/p_directp.cuh"
+#include "fa4jit/attention/p_nvfp8.cuh"
+#include "fa4jit/attention/scores.cuh"
+#include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/consumer_mma.cuh"
+#include "fa4jit/attention_sm90/wgmma.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+using attention::AttentionTraits;
+using attention::PendingP;
+using attention::StageAblation;
+
+// What a consumer thread knows about its rows for the whole loop.
+struct ConsumerRows {
+  float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1)
+  int vis[2];        // visible keys of rows g and g + 8 of this warp
+  int wg_unmasked;   // keys visible to every row of the warpgroup (tiles below need no mask)
+  int lane;
+};
+
+// Phase A after the scaling and masking: the row max, then Direct-P's classification or the
+// exponentiation (in place in S) with l.
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
+                               bool first_tile) {
+  using T = AttentionTraits<CV>;
+  constexpr bool kDirectP = C::route == attention::Route::DirectP;
+  float block_max[T::kBlockN / 32][2], tile_max[2];
+  attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
+  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
+  if constexpr (kDirectP)
+    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st);
+  else if constexpr (POperand<C>::kBf16)
+    attention::exponentiateBf16<CV>(s, st);
+  else
+    attention::exponentiateNvfp8<CV>(s, st);
+}
+
+// Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
+// factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                               attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
+                               bool first_tile) {
+  using T = AttentionTraits<CV>;
+  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
+    o_scale[0] = o_scale[1] = 1.0f;
+    st.l[0] += 1.0f; // keeps l > 0, so the epilogue reads O and the compiler keeps every wgmma
+    st.l[1] += 1.0f;
+    return;
+  }
+  // Both arms run the whole phase, so that the exponentiation ends a basic block of its own. In
+  // one block with the caller's wait for the previous PV (overlapStep), ptxas scheduled the wait
+  // first and every exp2 of the tile after it: measured in the SASS of the nvfp8, directp and bf16
+  // kernels (all 64 MUFU.EX2 per thread behind WARPGROUP.DEPBAR.LE gsb0, 0x0), so the softmax
+  // never overlapped the PV. Split, they run before it.
+  if (key0 + T::kBlockN > rows.wg_unmasked) {
+    attention::scaleAndMask<CV, true>(s, rows.score_mul, rows.vis, key0, rows.lane);
+    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+  } else {
+    attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
+    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+  }
+}
+
+template <class C, class CV>
+FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
+                                bool first_tile) {
+  softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
+  if constexpr (C::ablation == StageAblation::SoftmaxTwice) {
+    sm90_fence_regs(s); // a second, opaque pass over the same registers
+    softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
+  }
+}
+
+// Phase B: the A fragments of P (after the PV that read the previous ones has completed).
+template <class C, class CV>
+FA4JIT_DEVICE void packP(uint32_t (&pa)[POperand<C>::kSteps][4], const PendingP<CV> &pp,
+                         const float (&s)[AttentionTraits<CV>::kSTiles][4], attention::SoftmaxRows &st) {
+  if constexpr (C::ablation == StageAblation::SkipSoftmax) {
+    constexpr int kTiles = AttentionTraits<CV>::kSTiles;
+#pragma unroll
+    for (int kb = 0; kb < POperand<C>::kSteps; ++kb)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) // not a plain copy: ptxas would coalesce P with S and serialize
+        pa[kb][i] = __float_as_uint(s[(4 * kb + i) % kTiles][(4 * kb + i) / kTiles]) + 1u;
+  } else if constexpr (C::route == attention::Route::DirectP) {
+    attention::packDirectP<CV>(pa, pp);
+  } else if constexpr (POperand<C>::kBf16) {
+    attention::packBf16<CV>(pa, s);
+  } else {
+    attention::packNvfp8<CV, !C::mma_row_sum>(pa, s, st);
+  }
+}
+
+} // namespace fa4jit::device::attention_sm90
