@@ -162,9 +162,8 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
     }
     fenceProxyAsyncShared();
     mbarrierArrive(bar_q);
-    if constexpr (C::kv_prewidened)
-      warpgroupRegDealloc<producerRegisters(true)>();
     if constexpr (C::kv_prewidened) {
+      warpgroupRegDealloc<producerRegisters(true)>();
       // One thread moves each stage's K/V image (widen_kv.cuh) with one bulk copy.
       if (ptid != 0)
         return;
@@ -185,14 +184,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
       }
     } else {
       // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.
-      const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
-      const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
-      const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
-      const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
-      const int keys_padded = (sk + 127) / 128 * 128;
-      int v_shift = 0;
-      if constexpr (C::route == Route::DirectP)
-        v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+      const KvHeadSources src = kvHeadSources<C>(p, b, hkv, head_kv);
       for (int tile = 0; tile < n_tiles; ++tile) {
         const int stage = tile % S::kStages;
         const uint32_t round = static_cast<uint32_t>(tile / S::kStages);
@@ -201,16 +193,8 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
         uint8_t *v_tile = smem + L.v_offset + stage * L.stage_stride;
         const int key0 = tile * S::kBlockN;
         const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
-        if constexpr (C::ablation != StageAblation::SkipLoads) {
-          produceNvfp4Rows<S::kHeadDim, S::kBlockN>(k_tile, kg + key0 * p.k_row_stride,
-                                                    static_cast<int>(p.k_row_stride), ksf, key0, k_valid, pre, ptid);
-          if constexpr (C::route == Route::Nvfp8)
-            produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_tile, vg, static_cast<int>(p.v_row_stride),
-                                                                        key0, keys_padded, ptid);
-          else
-            produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(
-                v_tile, vg, static_cast<int>(p.v_row_stride), vsf, key0, keys_padded, v_shift, ptid);
-        }
+        if constexpr (C::ablation != StageAblation::SkipLoads)
+          produceKvTile<C, S::kHeadDim, S::kBlockN>(k_tile, v_tile, src, p, key0, k_valid, pre, ptid);
         fenceProxyAsyncShared();
         mbarrierArrive(bar_full + 8 * stage);
       }

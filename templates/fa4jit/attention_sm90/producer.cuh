@@ -1,8 +1,11 @@
 #pragma once
 // The producer warpgroup: reads FP4/FP8 tiles from global memory with 16-byte (or 8-byte) loads,
 // widens FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has no FP4 tensor cores) and writes the swizzled
-// K-major tiles of smem_desc.cuh; the bf16 route's tiles are copied as they are (V transposed). Numerics are those of attention/tile_load.cuh (NUMERICS.md
-// §2.1, §2.3), only the destination layout differs. Out-of-range rows and keys are zeros.
+// K-major tiles of smem_desc.cuh; the bf16 route's tiles are copied as they are (V transposed).
+// Numerics are those of attention/tile_load.cuh (NUMERICS.md §2.1, §2.3), only the destination
+// layout differs. Out-of-range rows and keys are zeros.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/smem_desc.cuh"
@@ -123,6 +126,43 @@ FA4JIT_DEVICE void produceBf16Vt(uint8_t *tile, const uint16_t *v, int row_strid
     }
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = make_uint4(w[0], w[1], w[2], w[3]);
   }
+}
+
+// The FP4/FP8 K and V of one (batch, kv head) as the FP8-fed routes' widening reads them.
+struct KvHeadSources {
+  const uint8_t *k, *v, *k_sf, *v_sf;
+  int keys_padded; // V^T rows hold the keys padded to a multiple of 128
+  int v_shift;     // directp: the head's MXFP4 V shift (NUMERICS.md §2.3)
+};
+
+template <class C>
+FA4JIT_DEVICE KvHeadSources kvHeadSources(const attention::AttentionParams &p, int b, int hkv, int head_kv) {
+  KvHeadSources s;
+  s.k = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
+  s.v = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
+  s.k_sf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
+  s.v_sf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
+  s.keys_padded = (p.seqlen_k + 127) / 128 * 128;
+  s.v_shift = 0;
+  if constexpr (C::route == attention::Route::DirectP)
+    s.v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
+  return s;
+}
+
+// One K/V tile of an FP8-fed route (keys key0 .. key0 + k_valid - 1), widened: K [kBlockN][D] at
+// k_dst, V^T [D][kBlockN] at v_dst, into shared memory (in-kernel producer) or into the tile's
+// global image (widen_kv.cuh), the same bytes either way.
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSources &src,
+                                 const attention::AttentionParams &p, int key0, int k_valid, float pre, int ptid) {
+  produceNvfp4Rows<kHeadDim, kBlockN>(k_dst, src.k + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
+                                      src.k_sf, key0, k_valid, pre, ptid);
+  if constexpr (C::route == attention::Route::Nvfp8)
+    produceFp8Vt<kHeadDim, kBlockN, C::v_keys_permuted16>(v_dst, src.v, static_cast<int>(p.v_row_stride), key0,
+                                                          src.keys_padded, ptid);
+  else
+    produceMxfp4Vt<kHeadDim, kBlockN, C::v_keys_permuted16>(v_dst, src.v, static_cast<int>(p.v_row_stride), src.v_sf,
+                                                            key0, src.keys_padded, src.v_shift, ptid);
 }
 
 } // namespace fa4jit::device::attention_sm90

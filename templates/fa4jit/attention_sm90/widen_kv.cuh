@@ -38,22 +38,8 @@ template <class C, class S> FA4JIT_DEVICE void widenKvTiles(const attention::Att
     produceBf16Vt<S::kHeadDim, S::kBlockN>(v_image, vg + key0 * p.v_row_stride, static_cast<int>(p.v_row_stride),
                                            k_valid, ptid);
   } else {
-    const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride;
-    const uint8_t *vg = reinterpret_cast<const uint8_t *>(p.v) + b * p.v_batch_stride + hkv * p.v_head_stride;
-    const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride + hkv * p.k_sf_head_stride;
-    const uint8_t *vsf = reinterpret_cast<const uint8_t *>(p.v_sf) + b * p.v_sf_batch_stride + hkv * p.v_sf_head_stride;
-    const int keys_padded = (sk + 127) / 128 * 128;
-    const float pre = exp2Int(-C::qk_widen_shift);
-    produceNvfp4Rows<S::kHeadDim, S::kBlockN>(image, kg + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
-                                              ksf, key0, k_valid, pre, ptid);
-    if constexpr (C::route == attention::Route::Nvfp8) {
-      produceFp8Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride), key0,
-                                                                 keys_padded, ptid);
-    } else {
-      const int v_shift = reinterpret_cast<const int32_t *>(p.v_shift)[head_kv];
-      produceMxfp4Vt<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, vg, static_cast<int>(p.v_row_stride),
-                                                                   vsf, key0, keys_padded, v_shift, ptid);
-    }
+    produceKvTile<C, S::kHeadDim, S::kBlockN>(image, v_image, kvHeadSources<C>(p, b, hkv, head_kv), p, key0, k_valid,
+                                              exp2Int(-C::qk_widen_shift), ptid);
   }
 }
 
