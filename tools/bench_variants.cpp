@@ -21,6 +21,14 @@ llvm::Error unknown(llvm::StringRef name) {
                                  name.str().c_str());
 }
 
+// "stagesN", N in [1, 4]: the wgmma ring depth; nullopt for any other name.
+std::optional<int> ringDepthVariant(llvm::StringRef name) {
+  int n = 0;
+  if (!name.consume_front("stages") || name.getAsInteger(10, n) || n < 1 || n > 4)
+    return std::nullopt;
+  return n;
+}
+
 llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
   llvm::SmallVector<llvm::StringRef, 4> out;
   variant.split(out, '+', -1, false);
@@ -36,8 +44,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
           p == "alu-sum")
         continue;
-      int stages = 0;
-      if (p.startswith("stages") && !p.drop_front(6).getAsInteger(10, stages) && stages >= 1 && stages <= 4)
+      if (ringDepthVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -73,11 +80,10 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16)) // bf16 tiles are always repacked
         return std::nullopt;
       a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
-    } else if (p.consume_front("stages")) {
-      int n = 0;
-      if (!wgmma || p.getAsInteger(10, n) || n < 1 || n > 4 || (n < 2 && a.tile.overlap))
+    } else if (const std::optional<int> n = ringDepthVariant(p)) {
+      if (!wgmma || (*n < 2 && a.tile.overlap))
         return std::nullopt;
-      a.tile.stages = n;
+      a.tile.stages = *n;
     } else if (p == "threshold" || p == "affine") {
       if (a.route != Route::DirectP)
         return std::nullopt;

@@ -99,9 +99,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md); only
   // non-causal (causal consumers see different tile counts).
   t.pingpong = t.overlap && !s.attention.causal && d <= 128;
-  // The normalizer from the PV wgmma (a ones row in V^T): the FP8-fed routes' softmax is
-  // issue-bound (docs/PERF.md), and decoding each fed P byte for l cost 2.5 of its ~10
-  // instructions per score. N = D + 8 must stay <= 256.
+  // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
+  // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
+  // (docs/PERF.md). N = D + 8 must stay <= 256.
   t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
   return s;
 }
