@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|variants|tune]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune]... (default: tests run bench)
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
 # leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
 set -uo pipefail
@@ -42,6 +42,15 @@ for step in "${steps[@]}"; do
       PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dims "$hd" --seqlens "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
       tail -2 "$OUT/bench_sdpa.err"
       python3 scripts/bench_compare.py "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_table.md" ;;
+    ab)
+      # A/B in the same run (after `bench`, whose grid and SDPA figures it reuses): the binary
+      # $BIN/fa4jit-base (built from the base commit, scripts/prepare_device_carry.sh --base REV)
+      # over the same grid, cache apart so that neither sees the other's kernels.
+      echo "== base binary: fa4jit bench $BENCH_ARGS"
+      FA4JIT_CACHE_DIR=/tmp/fa4jit-cache-base timeout 300 "$BIN/fa4jit-base" bench $BENCH_ARGS --json \
+        > "$OUT/bench_base.jsonl" 2> "$OUT/bench_base.err"
+      tail -3 "$OUT/bench_base.err"
+      python3 scripts/bench_ab.py "$OUT/bench_base.jsonl" "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_ab.md" ;;
     variants)
       VARIANTS=${VARIANTS:-default,serial,affine,affine+serial,skip-loads,skip-qk,skip-softmax,skip-pv,softmax-twice}
       VARIANT_SHAPES=${VARIANT_SHAPES:---head-dims 128 --seqlens 4096,16384 --causal 0}

@@ -1,12 +1,25 @@
 #!/usr/bin/env bash
 # Builds the binaries the GPU machine runs and copies them, stripped, into .device-carry/ (ignored
 # by git; name it in the device tool's `carry`).
+#   --base REV   also builds fa4jit at commit REV (a worktree under build-base/) as
+#                .device-carry/fa4jit-base, for device_check.sh's same-run A/B step `ab`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+base=""
+if [ "${1:-}" = "--base" ]; then base=${2:?"--base needs a commit"}; fi
 cmake -S . -B build >/dev/null
 targets=(fa4jit runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward)
 cmake --build build -j "$(nproc)" --target "${targets[@]}"
 mkdir -p .device-carry
 strip --strip-debug -o .device-carry/fa4jit build/bin/fa4jit
 for t in "${targets[@]:1}"; do strip --strip-debug -o ".device-carry/$t" "build/tests/$t"; done
+rm -f .device-carry/fa4jit-base
+if [ -n "$base" ]; then
+  rm -rf build-base/src && git worktree prune
+  git worktree add --detach build-base/src "$base" >/dev/null
+  cmake -S build-base/src -B build-base/build >/dev/null
+  cmake --build build-base/build -j "$(nproc)" --target fa4jit
+  strip --strip-debug -o .device-carry/fa4jit-base build-base/build/bin/fa4jit
+  git worktree remove --force build-base/src
+fi
 du -sh .device-carry

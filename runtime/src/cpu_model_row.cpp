@@ -15,16 +15,19 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
 
-// The row's log2-domain scores: acc formed in FP64, rounded to FP32 once, times the factor.
-void rowScores(const RowInputs &in, std::vector<float> &t) {
+// The row's accumulators (formed in FP64, rounded to FP32 once; -inf for masked keys) and its
+// log2-domain scores t = acc * mul, which the model uses only for the maxima (score_terms.cuh).
+void rowScores(const RowInputs &in, float mul, std::vector<float> &acc, std::vector<float> &t) {
   const FedOperand &k = *in.k;
+  acc.assign(k.seqlen, kNegInf);
   t.assign(k.seqlen, kNegInf);
   for (int j = 0; j < in.visible; ++j) {
     const float *kr = k.row(j);
-    double acc = 0;
+    double sum = 0;
     for (int d = 0; d < k.head_dim; ++d)
-      acc += static_cast<double>(in.q[d]) * kr[d];
-    t[j] = static_cast<float>(acc) * in.score_factor;
+      sum += static_cast<double>(in.q[d]) * kr[d];
+    acc[j] = static_cast<float>(sum);
+    t[j] = acc[j] * mul;
   }
 }
 
@@ -38,10 +41,11 @@ float sampledAnchor(const RowInputs &in, const std::vector<float> &t) {
   return m;
 }
 
-// P for the keys [j0, j1) of one tile, given x = t - m (masked keys: x = -inf). Returns the fed
-// values in p (and codes / block exponents for directp); `lsum` gets the FP64 sum of what l adds.
-void tileP(const RowInputs &in, const std::vector<float> &t, float m, const std::vector<float> &x, int j0, int j1,
-           std::vector<float> &p,
+// P for the keys [j0, j1) of one tile, given x = fma(acc, mul, -m) (masked keys: x = -inf).
+// Returns the fed values in p (and codes / block exponents for directp); `lsum` gets the FP64 sum
+// of what l adds.
+void tileP(const RowInputs &in, const std::vector<float> &acc, float mul, float m, const std::vector<float> &x,
+           int j0, int j1, std::vector<float> &p,
            std::vector<uint8_t> &code, std::vector<int> &block_exp, double &lsum) {
   const AttentionSpec &spec = *in.spec;
   const int off = spec.operands.p_offset_log2;
@@ -56,7 +60,7 @@ void tileP(const RowInputs &in, const std::vector<float> &t, float m, const std:
     return;
   case Route::Nvfp8:
     for (int j = j0; j < j1; ++j) {
-      p[j] = x[j] == kNegInf ? 0.0f : e4m3Round(std::exp2(x[j] + static_cast<float>(off)));
+      p[j] = x[j] == kNegInf ? 0.0f : e4m3Round(std::exp2(device::scoreExponent(acc[j], mul, static_cast<float>(off) - m)));
       lsum += p[j];
     }
     return;
@@ -78,7 +82,7 @@ void tileP(const RowInputs &in, const std::vector<float> &t, float m, const std:
       const int eb = device::directpBlockExponent(bmax);
       block_exp[b0 / 32] = eb;
       for (int j = b0; j < b1; ++j) {
-        const int c = x[j] == kNegInf ? 0 : device::directpClassify(in.coeffs, t[j], m, static_cast<float>(eb));
+        const int c = x[j] == kNegInf ? 0 : device::directpClassify(in.coeffs, acc[j], mul, m, static_cast<float>(eb));
         code[j] = static_cast<uint8_t>(c);
         const float mag = formats::kE2M1Magnitude[c];
         // E4m3 feed: exact unless e_b + off < -8, where E4M3's subnormals flush small codes.
@@ -97,12 +101,13 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
   const AttentionSpec &spec = *in.spec;
   const FedOperand &v = *in.v;
   const int n = in.k->seqlen, dim = v.head_dim, block_n = spec.tile.block_n;
-  std::vector<float> t, x(n, kNegInf), p(n, 0.0f);
+  std::vector<float> acc, t, x(n, kNegInf), p(n, 0.0f);
   std::vector<uint8_t> code(n, 0);
   std::vector<int> block_exp((n + 31) / 32, kNoVisibleKey);
   std::vector<float> o(dim, 0.0f);
   std::vector<double> tile_o(dim);
-  rowScores(in, t);
+  const float mul = device::scoreMultiplier(in.score_factor);
+  rowScores(in, mul, acc, t);
 
   float m = kNegInf, l = 0.0f;
   const bool sampled = spec.guard.kind == GuardKind::SampledAnchor;
@@ -128,9 +133,9 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
         m = m_new;
       }
       for (int j = j0; j < j1; ++j)
-        x[j] = t[j] == kNegInf ? kNegInf : t[j] - m;
+        x[j] = t[j] == kNegInf ? kNegInf : device::scoreExponent(acc[j], mul, -m);
       double lsum = 0;
-      tileP(in, t, m, x, j0, j1, p, code, block_exp, lsum);
+      tileP(in, acc, mul, m, x, j0, j1, p, code, block_exp, lsum);
       std::fill(tile_o.begin(), tile_o.end(), 0.0);
       for (int j = j0; j < j1; ++j) {
         if (p[j] == 0.0f)
@@ -163,7 +168,9 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
     o_out[d] = o[d];
   *lse_out = lse;
   if (trace) {
+    trace->acc = std::move(acc);
     trace->t = std::move(t);
+    trace->score_mul = mul;
     trace->x = std::move(x);
     trace->p_fed = std::move(p);
     if (spec.route == Route::DirectP) {

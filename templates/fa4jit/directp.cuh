@@ -3,6 +3,7 @@
 // E2M1 magnitude code without computing exp2. Host-compilable: the CPU models call these same
 // functions, so kernel and model agree on every code for equal inputs.
 #include "fa4jit/common.cuh"
+#include "fa4jit/score_terms.cuh"
 
 #if !defined(__CUDACC_RTC__)
 #include <cmath>
@@ -101,30 +102,39 @@ FA4JIT_HD float directpFma(float a, float b, float c) {
 #endif
 }
 
-// The affine classifier as kernels and models evaluate it (NUMERICS.md §2.3): the row max m and
-// the block exponent e_b are folded into one addend per row and block, so that each element costs
-// one FMA with saturation, one FMA that rounds down onto a magic number, and a shift-add:
-//   a = alpha / 8, b = fma(-a, m + e_b, beta / 8)            (per row and block)
-//   z = sat(fma(a, t, b)),  c = min(floor(8 z), 7)           (per element; sat(NaN) = 0)
-// which is clamp(floor(alpha * y + beta), 0, 7) with y = t - m - e_b up to the roundings of b.
+// The classifier input of a key in block b, from its accumulator (NUMERICS.md §2.3):
+//   y = fma(acc, mul, bias), bias = -(m + e_b)    (m + e_b rounded once per row and block)
+// which is t - m - e_b with t = acc * mul, in one FFMA per key.
+FA4JIT_HD float directpBias(float m_use, float e_f) { return -(m_use + e_f); }
+
+// The affine classifier as kernels and models evaluate it (NUMERICS.md §2.3): the score
+// multiplier, the row max m and the block exponent e_b are folded into one slope per launch and
+// one addend per row and block, so that each element costs one FMA with saturation, one FMA that
+// rounds down onto a magic number, and a shift-add:
+//   s = (alpha / 8) * mul, a = fma(-alpha / 8, m + e_b, beta / 8)
+//   z = sat(fma(s, acc, a)),  c = min(floor(8 z), 7)              (per element; sat(NaN) = 0)
+// which is clamp(floor(alpha * y + beta), 0, 7) with y = acc * mul - m - e_b up to the roundings
+// of s and a.
+FA4JIT_HD float directpAffineSlope(const DirectPCoefficients &k, float mul) { return (k.alpha * 0.125f) * mul; }
 FA4JIT_HD float directpAffineAddend(const DirectPCoefficients &k, float m_use, float e_f) {
   return directpFma(-(k.alpha * 0.125f), m_use + e_f, k.beta * 0.125f);
 }
-FA4JIT_HD float directpAffineSaturated(const DirectPCoefficients &k, float t, float addend) {
-  const float z = directpFma(k.alpha * 0.125f, t, addend);
+FA4JIT_HD float directpAffineSaturated(float slope, float acc, float addend) {
+  const float z = directpFma(slope, acc, addend);
   return z > 0.0f ? (z < 1.0f ? z : 1.0f) : 0.0f; // == __saturatef, NaN -> 0
 }
-FA4JIT_HD int directpAffineFusedCode(const DirectPCoefficients &k, float t, float addend) {
-  const int c = static_cast<int>(directpFloor(8.0f * directpAffineSaturated(k, t, addend)));
+FA4JIT_HD int directpAffineFusedCode(float slope, float acc, float addend) {
+  const int c = static_cast<int>(directpFloor(8.0f * directpAffineSaturated(slope, acc, addend)));
   return c < 7 ? c : 7;
 }
 
-// The code of the scaled score t (-inf for a masked key, code 0 then) of a block with exponent
-// e_b, in a row whose max in use is m_use: the one entry point of kernels and models.
-FA4JIT_HD int directpClassify(const DirectPCoefficients &k, float t, float m_use, float e_f) {
+// The code of a key with accumulator acc (-inf for a masked key, code 0 then) in a block with
+// exponent e_b, in a row whose max in use is m_use, with the score multiplier mul (> 0,
+// scoreMultiplier): the one entry point of kernels and models.
+FA4JIT_HD int directpClassify(const DirectPCoefficients &k, float acc, float mul, float m_use, float e_f) {
   if (k.kind == 1)
-    return directpAffineFusedCode(k, t, directpAffineAddend(k, m_use, e_f));
-  return directpCode(k, (t - m_use) - e_f);
+    return directpAffineFusedCode(directpAffineSlope(k, mul), acc, directpAffineAddend(k, m_use, e_f));
+  return directpCode(k, scoreExponent(acc, mul, directpBias(m_use, e_f)));
 }
 
 } // namespace fa4jit::device

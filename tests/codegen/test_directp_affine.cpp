@@ -32,42 +32,76 @@ DirectPCoefficients coefficients(fa4jit::ClassifierKind kind, float alpha, float
   return fa4jit::fit::directpCoefficients(c);
 }
 
-// One row block as the kernels see it: scores t, the row max in use m (>= the block's max up to
-// the guard), the block exponent from the block max.
+// One row block as the kernels see it: accumulators acc and the score multiplier mul (t = acc *
+// mul), the row max in use m (>= the block's max of t up to the guard), the block exponent from
+// the block max of x = fma(acc, mul, -m).
 struct Block {
-  float t[32];
+  float acc[32];
+  float mul;
   float m;
   float e_f;
 };
 
-Block randomBlock(std::mt19937 &rng) {
+float blockExponentOf(const Block &b) {
+  float bmax = -INFINITY;
+  for (float a : b.acc)
+    bmax = std::max(bmax, a);
+  return static_cast<float>(fa4jit::device::directpBlockExponent(std::fma(bmax, b.mul, -b.m)));
+}
+
+// unit_mul: mul = 1, so that acc is t (the test that places t exactly needs it).
+Block randomBlock(std::mt19937 &rng, bool unit_mul = false) {
   std::normal_distribution<float> score(0.0f, 3.0f);
   std::uniform_real_distribution<float> below(0.0f, 12.0f);
+  std::uniform_real_distribution<float> log_mul(-6.0f, 3.0f);
   Block b;
+  b.mul = unit_mul ? 1.0f : std::exp2(log_mul(rng));
   b.m = score(rng) * 10.0f;
-  float bmax = -INFINITY;
-  for (float &t : b.t) {
-    t = b.m - below(rng) * below(rng) / 3.0f;
-    bmax = std::max(bmax, t);
-  }
-  b.e_f = static_cast<float>(fa4jit::device::directpBlockExponent(bmax - b.m));
+  for (float &a : b.acc)
+    a = (b.m - below(rng) * below(rng) / 3.0f) / b.mul;
+  b.e_f = blockExponentOf(b);
   return b;
 }
 
 } // namespace
 
-TEST_CASE("directpClassify is directpCode of y = (t - m) - e_b for threshold and mixed", "[directp][affine]") {
+TEST_CASE("directpClassify is directpCode of y = fma(acc, mul, -(m + e_b)) for threshold and mixed",
+          "[directp][affine]") {
   std::mt19937 rng(7);
   const DirectPCoefficients kinds[] = {coefficients(fa4jit::ClassifierKind::Threshold, 2, 0),
                                        coefficients(fa4jit::ClassifierKind::Mixed, 2, 1)};
   for (const DirectPCoefficients &k : kinds)
     for (int n = 0; n < 2000; ++n) {
       const Block b = randomBlock(rng);
-      for (float t : b.t)
-        REQUIRE(fa4jit::device::directpClassify(k, t, b.m, b.e_f) ==
-                fa4jit::device::directpCode(k, (t - b.m) - b.e_f));
-      CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.m, b.e_f) == 0); // a masked key
+      for (float a : b.acc)
+        REQUIRE(fa4jit::device::directpClassify(k, a, b.mul, b.m, b.e_f) ==
+                fa4jit::device::directpCode(k, std::fma(a, b.mul, -(b.m + b.e_f))));
+      CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.mul, b.m, b.e_f) == 0); // a masked key
     }
+}
+
+// What the kernels' folding rests on (score_terms.cuh): for mul > 0 the maxima of t = acc * mul
+// and of x = fma(acc, mul, -m) are the maxima of acc carried through, bit for bit; and
+// scoreMultiplier keeps a masked key's -inf from becoming NaN.
+TEST_CASE("maxima commute with the positive score multiplier", "[directp][scores]") {
+  std::mt19937 rng(3);
+  for (int n = 0; n < 20000; ++n) {
+    const Block b = randomBlock(rng);
+    float max_acc = -INFINITY, max_t = -INFINITY, max_x = -INFINITY;
+    for (float a : b.acc) {
+      max_acc = std::max(max_acc, a);
+      max_t = std::max(max_t, a * b.mul);
+      max_x = std::max(max_x, fa4jit::device::scoreExponent(a, b.mul, -b.m));
+    }
+    REQUIRE(bitsOf(max_t) == bitsOf(max_acc * b.mul));
+    REQUIRE(bitsOf(max_x) == bitsOf(fa4jit::device::scoreExponent(max_acc, b.mul, -b.m)));
+  }
+  for (float mul : {0.0f, -0.0f, -1.0f, std::nanf(""), 1e-45f}) {
+    const float m = fa4jit::device::scoreMultiplier(mul);
+    CHECK(m == std::ldexp(1.0f, -126));
+    CHECK(fa4jit::device::scoreExponent(-INFINITY, m, 3.0f) == -INFINITY);
+  }
+  CHECK(fa4jit::device::scoreMultiplier(0.125f) == 0.125f);
 }
 
 TEST_CASE("the fused affine form is clamp(floor(alpha*y + beta)) up to roundings", "[directp][affine]") {
@@ -76,10 +110,10 @@ TEST_CASE("the fused affine form is clamp(floor(alpha*y + beta)) up to roundings
   long total = 0, differ = 0;
   for (int n = 0; n < 4000; ++n) {
     const Block b = randomBlock(rng);
-    for (float t : b.t) {
-      const int fused = fa4jit::device::directpClassify(k, t, b.m, b.e_f);
-      const float y = (t - b.m) - b.e_f;
-      const int direct = fa4jit::device::directpAffineCode(k, y);
+    for (float a : b.acc) {
+      const int fused = fa4jit::device::directpClassify(k, a, b.mul, b.m, b.e_f);
+      const double y = static_cast<double>(a) * b.mul - b.m - b.e_f;
+      const int direct = fa4jit::device::directpAffineCode(k, static_cast<float>(y));
       ++total;
       if (fused != direct) {
         ++differ;
@@ -89,7 +123,7 @@ TEST_CASE("the fused affine form is clamp(floor(alpha*y + beta)) up to roundings
         CHECK(std::abs(fused - direct) == 1);
       }
     }
-    CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.m, b.e_f) == 0);
+    CHECK(fa4jit::device::directpClassify(k, -INFINITY, b.mul, b.m, b.e_f) == 0);
   }
   CHECK(differ * 1000 < total);
 }
@@ -97,18 +131,19 @@ TEST_CASE("the fused affine form is clamp(floor(alpha*y + beta)) up to roundings
 TEST_CASE("alpha*3 + beta <= 7.5 keeps 8z below 8: no upper clamp needed", "[directp][affine]") {
   std::mt19937 rng(13);
   const DirectPCoefficients k = coefficients(fa4jit::ClassifierKind::Affine, 2.0f, 1.5f);
-  for (int n = 0; n < 4000; ++n) {
-    Block b = randomBlock(rng);
-    // Put the block max right below an integer step of x, where y is largest (just under 3).
-    const float bump = std::nextafter(std::ceil(b.t[0] - b.m), -INFINITY) - (b.t[0] - b.m);
-    b.t[0] += bump;
-    float bmax = -INFINITY;
-    for (float t : b.t)
-      bmax = std::max(bmax, t);
-    b.e_f = static_cast<float>(fa4jit::device::directpBlockExponent(bmax - b.m));
+  for (int n = 0; n < 8000; ++n) {
+    const bool unit_mul = n % 2 == 0;
+    Block b = randomBlock(rng, unit_mul);
+    if (unit_mul) {
+      // Put the block max right below an integer step of x, where y is largest (just under 3).
+      const float bump = std::nextafter(std::ceil(b.acc[0] - b.m), -INFINITY) - (b.acc[0] - b.m);
+      b.acc[0] += bump;
+      b.e_f = blockExponentOf(b);
+    }
+    const float slope = fa4jit::device::directpAffineSlope(k, b.mul);
     const float addend = fa4jit::device::directpAffineAddend(k, b.m, b.e_f);
-    for (float t : b.t)
-      REQUIRE(8.0f * fa4jit::device::directpAffineSaturated(k, t, addend) < 8.0f);
+    for (float a : b.acc)
+      REQUIRE(8.0f * fa4jit::device::directpAffineSaturated(slope, a, addend) < 8.0f);
   }
 }
 

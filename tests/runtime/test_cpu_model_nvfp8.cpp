@@ -27,8 +27,12 @@ TEST_CASE("nvfp8: P fed is E4M3(exp2(x + 8)) and l is the sum of the fed values"
   for (int tile = 0; tile < 5; ++tile) {
     double tile_sum = 0;
     for (int j = tile * 64; j < std::min(300, tile * 64 + 64); ++j) {
-      CHECK(t.x[j] == t.t[j] - t.tile_m[tile]);
-      const float want = formats::e4m3ToFloat(formats::floatToE4M3(std::exp2(t.x[j] + 8.0f)));
+      // One FFMA from the accumulator (score_terms.cuh): x = fma(acc, mul, -m), and the fed
+      // exponent fma(acc, mul, off - m), not x + off.
+      CHECK(t.t[j] == t.acc[j] * t.score_mul);
+      CHECK(t.x[j] == std::fma(t.acc[j], t.score_mul, -t.tile_m[tile]));
+      const float x_off = std::fma(t.acc[j], t.score_mul, 8.0f - t.tile_m[tile]);
+      const float want = formats::e4m3ToFloat(formats::floatToE4M3(std::exp2(x_off)));
       CHECK(t.p_fed[j] == want);
       tile_sum += t.p_fed[j];
     }

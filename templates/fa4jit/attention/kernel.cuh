@@ -97,6 +97,7 @@ template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p)
     const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
     score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
   }
+  score_mul = scoreMultiplier(score_mul);
 
   // Per-head pointers of K and V.
   const uint8_t *kg = reinterpret_cast<const uint8_t *>(p.k) +
@@ -156,21 +157,19 @@ template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p)
     float s[T::kSTiles][4];
     computeScores<C>(s, q_warp, k_smem, lane);
     if (key0 + T::kBlockN > cta_unmasked)
-      scaleAndMask<C, true>(s, score_mul, vis, key0, lane);
-    else
-      scaleAndMask<C, false>(s, score_mul, vis, key0, lane);
-    softmaxUpdate<C>(st, s, o, tile == 0, lane);
+      maskScores<C>(s, vis, key0, lane);
+    softmaxUpdate<C>(st, s, o, score_mul, tile == 0, lane);
 
     if constexpr (C::route == Route::Bf16) {
       uint32_t pa[T::kBlockN / 16][4];
-      buildPBf16<C>(pa, s, st);
+      buildPBf16<C>(pa, s, st, score_mul);
       accumulatePVBf16<C>(o, pa, v_smem, lane);
     } else {
       uint32_t pa[T::kBlockN / 32][4];
       if constexpr (C::route == Route::Nvfp8)
-        buildPNvfp8<C>(pa, s, st);
+        buildPNvfp8<C>(pa, s, st, score_mul);
       else
-        buildPDirectP<C>(pa, s, st);
+        buildPDirectP<C>(pa, s, st, score_mul);
       accumulatePVFp8<C>(o, pa, v_smem, lane);
     }
   }

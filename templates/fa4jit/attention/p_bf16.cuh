@@ -1,5 +1,6 @@
 #pragma once
-// bf16 route P (NUMERICS.md §2.3): p = exp2(x) in FP32, l += p before rounding, P_fed = BF16(p).
+// bf16 route P (NUMERICS.md §2.3): p = exp2(x) in FP32 with x = fma(acc, mul, -m), l += p before
+// rounding, P_fed = BF16(p).
 // P leaves the S accumulator as the m16n8k16 A fragment directly (mma.cuh): for keys 16ks..16ks+15
 //   a0 = (g, n-tile 2ks), a1 = (g+8, 2ks), a2 = (g, 2ks+1), a3 = (g+8, 2ks+1), two keys each.
 // The wgmma kernel's k16 register operand is the same fragment per warp (wgmma_bf16.cuh).
@@ -13,12 +14,13 @@ namespace fa4jit::device::attention {
 // then the two keys of a pair), then the BF16 packing (the wgmma consumers run it once the
 // previous PV has completed).
 template <class C>
-FA4JIT_DEVICE void exponentiateBf16(float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+FA4JIT_DEVICE void exponentiateBf16(float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st, float mul) {
+  const float addend[2] = {-st.m_use[0], -st.m_use[1]};
 #pragma unroll
   for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s[nt][i] = exp2Hw(s[nt][i] - st.m_use[i / 2]);
+      s[nt][i] = exp2Hw(scoreExponent(s[nt][i], mul, addend[i / 2]));
       st.l[i / 2] += s[nt][i];
     }
 }
@@ -41,7 +43,8 @@ FA4JIT_DEVICE void packBf16(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 16][4],
 // and the sm_80 D = 128 causal kernel spilled 8 bytes under NVRTC.
 template <class C>
 FA4JIT_DEVICE void buildPBf16(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 16][4],
-                              const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+                              const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st, float mul) {
+  const float addend[2] = {-st.m_use[0], -st.m_use[1]};
 #pragma unroll
   for (int ks = 0; ks < AttentionTraits<C>::kBlockN / 16; ++ks)
 #pragma unroll
@@ -49,8 +52,8 @@ FA4JIT_DEVICE void buildPBf16(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 16][4
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int nt = 2 * ks + half;
-        const float p0 = exp2Hw(s[nt][2 * r] - st.m_use[r]);
-        const float p1 = exp2Hw(s[nt][2 * r + 1] - st.m_use[r]);
+        const float p0 = exp2Hw(scoreExponent(s[nt][2 * r], mul, addend[r]));
+        const float p1 = exp2Hw(scoreExponent(s[nt][2 * r + 1], mul, addend[r]));
         st.l[r] += p0;
         st.l[r] += p1;
         pa[ks][2 * half + r] = packBf16x2(p0, p1);

@@ -1,8 +1,9 @@
 #pragma once
 // directp route P (NUMERICS.md §2.3, DESIGN.md §1.2): per 32-key block b (aligned to absolute
 // keys, since tiles start at multiples of block_n, itself a multiple of 32) and row:
-//   e_b = floor(max_b x) - 2, y = x - e_b, c = classifier(y) (fa4jit/directp.cuh, shared with the
-//   CPU model), P_fed = E4M3(E2M1[c] * 2^(e_b + off)), l += P_fed.
+//   e_b = floor(max_b x) - 2 (x = fma(acc, mul, -m)), y = fma(acc, mul, -(m + e_b)),
+//   c = classifier(y) (fa4jit/directp.cuh, shared with the CPU model),
+//   P_fed = E4M3(E2M1[c] * 2^(e_b + off)), l += P_fed.
 // A block's 8 fed values form one PRMT table (formats.cuh), so the 4 codes of a fragment register
 // become 4 E4M3 bytes in one PRMT with the codes as selector nibbles. The normalizer uses a second
 // table of integers: P_fed = I[c] * u exactly, with I = 2*E2M1 = {0,1,2,3,4,6,8,12} and
@@ -28,20 +29,22 @@ template <class CV> struct PendingP {
   uint32_t fed[kBlocks][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi)
 };
 
-// Direct-P codes (p_directp.cuh's numerics) from precomputed block maxima. The affine classifier
-// runs as directpAffineFusedCode (directp.cuh) in three instructions per element:
-//   FFMA.SAT z = sat(fma(alpha/8, t, addend)); FFMA.RM bits(2^23 + floor(8z)) = 0x4B000000 | c;
-//   a shift-add of those bits into the selector nibble (the exponent bits land at bit 23 and up,
-//   which PRMT ignores and which no carry can bring down).
-// Other classifier kinds take directpClassify as it is.
+// Direct-P codes (p_directp.cuh's numerics) from precomputed block maxima of acc; mul is the
+// score multiplier. The affine classifier runs as directpAffineFusedCode (directp.cuh) in three
+// instructions per element:
+//   FFMA.SAT z = sat(fma(alpha/8 * mul, acc, addend)); FFMA.RM bits(2^23 + floor(8z)) =
+//   0x4B000000 | c; a shift-add of those bits into the selector nibble (the exponent bits land at
+//   bit 23 and up, which PRMT ignores and which no carry can bring down).
+// The others classify y = fma(acc, mul, bias) with the block's bias = -(m + e_b) (directpClassify).
 // kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum); the block sums are skipped.
 template <class C, bool kSumL = true>
 FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTraits<C>::kSTiles][4],
-                                   const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st) {
+                                   const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st,
+                                   float mul) {
   using T = AttentionTraits<C>;
   constexpr DirectPCoefficients kCoef = C::classifier;
   constexpr bool kAffine = kCoef.kind == 1;
-  constexpr float kA = kCoef.alpha * 0.125f;
+  const float slope = directpAffineSlope(kCoef, mul);
   // y < 3 in every block (its max minus floor(max) + 2), so alpha*3 + beta <= 7.5 keeps 8z below
   // 8 with room for the roundings of the addend: the min(., 7) of the definition is then void.
   constexpr bool kNeedsUpperClamp = !(kCoef.alpha > 0.0f && kCoef.alpha * 3.0f + kCoef.beta <= 7.5f);
@@ -57,7 +60,8 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
-        const float floor_magic = __fadd_rd(fmaxf(block_max[kb][r] - st.m_use[r], -1048576.0f), 12582912.0f);
+        const float block_max_x = scoreExponent(block_max[kb][r], mul, -st.m_use[r]);
+        const float floor_magic = __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
         const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
         const float e_f = (floor_magic - 12582912.0f) - 2.0f;
         if constexpr (kAffine) {
@@ -66,7 +70,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
           for (int i = 0; i < 4; ++i) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              float z = __saturatef(fmaf(kA, s[4 * kb + i][2 * r + e], addend));
+              float z = __saturatef(fmaf(slope, s[4 * kb + i][2 * r + e], addend));
               if constexpr (kNeedsUpperClamp)
                 z = fminf(z, kBelowOne);
               const uint32_t bits = __float_as_uint(__fmaf_rd(z, 8.0f, 8388608.0f));
@@ -74,12 +78,13 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         } else {
+          const float bias = directpBias(st.m_use[r], e_f);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const float t = s[4 * kb + i][2 * r + e];
-              const uint32_t c = static_cast<uint32_t>(directpClassify(kCoef, t, st.m_use[r], e_f));
+              const float y = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
+              const uint32_t c = static_cast<uint32_t>(directpCode(kCoef, y));
               sel[i / 2] |= c << (4 * (2 * (i % 2) + e));
             }
           }
@@ -123,11 +128,11 @@ FA4JIT_DEVICE void packDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][
 // Both halves at once (the mma.sync kernel, whose MMAs are synchronous).
 template <class C>
 FA4JIT_DEVICE void buildPDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                                 const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+                                 const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st, float mul) {
   float block_max[AttentionTraits<C>::kBlockN / 32][2], tile_max[2];
   rowTileMax<C, true>(s, block_max, tile_max);
   PendingP<C> pp;
-  classifyDirectP<C>(pp, s, block_max, st);
+  classifyDirectP<C>(pp, s, block_max, st, mul);
   packDirectP<C>(pa, pp);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// nvfp8 route P (NUMERICS.md §2.3): P_fed = E4M3(exp2(x + off)), l += P_fed (the decoded byte,
-// so numerator and denominator describe the same operator).
+// nvfp8 route P (NUMERICS.md §2.3): P_fed = E4M3(exp2(fma(acc, mul, off - m))), l += P_fed (the
+// decoded byte, so numerator and denominator describe the same operator).
 // FP8 A fragment of keys 32kb..32kb+31 (mma.cuh), with V's keys permuted within each 16
 // (tile_load.cuh): a0 = (g, n-tiles 4kb, 4kb+1), a1 = (g+8, same), a2 = (g, 4kb+2, 4kb+3),
 // a3 = (g+8, same); byte order inside a register: tile 4kb (2 keys) then tile 4kb+1 (2 keys).
@@ -11,16 +11,18 @@
 
 namespace fa4jit::device::attention {
 
-// In two halves (as p_directp.cuh): exp2 in place in S, then the E4M3 packing and l, which sums
-// the decoded bytes (the wgmma consumers run it once the previous PV has completed).
+// In two halves (as p_directp.cuh): exp2 in place in S (acc in, one FFMA and one exp2 per key),
+// then the E4M3 packing and l, which sums the decoded bytes (the wgmma consumers run it once the
+// previous PV has completed).
 template <class C>
-FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4], const SoftmaxRows &st) {
+FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
+  const float addend[2] = {kOff - st.m_use[0], kOff - st.m_use[1]};
 #pragma unroll
   for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      s[nt][i] = exp2Hw((s[nt][i] - st.m_use[i / 2]) + kOff);
+      s[nt][i] = exp2Hw(scoreExponent(s[nt][i], mul, addend[i / 2]));
 }
 
 // kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum), so the bytes are not decoded.
@@ -51,14 +53,14 @@ FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4]
 // Both halves at once (the mma.sync kernel).
 template <class C>
 FA4JIT_DEVICE void buildPNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                               const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
+                               const float (&s)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st, float mul) {
   float p[AttentionTraits<C>::kSTiles][4];
 #pragma unroll
   for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       p[nt][i] = s[nt][i];
-  exponentiateNvfp8<C>(p, st);
+  exponentiateNvfp8<C>(p, st, mul);
   packNvfp8<C>(pa, p, st);
 }
 

@@ -1,9 +1,10 @@
 #pragma once
-// S = Q K^T for one warp's 16 query rows and one key tile, then t = acc * score multiplier and
-// the mask (NUMERICS.md §2.1). s[nt][i] follows the m16n8 accumulator layout of mma.cuh:
+// S = Q K^T for one warp's 16 query rows and one key tile, and the causal / key-range mask
+// (NUMERICS.md §2.1). s[nt][i] follows the m16n8 accumulator layout of mma.cuh:
 //   (lane, nt, i) -> (row g + 8*(i/2), key 8*nt + 2q + i%2).
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/mma.cuh"
+#include "fa4jit/score_terms.cuh"
 
 namespace fa4jit::device::attention {
 
@@ -46,23 +47,20 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
   }
 }
 
-// t = acc * mul; keys at or beyond a row's visible count (causal limit, or seqlen_k) become -inf.
-// vis[r]: number of visible keys of this thread's row g + 8r; key0: first key of the tile.
-template <class C, bool kMask>
-FA4JIT_DEVICE void scaleAndMask(float (&s)[AttentionTraits<C>::kSTiles][4], float mul, const int (&vis)[2],
-                                int key0, int lane) {
+// Keys at or beyond a row's visible count (causal limit, or seqlen_k) get acc = -inf; the
+// multiplier is applied later, folded into each route's FFMA (score_terms.cuh), so tiles without
+// a masked key need no per-element pass at all. vis[r]: number of visible keys of this thread's
+// row g + 8r; key0: first key of the tile.
+template <class C>
+FA4JIT_DEVICE void maskScores(float (&s)[AttentionTraits<C>::kSTiles][4], const int (&vis)[2], int key0, int lane) {
   using T = AttentionTraits<C>;
   const int q = lane % 4;
 #pragma unroll
   for (int nt = 0; nt < T::kSTiles; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      float t = s[nt][i] * mul;
-      if constexpr (kMask) {
-        const int key = key0 + nt * 8 + 2 * q + (i & 1);
-        t = key < vis[i / 2] ? t : negInf();
-      }
-      s[nt][i] = t;
+      const int key = key0 + nt * 8 + 2 * q + (i & 1);
+      s[nt][i] = key < vis[i / 2] ? s[nt][i] : negInf();
     }
   }
 }

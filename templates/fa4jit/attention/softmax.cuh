@@ -9,9 +9,9 @@
 namespace fa4jit::device::attention {
 
 struct SoftmaxRows {
-  float m[2];     // running max of t (FP32), -inf until a visible key has been seen
+  float m[2];     // running max of t = acc * mul (FP32), -inf until a visible key has been seen
   float l[2];     // this thread's share of the normalizer (summed over the quad in the epilogue)
-  float m_use[2]; // m, or 0 while m = -inf (so that x = t - m_use is -inf, never NaN)
+  float m_use[2]; // m, or 0 while m = -inf (so that x = fma(acc, mul, -m_use) is -inf, never NaN)
 };
 
 FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
@@ -20,7 +20,8 @@ FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
   st.m_use[0] = st.m_use[1] = 0.0f;
 }
 
-// Row maxima of t over the tile (quad-reduced) and, when kBlocks, over each 32-key block.
+// Row maxima of the (masked) accumulators over the tile (quad-reduced) and, when kBlocks, over each
+// 32-key block; times the multiplier they are the maxima of t (score_terms.cuh).
 template <class CV, bool kBlocks>
 FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
@@ -43,14 +44,16 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
   }
 }
 
-// Advance the row max over one key tile (its row maxima in tile_max) without touching O: m, m_use
-// and l move, o_scale gets the factor O must take (1 when m did not move). The wgmma consumers
-// apply it only once the PV that accumulates into O has completed.
+// Advance the row max over one key tile (its row maxima of acc in tile_max, s the tile's acc, mul
+// the score multiplier) without touching O: m, m_use and l move, o_scale gets the factor O must
+// take (1 when m did not move). The wgmma consumers apply it only once the PV that accumulates into
+// O has completed.
 // first_tile: the tile of key 0, where SampledAnchor seeds m (key 0 is visible in every row that
 // has a visible key at all, so the first tile with a visible key is always tile 0).
 template <class C>
 FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
-                                 const float (&tile_max)[2], bool first_tile, int lane, float (&o_scale)[2]) {
+                                 const float (&tile_max)[2], float mul, bool first_tile, int lane,
+                                 float (&o_scale)[2]) {
   using T = AttentionTraits<C>;
   const int q = lane % 4;
 #pragma unroll
@@ -65,11 +68,12 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
           for (int e = 0; e < 2; ++e)
             if ((nt * 8 + 2 * q + e) % C::guard_sample_stride == 0)
               anchor = fmaxf(anchor, s[nt][2 * r + e]);
-        st.m[r] = warpQuadMax(anchor);
+        st.m[r] = warpQuadMax(anchor) * mul;
       }
-      m_new = tile_max[r] <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max[r];
+      const float tile_max_t = tile_max[r] * mul;
+      m_new = tile_max_t <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max_t;
     } else {
-      m_new = fmaxf(st.m[r], tile_max[r]);
+      m_new = fmaxf(st.m[r], tile_max[r] * mul);
     }
     o_scale[r] = 1.0f;
     if (m_new != st.m[r]) {
@@ -105,10 +109,10 @@ FA4JIT_DEVICE void rescaleO(float (&o)[AttentionTraits<C>::kOTiles][4], const fl
 // Advance the row max over one key tile and rescale O and l when it moves.
 template <class C>
 FA4JIT_DEVICE void softmaxUpdate(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
-                                 float (&o)[AttentionTraits<C>::kOTiles][4], bool first_tile, int lane) {
+                                 float (&o)[AttentionTraits<C>::kOTiles][4], float mul, bool first_tile, int lane) {
   float block_max[AttentionTraits<C>::kBlockN / 32][2], tile_max[2], o_scale[2];
   rowTileMax<C, false>(s, block_max, tile_max);
-  advanceRowMax<C>(st, s, tile_max, first_tile, lane, o_scale);
+  advanceRowMax<C>(st, s, tile_max, mul, first_tile, lane, o_scale);
   rescaleO<C>(o, o_scale);
 }
 

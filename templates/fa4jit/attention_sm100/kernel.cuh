@@ -148,7 +148,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm100(const AttentionParam
 
   const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
   const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
-  const float score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
+  const float score_mul = scoreMultiplier((gq * gk) * C::score_scale); // NUMERICS.md §2.1: this order, in FP32
   float out_factor = 1.0f;                            // directp Native: V's scales are in the MMA
   if constexpr (!T::kDirectP)
     out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
@@ -204,28 +204,28 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm100(const AttentionParam
     // ---- softmax of tile j: one row per thread ---------------------------------------------------
     sm100::mbarrierWait(bar_qk, static_cast<uint32_t>(j & 1));
     sm100::sm100_tcgen05_fence_after_thread_sync();
-    float t[T::kBlockN];
+    float acc[T::kBlockN];
     {
-      uint32_t acc[T::kBlockN];
+      uint32_t bits[T::kBlockN];
 #pragma unroll
       for (int c = 0; c < T::kBlockN; c += 32)
-        sm100::sm100_tcgen05_ld_32x32b_x32(*reinterpret_cast<uint32_t(*)[32]>(acc + c), s_warp + c);
+        sm100::sm100_tcgen05_ld_32x32b_x32(*reinterpret_cast<uint32_t(*)[32]>(bits + c), s_warp + c);
       sm100::sm100_tcgen05_wait_ld();
-      sm100ScaleAndMask<C>(t, acc, score_mul, key0, visible);
+      sm100MaskScores<C>(acc, bits, key0, visible);
     }
-    const float factor = sm100RowUpdate<C>(st, t, j == 0);
+    const float factor = sm100RowUpdate<C>(st, acc, score_mul, j == 0);
     if (j > 0)
       sm100RescaleO<C>(o_warp, factor);
     if constexpr (T::kDirectP) {
       uint32_t words[T::kBlockN / 8], scales;
-      sm100BuildPDirectP<C>(words, scales, t, st);
+      sm100BuildPDirectP<C>(words, scales, acc, score_mul, st);
       sm100::sm100_tcgen05_st_32x32b_x16(p_warp, words);
       // SF atom layout (NUMERICS.md §1.1): row r's 4 scales at (r % 32) * 16 + (r / 32) * 4.
       *reinterpret_cast<uint32_t *>(smem + T::kSfpOffset + (tid % 32) * 16 + (tid / 32) * 4) = scales;
       sm100::fenceProxyAsyncShared();
     } else {
       uint32_t words[T::kBlockN / 4];
-      sm100BuildPNvfp8<C>(words, t, st);
+      sm100BuildPNvfp8<C>(words, acc, score_mul, st);
       sm100::sm100_tcgen05_st_32x32b_x32(p_warp, words);
     }
     sm100::sm100_tcgen05_wait_st();

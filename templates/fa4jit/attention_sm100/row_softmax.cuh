@@ -8,9 +8,9 @@
 namespace fa4jit::device::attention {
 
 struct Sm100Row {
-  float m;     // running max of t, -inf until a visible key has been seen
+  float m;     // running max of t = acc * mul, -inf until a visible key has been seen
   float l;     // normalizer: the sum of the P values fed to PV
-  float m_use; // m, or 0 while m = -inf (x = t - m_use is then -inf, never NaN)
+  float m_use; // m, or 0 while m = -inf (x = fma(acc, mul, -m_use) is then -inf, never NaN)
 };
 
 FA4JIT_DEVICE void sm100RowInit(Sm100Row &r) {
@@ -19,34 +19,37 @@ FA4JIT_DEVICE void sm100RowInit(Sm100Row &r) {
   r.m_use = 0.0f;
 }
 
-// t = acc * score_mul for visible keys, -inf for keys at or past `visible` (causal limit or
-// seqlen_k). `s` holds the FP32 bits tcgen05.ld returned; it is rewritten as t in place.
+// The accumulators of visible keys, -inf for keys at or past `visible` (causal limit or
+// seqlen_k); `bits` are the FP32 words tcgen05.ld returned. The multiplier is applied later, in
+// the maxima and in each route's FFMA (score_terms.cuh).
 template <class C>
-FA4JIT_DEVICE void sm100ScaleAndMask(float (&t)[Sm100AttentionTraits<C>::kBlockN],
-                                     const uint32_t (&acc)[Sm100AttentionTraits<C>::kBlockN], float score_mul,
-                                     int key0, int visible) {
+FA4JIT_DEVICE void sm100MaskScores(float (&acc)[Sm100AttentionTraits<C>::kBlockN],
+                                   const uint32_t (&bits)[Sm100AttentionTraits<C>::kBlockN], int key0, int visible) {
 #pragma unroll
   for (int j = 0; j < Sm100AttentionTraits<C>::kBlockN; ++j)
-    t[j] = key0 + j < visible ? __uint_as_float(acc[j]) * score_mul : negInf();
+    acc[j] = key0 + j < visible ? __uint_as_float(bits[j]) : negInf();
 }
 
-// Advances the row max over one tile; returns the factor O and l must be multiplied by (1 when the
-// max did not move). first_tile: tile 0, where SampledAnchor seeds m from keys j = 0 mod stride.
+// Advances the row max over one tile (acc: its masked accumulators, mul > 0 the score multiplier:
+// max t = mul * max acc); returns the factor O and l must be multiplied by (1 when the max did not
+// move). first_tile: tile 0, where SampledAnchor seeds m from keys j = 0 mod stride.
 template <class C>
-FA4JIT_DEVICE float sm100RowUpdate(Sm100Row &r, const float (&t)[Sm100AttentionTraits<C>::kBlockN], bool first_tile) {
+FA4JIT_DEVICE float sm100RowUpdate(Sm100Row &r, const float (&acc)[Sm100AttentionTraits<C>::kBlockN], float mul,
+                                   bool first_tile) {
   constexpr int kN = Sm100AttentionTraits<C>::kBlockN;
   float tile_max = negInf();
 #pragma unroll
   for (int j = 0; j < kN; ++j)
-    tile_max = fmaxf(tile_max, t[j]);
+    tile_max = fmaxf(tile_max, acc[j]);
+  tile_max *= mul;
   float m_new;
   if constexpr (C::guard == GuardKind::SampledAnchor) {
     if (first_tile) {
       float anchor = negInf();
 #pragma unroll
       for (int j = 0; j < kN; j += C::guard_sample_stride)
-        anchor = fmaxf(anchor, t[j]);
-      r.m = anchor;
+        anchor = fmaxf(anchor, acc[j]);
+      r.m = anchor * mul;
     }
     m_new = tile_max <= r.m + C::guard_slack_log2 ? r.m : tile_max;
   } else {

@@ -19,14 +19,14 @@ using attention::StageAblation;
 
 // What a consumer thread knows about its rows for the whole loop.
 struct ConsumerRows {
-  float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1)
+  float score_mul;   // t = acc * score_mul (NUMERICS.md §2.1), > 0 (scoreMultiplier)
   int vis[2];        // visible keys of rows g and g + 8 of this warp
   int wg_unmasked;   // keys visible to every row of the warpgroup (tiles below need no mask)
   int lane;
 };
 
-// Phase A after the scaling and masking: the row max, then Direct-P's classification or the
-// exponentiation (in place in S) with l.
+// Phase A after the masking: the row max, then Direct-P's classification or the exponentiation (in
+// place in S, the multiplier folded into one FFMA per key) with l.
 template <class C, class CV>
 FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
@@ -35,16 +35,16 @@ FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   constexpr bool kDirectP = C::route == attention::Route::DirectP;
   float block_max[T::kBlockN / 32][2], tile_max[2];
   attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
-  attention::advanceRowMax<CV>(st, s, tile_max, first_tile, rows.lane, o_scale);
+  attention::advanceRowMax<CV>(st, s, tile_max, rows.score_mul, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
-    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st);
+    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st, rows.score_mul);
   else if constexpr (POperand<C>::kBf16)
-    attention::exponentiateBf16<CV>(s, st);
+    attention::exponentiateBf16<CV>(s, st, rows.score_mul);
   else
-    attention::exponentiateNvfp8<CV>(s, st);
+    attention::exponentiateNvfp8<CV>(s, st, rows.score_mul);
 }
 
-// Phase A of a tile's softmax: scale and mask S, advance the row max (o_scale: O's pending
+// Phase A of a tile's softmax: mask S (acc), advance the row max (o_scale: O's pending
 // factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
 template <class C, class CV>
 FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
@@ -63,10 +63,9 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   // kernels (all 64 MUFU.EX2 per thread behind WARPGROUP.DEPBAR.LE gsb0, 0x0), so the softmax
   // never overlapped the PV. Split, they run before it.
   if (key0 + T::kBlockN > rows.wg_unmasked) {
-    attention::scaleAndMask<CV, true>(s, rows.score_mul, rows.vis, key0, rows.lane);
+    attention::maskScores<CV>(s, rows.vis, key0, rows.lane);
     softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
   } else {
-    attention::scaleAndMask<CV, false>(s, rows.score_mul, rows.vis, key0, rows.lane);
     softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
   }
 }

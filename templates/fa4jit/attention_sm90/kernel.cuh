@@ -236,7 +236,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   attention::SoftmaxRows st;
   attention::softmaxInit(st);
 
-  const ConsumerRows rows{score_mul, {vis[0], vis[1]}, wg_unmasked, lane};
+  const ConsumerRows rows{scoreMultiplier(score_mul), {vis[0], vis[1]}, wg_unmasked, lane};
   const RingView ring{base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
                       static_cast<uint32_t>(L.stage_stride), bar_full, bar_empty};
   const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;

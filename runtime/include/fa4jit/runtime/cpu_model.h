@@ -25,8 +25,10 @@ inline constexpr int kNoVisibleKey = INT_MIN; // block exponent of a block witho
 // Internals of one row. Per key j in [0, seqlen_k); per 32-key block b; per tile of block_n keys.
 struct RowTrace {
   TraceRow where;
-  std::vector<float> t;        // log2-domain score (FP32); -inf for masked keys
-  std::vector<float> x;        // t - m with the m of the key's tile; -inf for masked keys
+  std::vector<float> acc;      // QK^T accumulator (FP32); -inf for masked keys
+  std::vector<float> t;        // log2-domain score acc * score_mul (FP32); -inf for masked keys
+  std::vector<float> x;        // fma(acc, score_mul, -m) with the m of the key's tile; -inf if masked
+  float score_mul = 0;         // the multiplier in use (score_terms.cuh: at least 2^-126)
   std::vector<float> p_fed;    // P as fed to the PV product in its tile (before later rescales)
   std::vector<uint8_t> code;   // directp: E2M1 magnitude code (0 for masked keys)
   std::vector<int> block_exponent; // directp: e_b, kNoVisibleKey for a block of masked keys

@@ -1,0 +1,39 @@
+#pragma once
+// The log2-domain score terms of NUMERICS.md §2.1-§2.3, shared by every kernel and the CPU models.
+// A key's score is t = acc * mul, but no kernel forms t per key: the softmax needs t only through
+// its maxima and through x = t - bias, and both come from acc directly:
+//   - max_j(acc_j * mul) = max_j(acc_j) * mul, exactly, for mul > 0 (rounding is monotone), so the
+//     maxima are taken over acc and scaled once per row;
+//   - x_j = fma(acc_j, mul, -bias): the scale and the subtraction in one FFMA with one rounding
+//     (FlashAttention-3's form) instead of an FMUL, an FADD and two roundings.
+// Host-compilable, like directp.cuh.
+#include "fa4jit/common.cuh"
+
+#if !defined(__CUDACC_RTC__)
+#include <cmath>
+#endif
+
+namespace fa4jit::device {
+
+// The multiplier as the kernels use it: at least 2^-126. Positive, so maxima commute with it and a
+// masked key's acc = -inf gives x = -inf (with mul = 0, -inf * 0 would be NaN); NaN becomes 2^-126
+// too. A product of scales below 2^-126 makes every score 0 to within 2^-126 * |acc| either way.
+FA4JIT_HD float scoreMultiplier(float mul) {
+  constexpr float kMinNormal = 1.17549435e-38f; // 2^-126
+#if defined(__CUDA_ARCH__)
+  return fmaxf(mul, kMinNormal);
+#else
+  return std::fmax(mul, kMinNormal);
+#endif
+}
+
+// x = acc * mul + addend with one rounding (the kernels' FFMA).
+FA4JIT_HD float scoreExponent(float acc, float mul, float addend) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(acc, mul, addend);
+#else
+  return std::fma(acc, mul, addend);
+#endif
+}
+
+} // namespace fa4jit::device
