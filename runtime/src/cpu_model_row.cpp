@@ -41,10 +41,12 @@ float sampledAnchor(const RowInputs &in, const std::vector<float> &t) {
   return m;
 }
 
-// P for the keys [j0, j1) of one tile, given x = fma(acc, mul, -m) (masked keys: x = -inf).
+// P for the keys [j0, j1) of one tile, given t = acc * mul and x = fma(acc, mul, -m) (masked keys:
+// -inf).
 // Returns the fed values in p (and codes / block exponents for directp); `lsum` gets the FP64 sum
 // of what l adds.
-void tileP(const RowInputs &in, const std::vector<float> &acc, float mul, float m, const std::vector<float> &x,
+void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector<float> &t, float mul, float m,
+           const std::vector<float> &x,
            int j0, int j1, std::vector<float> &p,
            std::vector<uint8_t> &code, std::vector<int> &block_exp, double &lsum) {
   const AttentionSpec &spec = *in.spec;
@@ -68,9 +70,10 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, float mul, float 
     const bool native = spec.operands.v_widening == Widening::Native;
     for (int b0 = j0; b0 < j1; b0 += 32) {
       const int b1 = std::min(j1, b0 + 32);
+      // e_b from t - m, not from x: the row max's block must see exactly 0 (NUMERICS.md §2.3).
       float bmax = kNegInf;
       for (int j = b0; j < b1; ++j)
-        bmax = std::max(bmax, x[j]);
+        bmax = std::max(bmax, t[j]);
       if (bmax == kNegInf) {
         block_exp[b0 / 32] = kNoVisibleKey;
         for (int j = b0; j < b1; ++j) {
@@ -79,7 +82,7 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, float mul, float 
         }
         continue;
       }
-      const int eb = device::directpBlockExponent(bmax);
+      const int eb = device::directpBlockExponent(bmax - m);
       block_exp[b0 / 32] = eb;
       for (int j = b0; j < b1; ++j) {
         const int c = x[j] == kNegInf ? 0 : device::directpClassify(in.coeffs, acc[j], mul, m, static_cast<float>(eb));
@@ -135,7 +138,7 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
       for (int j = j0; j < j1; ++j)
         x[j] = t[j] == kNegInf ? kNegInf : device::scoreExponent(acc[j], mul, -m);
       double lsum = 0;
-      tileP(in, acc, mul, m, x, j0, j1, p, code, block_exp, lsum);
+      tileP(in, acc, t, mul, m, x, j0, j1, p, code, block_exp, lsum);
       std::fill(tile_o.begin(), tile_o.end(), 0.0);
       for (int j = j0; j < j1; ++j) {
         if (p[j] == 0.0f)

@@ -27,6 +27,17 @@ FA4JIT_HD float scoreMultiplier(float mul) {
 #endif
 }
 
+// t = acc * mul, rounded, never fused into a following add: only where t itself is defined to be
+// compared (directp's block exponent: the row max's own block must see t - m = 0 exactly, at the
+// step of floor(), where a fused residual of +-1 ulp would move e_b by one).
+FA4JIT_HD float scoreOf(float acc, float mul) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(acc, mul);
+#else
+  return acc * mul;
+#endif
+}
+
 // x = acc * mul + addend with one rounding (the kernels' FFMA).
 FA4JIT_HD float scoreExponent(float acc, float mul, float addend) {
 #if defined(__CUDA_ARCH__)

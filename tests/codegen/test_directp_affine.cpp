@@ -34,7 +34,7 @@ DirectPCoefficients coefficients(fa4jit::ClassifierKind kind, float alpha, float
 
 // One row block as the kernels see it: accumulators acc and the score multiplier mul (t = acc *
 // mul), the row max in use m (>= the block's max of t up to the guard), the block exponent from
-// the block max of x = fma(acc, mul, -m).
+// the block max of t - m (NUMERICS.md §2.3).
 struct Block {
   float acc[32];
   float mul;
@@ -46,7 +46,7 @@ float blockExponentOf(const Block &b) {
   float bmax = -INFINITY;
   for (float a : b.acc)
     bmax = std::max(bmax, a);
-  return static_cast<float>(fa4jit::device::directpBlockExponent(std::fma(bmax, b.mul, -b.m)));
+  return static_cast<float>(fa4jit::device::directpBlockExponent(bmax * b.mul - b.m));
 }
 
 // unit_mul: mul = 1, so that acc is t (the test that places t exactly needs it).

@@ -83,10 +83,14 @@ TEST_CASE("directp block exponents, fed P and the normalizer", "[cpu_model][dire
     for (int tile = 0; tile < tiles; ++tile) {
       double tile_sum = 0;
       for (int b = tile * 2; b < std::min(11, tile * 2 + 2); ++b) {
+        // From t - m, not from x = fma(acc, mul, -m): the block holding the row max sees exactly
+        // 0 there, at floor()'s step (NUMERICS.md §2.3).
         float bmax = -INFINITY;
         for (int j = b * 32; j < std::min(333, b * 32 + 32); ++j)
-          bmax = std::max(bmax, t.x[j]);
-        CHECK(t.block_exponent[b] == static_cast<int>(std::floor(bmax)) - 2);
+          bmax = std::max(bmax, t.t[j]);
+        CHECK(t.block_exponent[b] == static_cast<int>(std::floor(bmax - t.tile_m[tile])) - 2);
+        if (bmax == t.tile_m[tile])
+          CHECK(t.block_exponent[b] == -2);
         bool nonzero = false;
         for (int j = b * 32; j < std::min(333, b * 32 + 32); ++j) {
           const float want = formats::e4m3ToFloat(formats::floatToE4M3(

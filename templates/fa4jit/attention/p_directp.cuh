@@ -1,7 +1,7 @@
 #pragma once
 // directp route P (NUMERICS.md §2.3, DESIGN.md §1.2): per 32-key block b (aligned to absolute
 // keys, since tiles start at multiples of block_n, itself a multiple of 32) and row:
-//   e_b = floor(max_b x) - 2 (x = fma(acc, mul, -m)), y = fma(acc, mul, -(m + e_b)),
+//   e_b = floor(max_b t - m) - 2 (t = acc * mul), y = fma(acc, mul, -(m + e_b)),
 //   c = classifier(y) (fa4jit/directp.cuh, shared with the CPU model),
 //   P_fed = E4M3(E2M1[c] * 2^(e_b + off)), l += P_fed.
 // A block's 8 fed values form one PRMT table (formats.cuh), so the 4 codes of a fragment register
@@ -60,7 +60,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
-        const float block_max_x = scoreExponent(block_max[kb][r], mul, -st.m_use[r]);
+        const float block_max_x = scoreOf(block_max[kb][r], mul) - st.m_use[r]; // not fused: score_terms.cuh
         const float floor_magic = __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
         const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
         const float e_f = (floor_magic - 12582912.0f) - 2.0f;

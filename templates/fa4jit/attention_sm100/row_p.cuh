@@ -1,7 +1,7 @@
 #pragma once
 // P of one row for the tcgen05 PV product, and the normalizer of exactly the values fed.
-//  directp (NUMERICS.md §2.3, Widening::Native): per 32-key block e_b = floor(max x) - 2 with
-//    x = fma(acc, mul, -m), c = classifier(fma(acc, mul, -(m + e_b))) (fa4jit/directp.cuh, the code the mma.sync path and the CPU model
+//  directp (NUMERICS.md §2.3, Widening::Native): per 32-key block e_b = floor(max t - m) - 2 with
+//    t = acc * mul, c = classifier(fma(acc, mul, -(m + e_b))) (fa4jit/directp.cuh, the code the mma.sync path and the CPU model
 //    run), P = E2M1[c] * 2^e_b fed as an MXFP4 block: 4-bit codes (8 per 32-bit TMEM column, key
 //    8w + i in bits 4i..4i+3, the packed-payload order of NUMERICS.md §1) plus the UE8M0 byte
 //    e_b + 127 (e_b clamped to >= -127). l += sum of the fed values: the block's codes summed as
@@ -37,8 +37,8 @@ FA4JIT_DEVICE void sm100BuildPDirectP(uint32_t (&words)[Sm100AttentionTraits<C>:
       words[4 * b + w] = 0u;
     if (block_max == negInf())
       continue; // no visible key: codes 0 feed zeros whatever the scale (byte 0 = 2^-127)
-    // max_b fma(acc, mul, -m) = fma(max_b acc, mul, -m) for mul > 0 (monotone): max_b x exactly.
-    const int e_b = directpBlockExponent(scoreExponent(block_max, mul, -r.m_use));
+    // max_b t = (max_b acc) * mul for mul > 0 (rounding is monotone); t - m unfused (score_terms.cuh).
+    const int e_b = directpBlockExponent(scoreOf(block_max, mul) - r.m_use);
     const float e_f = static_cast<float>(e_b);
     uint32_t isum = 0u;
 #pragma unroll
