@@ -44,6 +44,8 @@ void checkClassifier(const ClassifierSpec &c, Rules &r) {
     for (int i = 0; i < 7; ++i) {
       if (!std::isfinite(c.thresholds[i]))
         r.fail("attention.classifier.thresholds", "element ", i, " is not finite");
+      else if (!(std::fabs(c.thresholds[i]) <= 4.0f) || std::ldexp(c.thresholds[i], 7) != std::round(std::ldexp(c.thresholds[i], 7)))
+        r.fail("attention.classifier.thresholds", "element ", i, " = ", formatFloat(c.thresholds[i]), " is not a multiple of 2^-7 in [-4, 4]: the classifier compares in FP16 and selects thresholds by exact FP16 arithmetic (NUMERICS.md §2.3)");
       else if (i > 0 && !(c.thresholds[i] > c.thresholds[i - 1]))
         r.fail("attention.classifier.thresholds", "must increase strictly (element ", i, " = ", formatFloat(c.thresholds[i]), " after ", formatFloat(c.thresholds[i - 1]), "): the code counts thresholds below y");
     }

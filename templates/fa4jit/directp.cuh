@@ -40,23 +40,110 @@ FA4JIT_HD int directpBlockExponent(float block_max_x) {
   return static_cast<int>(directpFloor(block_max_x)) - 2;
 }
 
-// c = #{i : y >= theta[i]} for strictly increasing theta (the spec validator's rule), by binary
-// search: three compares, each against a threshold chosen by the previous outcomes, instead of
-// seven compares and seven adds (the sm_90a kernel spent ~20 instructions per score on those).
-// Every outcome is an ordinary comparison of y with one theta, so the count is the same one for
-// every y, NaN included (all comparisons false: code 0).
+// The threshold classifier compares y rounded to FP16 (NUMERICS.md §2.3) with thresholds that are
+// FP16 values on a grid: multiples of 2^-7 in [-4, 4]. Rounding y changes a code only within
+// 2^-12 (relative) of a threshold; the grid moves the default thresholds by < 0.003 in log2,
+// < 0.2% of P at a round-to-nearest midpoint. In exchange the sm_90a kernel classifies two keys
+// per instruction on packed halves (directpThresholdSearch below, attention/p_directp.cuh).
+constexpr int kDirectPThresholdGridLog2 = 7;
+constexpr float kDirectPThresholdLimit = 4.0f;
+
+// y rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a float.
+FA4JIT_HD float directpThresholdInput(float y) {
+#if defined(__CUDA_ARCH__)
+  unsigned short h;
+  float r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(y));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+  return r;
+#else
+  if (!std::isfinite(y))
+    return y;
+  const float a = std::fabs(y);
+  if (a >= 65520.0f) // half-way above FP16's largest finite value 65504, and beyond: infinity
+    return std::copysign(INFINITY, y);
+  int e;
+  std::frexp(a, &e);                              // a = f * 2^e, f in [0.5, 1)
+  const int q = (e - 1 < -14 ? -14 : e - 1) - 10; // the FP16 quantum at a (subnormal: 2^-24)
+  const float v = std::ldexp(a, -q);              // exact, < 2^11
+  float r = std::floor(v);
+  const float frac = v - r;
+  if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.0f) != 0.0f))
+    r += 1.0f;
+  return std::copysign(std::ldexp(r, q), y);
+#endif
+}
+
+// The FP16 bits of a grid value (a multiple of 2^-7 with magnitude below 2^15): evaluated at
+// compile time for the kernel's packed constants, by arithmetic alone (no bit casts in constexpr).
+FA4JIT_HD constexpr uint32_t directpHalfBits(float v) {
+  const uint32_t sign = v < 0.0f ? 0x8000u : 0u;
+  float a = v < 0.0f ? -v : v;
+  if (a == 0.0f)
+    return sign;
+  int e = 0;
+  while (a >= 2.0f) {
+    a *= 0.5f;
+    ++e;
+  }
+  while (a < 1.0f) {
+    a *= 2.0f;
+    --e;
+  }
+  return sign | (static_cast<uint32_t>(e + 15) << 10) | static_cast<uint32_t>((a - 1.0f) * 1024.0f);
+}
+
+// The binary search of the threshold classifier on values instead of branches, for V = float (the
+// host's test of it) or a pair of FP16 values (the kernel): each outcome g in {1, 0} picks the next
+// threshold by an FMA, g * difference + threshold, and the code 4 g3 + 2 gm + gl lands on a magic
+// number (FP16 1024 + c has c in its low bits). Exact on the grid: every value it forms is a
+// multiple of 2^-7 below 8 in magnitude (11 significant bits: FP16's), every sum onto the magic
+// number an integer below 2048.
+struct DirectPThresholdSteps {
+  float th3, th1, d51; // first compare; second threshold th1 + g3 * (th5 - th1)
+  float th0, d40;      // third threshold: th0 + g3 * (th4 - th0) + gm * (d20 + g3 * dd)
+  float d20, dd;       //   with dd = (th6 - th4) - (th2 - th0)
+};
+FA4JIT_HD constexpr DirectPThresholdSteps directpThresholdSteps(const DirectPCoefficients &k) {
+  const float *t = k.theta;
+  return {t[3], t[1], t[5] - t[1], t[0], t[4] - t[0], t[2] - t[0], (t[6] - t[4]) - (t[2] - t[0])};
+}
+FA4JIT_HD float directpGeq(float a, float b) { return a >= b ? 1.0f : 0.0f; }
+FA4JIT_HD float directpFmaV(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+FA4JIT_HD float directpAddV(float a, float b) { return a + b; }
+
+// magic + code of y (already rounded to FP16) for V = float or an FP16 pair; the step constants
+// come as V too (an FP16 pair holds each twice), and four, two, magic per lane.
+template <class V>
+FA4JIT_HD V directpThresholdSearch(V y, V th3, V th1, V d51, V th0, V d40, V d20, V dd, V four, V two, V magic) {
+  const V g3 = directpGeq(y, th3);
+  const V gm = directpGeq(y, directpFmaV(g3, d51, th1));
+  const V th_last = directpFmaV(gm, directpFmaV(g3, dd, d20), directpFmaV(g3, d40, th0));
+  const V gl = directpGeq(y, th_last);
+  return directpAddV(directpFmaV(gm, two, directpFmaV(g3, four, magic)), gl);
+}
+
+// c = #{i : FP16(y) >= theta[i]} for strictly increasing grid thresholds (the spec validator's
+// rules), by the binary search above in FP32 (exact on the grid as in FP16). NaN: code 0.
 FA4JIT_HD int directpThresholdCode(const DirectPCoefficients &k, float y) {
-  const bool ge3 = y >= k.theta[3];                          // c >= 4 ?
-  const bool ge_mid = y >= (ge3 ? k.theta[5] : k.theta[1]);  // c >= 6 or c >= 2 ?
-  const float last = ge3 ? (ge_mid ? k.theta[6] : k.theta[4]) : (ge_mid ? k.theta[2] : k.theta[0]);
-  return (ge3 ? 4 : 0) + (ge_mid ? 2 : 0) + (y >= last ? 1 : 0);
+  const DirectPThresholdSteps st = directpThresholdSteps(k);
+  const float v = directpThresholdSearch<float>(directpThresholdInput(y), st.th3, st.th1, st.d51, st.th0, st.d40,
+                                                st.d20, st.dd, 4.0f, 2.0f, 1024.0f);
+  return static_cast<int>(v - 1024.0f);
 }
 
 // The definition, for the tests: one compare per threshold.
 FA4JIT_HD int directpThresholdCodeLinear(const DirectPCoefficients &k, float y) {
+  const float h = directpThresholdInput(y);
   int c = 0;
   for (int i = 0; i < 7; ++i)
-    c += (y >= k.theta[i]) ? 1 : 0;
+    c += (h >= k.theta[i]) ? 1 : 0;
   return c;
 }
 

@@ -175,39 +175,118 @@ TEST_CASE("magic-number rounding gives the code in the low bits and the selector
   std::fesetround(saved);
 }
 
-// The threshold classifier's binary search (directpThresholdCode) against its definition, one
-// compare per threshold: at every threshold, one ulp on either side, between them, far outside,
-// at +-0, infinities and NaN, for the default thresholds and for strictly increasing random ones.
-TEST_CASE("threshold code: binary search equals the count of thresholds below y", "[codegen][directp]") {
-  std::mt19937 rng(20261129);
-  std::uniform_real_distribution<float> gap(1e-3f, 2.0f);
+namespace {
+
+// Strictly increasing thresholds on the validator's grid (multiples of 2^-7 in [-4, 4]).
+std::vector<DirectPCoefficients> gridThresholdSets(std::mt19937 &rng, int n) {
+  std::uniform_int_distribution<int> gap(1, 160); // steps of 2^-7
   std::vector<DirectPCoefficients> sets{coefficients(fa4jit::ClassifierKind::Threshold, 0.0f, 0.0f)};
-  for (int n = 0; n < 200; ++n) {
+  while (static_cast<int>(sets.size()) < n) {
     fa4jit::ClassifierSpec c;
     c.kind = fa4jit::ClassifierKind::Threshold;
-    float v = -8.0f + gap(rng);
-    for (int i = 0; i < 7; ++i, v += gap(rng))
-      c.thresholds[i] = v;
-    sets.push_back(fa4jit::fit::directpCoefficients(c));
+    int k = -512 + gap(rng);
+    bool fits = true;
+    for (int i = 0; i < 7; ++i, k += gap(rng)) {
+      c.thresholds[i] = std::ldexp(static_cast<float>(k), -7);
+      fits = fits && k <= 512;
+    }
+    if (fits)
+      sets.push_back(fa4jit::fit::directpCoefficients(c));
   }
+  return sets;
+}
+
+// A value the FP16 arithmetic would hold: each operation is done in FP32 and must come out exactly
+// representable in FP16 (so that FP16 hardware, which rounds to 11 bits, would give the same).
+struct CheckedHalf {
+  float v;
+};
+bool halfExact(float v) { return std::isnan(v) || static_cast<float>(static_cast<_Float16>(v)) == v; }
+CheckedHalf directpGeq(CheckedHalf a, CheckedHalf b) { return {a.v >= b.v ? 1.0f : 0.0f}; }
+CheckedHalf directpFmaV(CheckedHalf a, CheckedHalf b, CheckedHalf c) {
+  const float r = std::fma(a.v, b.v, c.v);
+  REQUIRE(halfExact(r));
+  return {r};
+}
+CheckedHalf directpAddV(CheckedHalf a, CheckedHalf b) {
+  const float r = a.v + b.v;
+  REQUIRE(halfExact(r));
+  return {r};
+}
+
+} // namespace
+
+TEST_CASE("y rounds to FP16 as the hardware conversion does", "[codegen][directp]") {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<uint32_t> any;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> ys{0.0f, -0.0f, inf, -inf, 65504.0f, 65519.99f, 65520.0f, -65520.0f, 1e30f,
+                        std::ldexp(1.0f, -24), std::ldexp(1.0f, -25), std::ldexp(1.5f, -25), std::ldexp(1.0f, -14),
+                        std::ldexp(1.0f, -30), 2.0009765625f, 2.00146484375f};
+  for (int n = 0; n < 200000; ++n) {
+    const float f = [&] { const uint32_t u = any(rng); float x; std::memcpy(&x, &u, 4); return x; }();
+    ys.push_back(f);
+    ys.push_back(std::ldexp(static_cast<float>(static_cast<int>(any(rng) % 8192)) + 0.5f, -12)); // FP16 ties
+  }
+  for (float y : ys) {
+    if (std::isnan(y))
+      continue;
+    INFO("y " << y);
+    const float want = static_cast<float>(static_cast<_Float16>(y)); // the compiler's RNE conversion
+    const float got = fa4jit::device::directpThresholdInput(y);
+    REQUIRE((got == want && std::signbit(got) == std::signbit(want)));
+  }
+  CHECK(std::isnan(fa4jit::device::directpThresholdInput(std::nanf(""))));
+}
+
+TEST_CASE("FP16 bits of grid values are computed at compile time", "[codegen][directp]") {
+  static_assert(fa4jit::device::directpHalfBits(1024.0f) == 0x6400u);
+  static_assert(fa4jit::device::directpHalfBits(64.0f) == 0x5400u);
+  static_assert(fa4jit::device::directpHalfBits(-2.0f) == 0xC000u);
+  for (int k = -1024; k <= 1024; ++k) {
+    const float v = std::ldexp(static_cast<float>(k), -7);
+    const _Float16 h = static_cast<_Float16>(v);
+    uint16_t bits;
+    std::memcpy(&bits, &h, 2);
+    INFO("v " << v);
+    REQUIRE(fa4jit::device::directpHalfBits(v) == (k == 0 ? 0u : bits));
+  }
+}
+
+// The threshold classifier's binary search (directpThresholdCode) against its definition, one
+// compare per threshold, for the default thresholds and 300 random grid sets: at every threshold,
+// one FP16 ulp and one FP32 ulp on either side, between them, far outside, at +-0, infinities and
+// NaN. The same search on CheckedHalf proves that the kernel's FP16 evaluation never rounds.
+TEST_CASE("threshold code: binary search equals the count of thresholds below y", "[codegen][directp]") {
+  std::mt19937 rng(20261129);
+  const std::vector<DirectPCoefficients> sets = gridThresholdSets(rng, 301);
   const float inf = std::numeric_limits<float>::infinity();
   int checked = 0;
   for (const DirectPCoefficients &k : sets) {
-    std::vector<float> ys{0.0f, -0.0f, inf, -inf, std::nanf(""), -1e30f, 1e30f};
+    std::vector<float> ys{0.0f, -0.0f, inf, -inf, std::nanf(""), -1e30f, 1e30f, -4.5f, 4.5f};
     for (int i = 0; i < 7; ++i) {
-      ys.push_back(k.theta[i]);
-      ys.push_back(std::nextafter(k.theta[i], -inf));
-      ys.push_back(std::nextafter(k.theta[i], inf));
+      const float t = k.theta[i], h_ulp = std::ldexp(1.0f, std::ilogb(t == 0.0f ? 1.0f : t) - 10);
+      for (float y : {t, std::nextafter(t, -inf), std::nextafter(t, inf), t - h_ulp, t + h_ulp, t - 0.5f * h_ulp,
+                      t + 0.5f * h_ulp})
+        ys.push_back(y);
       if (i > 0)
-        ys.push_back(0.5f * (k.theta[i] + k.theta[i - 1]));
+        ys.push_back(0.5f * (t + k.theta[i - 1]));
     }
+    const fa4jit::device::DirectPThresholdSteps st = fa4jit::device::directpThresholdSteps(k);
     for (float y : ys) {
       INFO("y " << y);
-      CHECK(fa4jit::device::directpThresholdCode(k, y) == fa4jit::device::directpThresholdCodeLinear(k, y));
+      const int want = fa4jit::device::directpThresholdCodeLinear(k, y);
+      CHECK(fa4jit::device::directpThresholdCode(k, y) == want);
+      const float h = fa4jit::device::directpThresholdInput(y);
+      for (float magic : {1024.0f, 64.0f}) { // the two lanes of a pair
+        const CheckedHalf v = fa4jit::device::directpThresholdSearch<CheckedHalf>(
+            {h}, {st.th3}, {st.th1}, {st.d51}, {st.th0}, {st.d40}, {st.d20}, {st.dd}, {4.0f}, {2.0f}, {magic});
+        CHECK(v.v == magic + static_cast<float>(want));
+      }
       ++checked;
     }
   }
-  CHECK(checked > 5000);
+  CHECK(checked > 19000); // 301 sets of 64 inputs
   // The default thresholds cover every code.
   const DirectPCoefficients d = sets.front();
   for (int c = 0; c <= 7; ++c)

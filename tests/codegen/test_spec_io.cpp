@@ -102,7 +102,7 @@ TEST_CASE("canonical form ignores what cannot change the kernel", "[codegen][spe
   KernelSpec t2 = t;
   t2.attention.classifier.alpha = 3.0f; // threshold classifier reads only the thresholds
   CHECK(specHash(t) == specHash(t2));
-  t2.attention.classifier.thresholds[3] = 0.8f;
+  t2.attention.classifier.thresholds[3] = 0.796875f; // 102/128, on the grid
   CHECK(specHash(t) != specHash(t2));
 
   KernelSpec f = t;

@@ -17,7 +17,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-THETA = [-2.0, -0.41503750, 0.32192809, 0.80735492, 1.32192809, 1.80735492, 2.32192809]
+THETA = [-2.0, -0.4140625, 0.3203125, 0.8046875, 1.3203125, 1.8046875, 2.3203125]  # spec.h defaults
 
 
 def f32(x):

@@ -19,6 +19,56 @@
 
 namespace fa4jit::device::attention {
 
+// Two FP16 values in one register (lane 0 in the low half), and the half2 arithmetic that
+// directpThresholdSearch (directp.cuh) runs on them: HSET2, HFMA2, HADD2, one instruction per pair.
+struct Half2 {
+  uint32_t u;
+};
+FA4JIT_DEVICE Half2 half2Splat(uint32_t half_bits) { return {half_bits | (half_bits << 16)}; }
+FA4JIT_DEVICE Half2 half2FromFloats(float lo, float hi) { // round to nearest even, as directpThresholdInput
+  Half2 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.u) : "f"(hi), "f"(lo));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpGeq(Half2 a, Half2 b) { // 1.0 or 0.0 per lane; NaN compares false
+  Half2 r;
+  asm("set.ge.f16x2.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpFmaV(Half2 a, Half2 b, Half2 c) {
+  Half2 r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpAddV(Half2 a, Half2 b) {
+  Half2 r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+
+// The threshold codes of one fragment row's four key pairs (i = 0..3: keys of n-tiles 4kb + i, y
+// as rounded FP32), as the two PRMT selectors of the block: lane 0 of a pair lands on magic 1024
+// (FP16 bits 0x6400 | c), lane 1 on magic 64 (0x5400 | c << 4), so hi16 + lo16 has c0 | c1 << 4 in
+// its low byte (one IMAD.HI), and one PRMT gathers two pairs' bytes into a selector's 4 nibbles.
+template <class C>
+FA4JIT_DEVICE void thresholdSelectors(const float (&y)[4][2], uint32_t (&sel)[2]) {
+  constexpr DirectPThresholdSteps kSt = directpThresholdSteps(C::classifier);
+  const Half2 th3 = half2Splat(directpHalfBits(kSt.th3)), th1 = half2Splat(directpHalfBits(kSt.th1));
+  const Half2 d51 = half2Splat(directpHalfBits(kSt.d51)), th0 = half2Splat(directpHalfBits(kSt.th0));
+  const Half2 d40 = half2Splat(directpHalfBits(kSt.d40)), d20 = half2Splat(directpHalfBits(kSt.d20));
+  const Half2 dd = half2Splat(directpHalfBits(kSt.dd));
+  const Half2 four = half2Splat(0x4400u), two = half2Splat(0x4000u), magic{0x54006400u};
+  uint32_t w[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const Half2 v = directpThresholdSearch<Half2>(half2FromFloats(y[i][0], y[i][1]), th3, th1, d51, th0, d40, d20,
+                                                  dd, four, two, magic);
+    w[i] = __umulhi(v.u, 0x10000u) + v.u;
+  }
+  sel[0] = bytePerm(w[0], w[1], 0x0040u);
+  sel[1] = bytePerm(w[2], w[3], 0x0040u);
+}
+
 // P in two halves: classifyDirectP does the per-element work into plain registers and advances
 // l, packDirectP writes the A fragments. The wgmma consumers run the second only after the PV that
 // reads the previous fragments has completed: writing A-fragment registers only there (no copies
@@ -77,6 +127,15 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
               sel[i / 2] += bits << (4 * (2 * (i % 2) + e));
             }
           }
+        } else if constexpr (kCoef.kind == 0) {
+          const float bias = directpBias(st.m_use[r], e_f);
+          float y[4][2];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
+          thresholdSelectors<C>(y, sel);
         } else {
           const float bias = directpBias(st.m_use[r], e_f);
 #pragma unroll

@@ -20,7 +20,7 @@ enum class KernelFamily : uint8_t { AttentionForward, Quantize };
 enum class Widening : uint8_t { Bf16, E4m3, Native };
 
 enum class ClassifierKind : uint8_t {
-  Threshold, // compare y with log2 of E2M1's round-to-nearest boundaries (== exp2 + RTN)
+  Threshold, // compare FP16(y) with log2 of E2M1's round-to-nearest boundaries (~ exp2 + RTN)
   Affine,    // c = clamp(floor(alpha * y + beta), 0, 7)
   Mixed,     // affine below y_split, exp2 + round-to-nearest at and above it
 };
@@ -31,9 +31,11 @@ struct ClassifierSpec {
   ClassifierKind kind = ClassifierKind::Threshold;
   float alpha = 2.0f;
   float beta = 0.0f;
-  // log2 of the round-to-nearest boundaries {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5}.
-  std::array<float, 7> thresholds = {-2.0f, -0.41503750f, 0.32192809f, 0.80735492f,
-                                     1.32192809f, 1.80735492f, 2.32192809f};
+  // log2 of the round-to-nearest boundaries {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5}, each rounded to
+  // the nearest multiple of 2^-7 (the grid the FP16 classifier requires, NUMERICS.md §2.3):
+  // -2, -53/128, 41/128, 103/128, 169/128, 231/128, 297/128.
+  std::array<float, 7> thresholds = {-2.0f, -0.4140625f, 0.3203125f, 0.8046875f,
+                                     1.3203125f, 1.8046875f, 2.3203125f};
   float y_split = 1.0f; // Mixed only: y >= y_split uses exp2 + round-to-nearest
 };
 
