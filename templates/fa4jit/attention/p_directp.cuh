@@ -104,12 +104,14 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       uint32_t sel[2] = {0u, 0u};
-      int k = 0;
-      if (block_max[kb][r] != negInf()) { // else no visible key: the block feeds zeros
+      int k;
+      {
         // e_b = directpBlockExponent(block max of x) without the conversion pipe (F2I/I2F run at
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
+        // A block without a visible key (block max -inf) needs no branch: it gets e_b = -2^20 - 2,
+        // all its keys have acc = -inf and code 0 in every classifier, and its table is zeros.
         const float block_max_x = scoreOf(block_max[kb][r], mul) - st.m_use[r]; // not fused: score_terms.cuh
         const float floor_magic = __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
         const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
