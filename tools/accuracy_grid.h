@@ -14,7 +14,7 @@
 namespace fa4jit::tools {
 
 // Direct-P classifier variants the table reports.
-//  threshold: exp2 + round to nearest, as comparisons;  affine: alpha and beta fitted;
+//  threshold: exp2 + round to nearest (up to the FP16 grid), as comparisons;  affine: alpha and beta fitted;
 //  affine-a2: alpha = 2, beta fitted;  mixed: affine below a fitted y_split, exp2 above.
 inline const char *const kClassifierVariants[] = {"threshold", "affine", "affine-a2", "mixed"};
 

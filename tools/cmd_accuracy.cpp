@@ -27,7 +27,7 @@ const char kUsage[] =
     "Accuracy of every route (bf16, nvfp8, directp with each classifier) on CPU models of the\n"
     "kernels: Gaussian Q, K, V ~ N(0, sigma^2), one head, a sample of query rows against all\n"
     "keys; cosine similarity and relative L2 of O against an FP64 reference and the BF16 route.\n"
-    "Direct-P classifiers: threshold (exp2 + round to nearest), affine (alpha, beta fitted to the\n"
+    "Direct-P classifiers: threshold (exp2 + round to nearest up to 0.5% at the midpoints), affine (alpha, beta fitted to the\n"
     "shape), affine-a2 (alpha = 2, beta fitted), mixed (affine + native exp2 above y_split).\n"
     "\n"
     "options (lists are comma-separated):\n"

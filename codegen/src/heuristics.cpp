@@ -56,7 +56,8 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // unused and keep their defaults.
   a.operands.qk_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
   a.operands.v_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
-  // Threshold classifier: exactly exp2 + round-to-nearest, the accuracy target (cosine 0.973).
+  // Threshold classifier: exp2 + round-to-nearest up to 0.5% of P at the midpoints (its thresholds
+  // sit on the FP16 grid, NUMERICS.md §2.3), the accuracy target (cosine 0.973).
   a.classifier = ClassifierSpec{};
   a.guard = RangeGuardSpec{};
   // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
