@@ -87,15 +87,7 @@ template <class CV>
 FA4JIT_DEVICE void fenceSoftmaxResults(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
                                        attention::SoftmaxRows &st) {
   sm90_fence_regs(s);
-  if constexpr (CV::route == attention::Route::DirectP) {
-#pragma unroll
-    for (int b = 0; b < PendingP<CV>::kBlocks; ++b)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-          asm volatile("" : "+r"(pp.sel[b][i][j]), "+r"(pp.fed[b][i][j])::"memory");
-  }
+  fencePendingP<CV>(pp);
   asm volatile("" : "+f"(st.l[0]), "+f"(st.l[1])::"memory");
 }
 

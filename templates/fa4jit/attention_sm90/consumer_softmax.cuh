@@ -70,12 +70,30 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   }
 }
 
+// Marks Direct-P's pending selectors and tables as used (empty asm: no instruction).
+template <class CV> FA4JIT_DEVICE void fencePendingP(PendingP<CV> &pp) {
+  if constexpr (CV::route == attention::Route::DirectP) {
+#pragma unroll
+    for (int b = 0; b < PendingP<CV>::kBlocks; ++b)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          asm volatile("" : "+r"(pp.sel[b][i][j]), "+r"(pp.fed[b][i][j])::"memory");
+  }
+}
+
 template <class C, class CV>
 FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
                                 attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
                                 bool first_tile) {
   softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
   if constexpr (C::ablation == StageAblation::SoftmaxTwice) {
+    // The first pass's results are marked used: Direct-P's classification writes pp, not s, and
+    // without this the compiler dropped the first pass's copy as dead (the variant then cost
+    // directp 7% where it cost nvfp8, whose exp2 runs in place in s, 29%).
+    fencePendingP<CV>(pp);
+    asm volatile("" : "+f"(st.l[0]), "+f"(st.l[1])::"memory");
     sm90_fence_regs(s); // a second, opaque pass over the same registers
     softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
   }
