@@ -1,4 +1,4 @@
 // The library's version string, stored with tuning results and shown by the CLI.
 namespace fa4jit {
-const char *libraryVersion() { return "0.1.0"; }
+const char *libraryVersion() { return FA4JIT_LIBRARY_VERSION; }
 } // namespace fa4jit
