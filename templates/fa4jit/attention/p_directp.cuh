@@ -105,8 +105,8 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
     for (int r = 0; r < 2; ++r) {
       uint32_t sel[2] = {0u, 0u};
       int k;
-      {
-        // e_b = directpBlockExponent(block max of x) without the conversion pipe (F2I/I2F run at
+      { // (a scope of its own: the block's e_b, e_f and bias end with it)
+        // e_b = directpBlockExponent(max_b t - m) without the conversion pipe (F2I/I2F run at
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
