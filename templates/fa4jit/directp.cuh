@@ -109,13 +109,7 @@ FA4JIT_HD constexpr DirectPThresholdSteps directpThresholdSteps(const DirectPCoe
   return {t[3], t[1], t[5] - t[1], t[0], t[4] - t[0], t[2] - t[0], (t[6] - t[4]) - (t[2] - t[0])};
 }
 FA4JIT_HD float directpGeq(float a, float b) { return a >= b ? 1.0f : 0.0f; }
-FA4JIT_HD float directpFmaV(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return fmaf(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
+FA4JIT_HD float directpFmaV(float a, float b, float c) { return fusedMulAdd(a, b, c); }
 FA4JIT_HD float directpAddV(float a, float b) { return a + b; }
 
 // magic + code of y (already rounded to FP16) for V = float or an FP16 pair; the step constants
@@ -181,14 +175,6 @@ FA4JIT_HD int directpCode(const DirectPCoefficients &k, float y) {
   return directpAffineCode(k, y);
 }
 
-FA4JIT_HD float directpFma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return fmaf(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
-
 // The classifier input of a key in block b, from its accumulator (NUMERICS.md §2.3):
 //   y = fma(acc, mul, bias), bias = -(m + e_b)    (m + e_b rounded once per row and block)
 // which is t - m - e_b with t = acc * mul, in one FFMA per key.
@@ -204,10 +190,10 @@ FA4JIT_HD float directpBias(float m_use, float e_f) { return -(m_use + e_f); }
 // of s and a.
 FA4JIT_HD float directpAffineSlope(const DirectPCoefficients &k, float mul) { return (k.alpha * 0.125f) * mul; }
 FA4JIT_HD float directpAffineAddend(const DirectPCoefficients &k, float m_use, float e_f) {
-  return directpFma(-(k.alpha * 0.125f), m_use + e_f, k.beta * 0.125f);
+  return fusedMulAdd(-(k.alpha * 0.125f), m_use + e_f, k.beta * 0.125f);
 }
 FA4JIT_HD float directpAffineSaturated(float slope, float acc, float addend) {
-  const float z = directpFma(slope, acc, addend);
+  const float z = fusedMulAdd(slope, acc, addend);
   return z > 0.0f ? (z < 1.0f ? z : 1.0f) : 0.0f; // == __saturatef, NaN -> 0
 }
 FA4JIT_HD int directpAffineFusedCode(float slope, float acc, float addend) {

@@ -38,13 +38,16 @@ FA4JIT_HD float scoreOf(float acc, float mul) {
 #endif
 }
 
-// x = acc * mul + addend with one rounding (the kernels' FFMA).
-FA4JIT_HD float scoreExponent(float acc, float mul, float addend) {
+// a * b + c with one rounding, on the device (FFMA) and on the host alike.
+FA4JIT_HD float fusedMulAdd(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
-  return fmaf(acc, mul, addend);
+  return fmaf(a, b, c);
 #else
-  return std::fma(acc, mul, addend);
+  return std::fma(a, b, c);
 #endif
 }
+
+// x = acc * mul + addend with one rounding (the kernels' FFMA).
+FA4JIT_HD float scoreExponent(float acc, float mul, float addend) { return fusedMulAdd(acc, mul, addend); }
 
 } // namespace fa4jit::device

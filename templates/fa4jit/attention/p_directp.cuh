@@ -94,7 +94,6 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
   using T = AttentionTraits<C>;
   constexpr DirectPCoefficients kCoef = C::classifier;
   constexpr bool kAffine = kCoef.kind == 1;
-  const float slope = directpAffineSlope(kCoef, mul);
   // y < 3 in every block (its max minus floor(max) + 2), so alpha*3 + beta <= 7.5 keeps 8z below
   // 8 with room for the roundings of the addend: the min(., 7) of the definition is then void.
   constexpr bool kNeedsUpperClamp = !(kCoef.alpha > 0.0f && kCoef.alpha * 3.0f + kCoef.beta <= 7.5f);
@@ -117,6 +116,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
         const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
         const float e_f = (floor_magic - 12582912.0f) - 2.0f;
         if constexpr (kAffine) {
+          const float slope = directpAffineSlope(kCoef, mul);
           const float addend = directpAffineAddend(kCoef, st.m_use[r], e_f);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
