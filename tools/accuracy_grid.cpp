@@ -49,15 +49,15 @@ llvm::Error validateGrid(const AccuracyGrid &g) {
     return err("rows must be >= 1, got " + std::to_string(g.rows));
   for (const std::string &c : g.classifiers)
     if (!knownVariant(c))
-      return err("unknown classifier '" + c + "' (threshold, affine, affine-a2, mixed)");
+      return err("unknown classifier '" + c + "' (piecewise, threshold, affine, affine-a2, mixed)");
   return llvm::Error::success();
 }
 
 llvm::Expected<ClassifierSpec> classifierForVariant(const std::string &variant, double sigma,
                                                    int seqlen, bool causal, uint64_t seed) {
   ClassifierSpec c;
-  if (variant == "threshold") {
-    c.kind = ClassifierKind::Threshold;
+  if (variant == "threshold" || variant == "piecewise") { // nothing to fit: the spec's defaults
+    c.kind = variant == "threshold" ? ClassifierKind::Threshold : ClassifierKind::Piecewise;
     return c;
   }
   // Q, K ~ N(0, sigma^2) and scale 1/sqrt(D): q.k * scale ~ N(0, sigma^4) for every D.

@@ -16,7 +16,7 @@ namespace fa4jit::tools {
 // Direct-P classifier variants the table reports.
 //  threshold: exp2 + round to nearest (up to the FP16 grid), as comparisons;  affine: alpha and beta fitted;
 //  affine-a2: alpha = 2, beta fitted;  mixed: affine below a fitted y_split, exp2 above.
-inline const char *const kClassifierVariants[] = {"threshold", "affine", "affine-a2", "mixed"};
+inline const char *const kClassifierVariants[] = {"piecewise", "threshold", "affine", "affine-a2", "mixed"};
 
 struct AccuracyGrid {
   std::vector<double> sigmas = {0.5, 1.0, 2.0};
@@ -24,7 +24,7 @@ struct AccuracyGrid {
   std::vector<int> head_dims = {128};
   std::vector<bool> causal = {false, true};
   std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
-  std::vector<std::string> classifiers = {"threshold", "affine", "affine-a2", "mixed"};
+  std::vector<std::string> classifiers = {"piecewise", "threshold", "affine", "affine-a2", "mixed"};
   Widening qk_widening = Widening::E4m3; // how the models widen NVFP4 Q/K (NUMERICS.md §2.1)
   int rows = 256;        // query rows sampled evenly over the sequence
   uint64_t seed = 1;

@@ -40,7 +40,7 @@ llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
 llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
-      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" ||
+      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
           p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
           p == "alu-sum")
         continue;
@@ -84,7 +84,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (*n < 2 && a.tile.overlap))
         return std::nullopt;
       a.tile.stages = *n;
-    } else if (p == "threshold" || p == "affine") {
+    } else if (p == "threshold" || p == "affine" || p == "piecewise") {
       if (a.route != Route::DirectP)
         return std::nullopt;
       // The tuner's fit (Gaussian scores of unit variance, the shape's length up to 4096 keys).

@@ -27,7 +27,8 @@ const char kUsage[] =
     "Accuracy of every route (bf16, nvfp8, directp with each classifier) on CPU models of the\n"
     "kernels: Gaussian Q, K, V ~ N(0, sigma^2), one head, a sample of query rows against all\n"
     "keys; cosine similarity and relative L2 of O against an FP64 reference and the BF16 route.\n"
-    "Direct-P classifiers: threshold (exp2 + round to nearest up to 0.5% at the midpoints), affine (alpha, beta fitted to the\n"
+    "Direct-P classifiers: piecewise (the default: two FP16 affine pieces, every code boundary within 1% of P of exp2 +\n"
+    "round to nearest), threshold (exp2 + round to nearest up to 0.5% at the midpoints), affine (alpha, beta fitted to the\n"
     "shape), affine-a2 (alpha = 2, beta fitted), mixed (affine + native exp2 above y_split).\n"
     "\n"
     "options (lists are comma-separated):\n"
@@ -36,7 +37,7 @@ const char kUsage[] =
     "  --head-dim LIST     64, 128 and/or 256               (default 128)\n"
     "  --causal LIST       0/1 or false/true                (default 0,1)\n"
     "  --routes LIST       bf16, nvfp8, directp             (default all)\n"
-    "  --classifiers LIST  threshold, affine, affine-a2, mixed (default all)\n"
+    "  --classifiers LIST  piecewise, threshold, affine, affine-a2, mixed (default all)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
     "  --qk-widening W     e4m3 or bf16: how NVFP4 Q/K reach the tensor core (default e4m3)\n"
     "  --seed N            seed of the inputs and of the fits (default 1)\n"
@@ -95,6 +96,8 @@ std::string coefficientText(const AccuracyRow &r) {
   const ClassifierSpec &c = r.coefficients;
   if (r.classifier == "none" || c.kind == ClassifierKind::Threshold)
     return "";
+  if (c.kind == ClassifierKind::Piecewise)
+    return fmt::format("lo {:.5g}y+{:.5g} hi {:.5g}y+{:.5g}", c.pieces[0], c.pieces[1], c.pieces[2], c.pieces[3]);
   std::string s = fmt::format("a={:.4g} b={:.4g}", c.alpha, c.beta);
   if (c.kind == ClassifierKind::Mixed)
     s += fmt::format(" split={:.3g}", c.y_split);
@@ -103,6 +106,13 @@ std::string coefficientText(const AccuracyRow &r) {
 
 llvm::json::Object classifierJson(const ClassifierSpec &c) {
   llvm::json::Object o{{"kind", toString(c.kind)}};
+  if (c.kind == ClassifierKind::Piecewise) {
+    llvm::json::Array pieces;
+    for (float v : c.pieces)
+      pieces.push_back(v);
+    o["pieces"] = std::move(pieces);
+    return o;
+  }
   if (c.kind != ClassifierKind::Threshold) {
     o["alpha"] = c.alpha;
     o["beta"] = c.beta;

@@ -32,7 +32,7 @@ const char *kUsage =
     " attention (defaults from the heuristics for route, head dim, causal, target):\n"
     "  --route bf16|nvfp8|directp    (default directp)\n"
     "  --causal\n"
-    "  --classifier threshold|affine|mixed  --alpha A  --beta B  --y-split Y\n"
+    "  --classifier piecewise|threshold|affine|mixed  --alpha A  --beta B  --y-split Y\n"
     "  --block-m M  --block-n N  --warps W  --permute-v\n"
     "  --softmax-scale S         (default 1/sqrt(head dim))\n"
     " quantize:\n"

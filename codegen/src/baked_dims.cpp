@@ -65,11 +65,24 @@ std::string classifierInitializer(const ClassifierSpec &c) {
                   cppFloatLiteral(c.beta) + ", {";
   for (int i = 0; i < 7; ++i)
     s += (i ? ", " : "") + cppFloatLiteral(c.thresholds[i]);
-  return s + "}, " + cppFloatLiteral(c.y_split) + "}";
+  s += "}, " + cppFloatLiteral(c.y_split);
+  if (c.kind == ClassifierKind::Piecewise) { // the other kinds leave `piece` zero (aggregate init)
+    s += ", {";
+    for (int i = 0; i < 4; ++i)
+      s += (i ? ", " : "") + cppFloatLiteral(c.pieces[i]);
+    s += "}";
+  }
+  return s + "}";
 }
 
 std::string classifierNote(const ClassifierSpec &c) {
   std::string s = toString(c.kind);
+  if (c.kind == ClassifierKind::Piecewise) {
+    s += " pieces";
+    for (float v : c.pieces)
+      s += " " + formatFloat(v);
+    return s;
+  }
   if (c.kind != ClassifierKind::Threshold)
     s += " alpha " + formatFloat(c.alpha) + " beta " + formatFloat(c.beta);
   if (c.kind == ClassifierKind::Mixed)

@@ -174,7 +174,7 @@ std::string candidateLabel(const KernelSpec &spec) {
     label += std::string(" ") + toString(a.operands.qk_widening);
   if (a.route == Route::DirectP) {
     label += std::string(" ") + toString(a.classifier.kind);
-    if (a.classifier.kind != ClassifierKind::Threshold)
+    if (a.classifier.kind != ClassifierKind::Threshold && a.classifier.kind != ClassifierKind::Piecewise)
       label += "(" + formatFloat(a.classifier.alpha) + "," + formatFloat(a.classifier.beta) +
                (a.classifier.kind == ClassifierKind::Mixed ? "," + formatFloat(a.classifier.y_split) : "") + ")";
   }
@@ -208,8 +208,9 @@ llvm::Expected<CandidateList> enumerateAttentionCandidates(Route route, int head
   };
   // Applies one classifier kind; a kind whose fit failed yields a pruned candidate with the error.
   auto withClassifier = [&](KernelSpec s, ClassifierKind kind, std::string *reason) {
-    if (kind == ClassifierKind::Threshold) {
+    if (kind == ClassifierKind::Threshold || kind == ClassifierKind::Piecewise) { // nothing to fit
       s.attention.classifier = ClassifierSpec{};
+      s.attention.classifier.kind = kind;
     } else {
       const auto &fit = kind == ClassifierKind::Affine ? fitted.affine : fitted.mixed;
       if (fit) {

@@ -12,12 +12,14 @@ namespace fa4jit::fit {
 
 device::DirectPCoefficients directpCoefficients(const ClassifierSpec &c) {
   device::DirectPCoefficients k{};
-  k.kind = c.kind == ClassifierKind::Threshold ? 0 : c.kind == ClassifierKind::Affine ? 1 : 2;
+  k.kind = static_cast<int>(c.kind); // the device numbering is ClassifierKind's (directp.cuh)
   k.alpha = c.alpha;
   k.beta = c.beta;
   for (int i = 0; i < 7; ++i)
     k.theta[i] = c.thresholds[i];
   k.y_split = c.y_split;
+  for (int i = 0; i < 4; ++i)
+    k.piece[i] = c.pieces[i];
   return k;
 }
 
@@ -126,7 +128,7 @@ Sums rowSums(const device::DirectPCoefficients &k, const PreparedRow &p) {
   Sums sum;
   const std::size_t n = p.y.size();
   auto code = [&](float y) { return device::directpCode(k, y); };
-  if (k.kind == 0 || (k.kind == 1 && k.alpha > 0)) {
+  if (k.kind == 0 || (k.kind == 1 && k.alpha > 0) || (k.kind == 3 && k.piece[0] > 0 && k.piece[2] > 0)) {
     addMonotone(p, 0, n, code, sum);
   } else if (k.kind == 2 && k.alpha > 0) {
     // Affine below the split, exp2 + round to nearest above: monotone on each side.

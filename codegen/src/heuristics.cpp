@@ -56,9 +56,13 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
   // unused and keep their defaults.
   a.operands.qk_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
   a.operands.v_widening = hasFp8TensorCores(target) ? Widening::E4m3 : Widening::Bf16;
-  // Threshold classifier: exp2 + round-to-nearest up to 0.5% of P at the midpoints (its thresholds
-  // sit on the FP16 grid, NUMERICS.md §2.3), the accuracy target (cosine 0.973).
+  // Piecewise classifier: every code boundary within 1% of P of exp2 + round-to-nearest's (the
+  // threshold classifier's accuracy, cosine 0.972, NUMERICS.md §2.3) at a third of the threshold
+  // search's instructions (FP16 pairs: two HFMA2.SAT, an HMNMX2 and an HFMA2 per two keys).
+  // (Other routes keep ClassifierSpec's defaults, which canonicalize() restores for them.)
   a.classifier = ClassifierSpec{};
+  if (route == Route::DirectP)
+    a.classifier.kind = ClassifierKind::Piecewise;
   a.guard = RangeGuardSpec{};
   // Blackwell feeds NVFP4 Q/K (and MXFP4 P/V) to block-scaled tcgen05 MMAs, TMEM from the planner.
   if (target == Target::Sm100a && route != Route::Bf16)
@@ -202,7 +206,10 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         if (r == Route::DirectP) {
           // The other classifiers change the generated code (and the cheap affine one is the
           // Hopper speed candidate): they must compile too.
-          for (ClassifierKind k : {ClassifierKind::Affine, ClassifierKind::Mixed}) {
+          for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine, ClassifierKind::Mixed,
+                                   ClassifierKind::Piecewise}) {
+            if (k == s.attention.classifier.kind)
+              continue;
             KernelSpec c = s;
             c.attention.classifier.kind = k;
             out.push_back(c);
@@ -232,10 +239,12 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           }
           for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
             out.push_back(std::move(alt));
-          if (r == Route::DirectP) { // the FMA-pipe affine classifier is its own code path there
-            KernelSpec affine = ws;
-            affine.attention.classifier.kind = ClassifierKind::Affine;
-            out.push_back(affine);
+          if (r == Route::DirectP) { // each classifier is its own code path there
+            for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
+              KernelSpec other = ws;
+              other.attention.classifier.kind = k;
+              out.push_back(other);
+            }
           }
           if (d == 128) { // the leave-one-out variants of `fa4jit bench --ablation`
             for (StageAblation ab : {StageAblation::SkipLoads, StageAblation::SkipQk, StageAblation::SkipSoftmax,

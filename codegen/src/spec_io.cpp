@@ -24,7 +24,7 @@ constexpr Target kTargets[] = {Target::Sm80, Target::Sm89, Target::Sm90a, Target
 constexpr Route kRoutes[] = {Route::Bf16, Route::Nvfp8, Route::DirectP};
 constexpr Widening kWidenings[] = {Widening::Bf16, Widening::E4m3, Widening::Native};
 constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, ClassifierKind::Affine,
-                                               ClassifierKind::Mixed};
+                                               ClassifierKind::Mixed, ClassifierKind::Piecewise};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
 constexpr AttentionSchedule kSchedules[] = {AttentionSchedule::MmaSync, AttentionSchedule::WgmmaWarpSpecialized};
 constexpr KvStaging kKvStagings[] = {KvStaging::InKernel, KvStaging::Prewidened};
@@ -70,6 +70,17 @@ void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
     writeFloat(j, "alpha", c.alpha);
     writeFloat(j, "beta", c.beta);
     j.attribute("kind", toString(c.kind));
+    // Only the piecewise kind reads its pieces: the other kinds' canonical text (and with it their
+    // cache keys and kernel names) stays what it was before the kind existed.
+    if (c.kind == ClassifierKind::Piecewise)
+      j.attributeArray("pieces", [&] {
+        for (float v : c.pieces) {
+          if (std::isfinite(v))
+            j.rawValue(formatFloat(v));
+          else
+            j.value(formatFloat(v));
+        }
+      });
     j.attributeArray("thresholds", [&] {
       for (float t : c.thresholds) {
         if (std::isfinite(t))
@@ -305,6 +316,10 @@ llvm::Error readClassifier(ObjectReader &r, ClassifierSpec &c) {
   std::copy(c.thresholds.begin(), c.thresholds.end(), theta);
   FA4JIT_TRY(r.readArray("thresholds", theta));
   std::copy(theta, theta + 7, c.thresholds.begin());
+  float pieces[4];
+  std::copy(c.pieces.begin(), c.pieces.end(), pieces);
+  FA4JIT_TRY(r.readArray("pieces", pieces));
+  std::copy(pieces, pieces + 4, c.pieces.begin());
   FA4JIT_TRY(r.readFloat("y_split", c.y_split));
   return llvm::Error::success();
 }
@@ -420,12 +435,15 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.classifier = defaults;
   } else {
     // Only the constants the chosen classifier reads are kept.
-    if (a.classifier.kind == ClassifierKind::Threshold) {
+    const ClassifierKind kind = a.classifier.kind;
+    if (kind == ClassifierKind::Threshold || kind == ClassifierKind::Piecewise) {
       a.classifier.alpha = defaults.alpha;
       a.classifier.beta = defaults.beta;
-    } else {
-      a.classifier.thresholds = defaults.thresholds;
     }
+    if (kind != ClassifierKind::Threshold)
+      a.classifier.thresholds = defaults.thresholds;
+    if (kind != ClassifierKind::Piecewise)
+      a.classifier.pieces = defaults.pieces;
     if (a.classifier.kind != ClassifierKind::Mixed)
       a.classifier.y_split = defaults.y_split;
   }
@@ -454,7 +472,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
 
 // A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
 // cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 196 && sizeof(TileSpec) == 24, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) == 212 && sizeof(TileSpec) == 24, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -463,6 +481,8 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
              feq(x.classifier.beta, y.classifier.beta) && feq(x.classifier.y_split, y.classifier.y_split);
   for (int i = 0; i < 7; ++i)
     cls = cls && feq(x.classifier.thresholds[i], y.classifier.thresholds[i]);
+  for (int i = 0; i < 4; ++i)
+    cls = cls && feq(x.classifier.pieces[i], y.classifier.pieces[i]);
   const bool attn =
       x.route == y.route && x.head_dim == y.head_dim && x.causal == y.causal &&
       feq(x.softmax_scale, y.softmax_scale) && cls && x.guard.kind == y.guard.kind &&

@@ -36,6 +36,7 @@ const char *toString(ClassifierKind k) {
   case ClassifierKind::Threshold: return "threshold";
   case ClassifierKind::Affine: return "affine";
   case ClassifierKind::Mixed: return "mixed";
+  case ClassifierKind::Piecewise: return "piecewise";
   }
   return "?";
 }

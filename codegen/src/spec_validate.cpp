@@ -7,6 +7,7 @@
 
 #include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/directp.cuh"
 #include <sstream>
 
 namespace fa4jit {
@@ -48,6 +49,22 @@ void checkClassifier(const ClassifierSpec &c, Rules &r) {
         r.fail("attention.classifier.thresholds", "element ", i, " = ", formatFloat(c.thresholds[i]), " is not a multiple of 2^-7 in [-4, 4]: the classifier compares in FP16 and selects thresholds by exact FP16 arithmetic (NUMERICS.md §2.3)");
       else if (i > 0 && !(c.thresholds[i] > c.thresholds[i - 1]))
         r.fail("attention.classifier.thresholds", "must increase strictly (element ", i, " = ", formatFloat(c.thresholds[i]), " after ", formatFloat(c.thresholds[i - 1]), "): the code counts thresholds below y");
+    }
+    break;
+  case ClassifierKind::Piecewise:
+    for (int i = 0; i < 4; ++i) {
+      const float v = c.pieces[i];
+      const char *what = i % 2 == 0 ? "slope" : "offset";
+      const char *piece = i < 2 ? "lower" : "upper";
+      // The kernels bake each as FP16 bits (directpHalfBits): zero or a normal FP16 value.
+      const bool half = std::isfinite(v) && std::fabs(v) <= 65504.0f && (v == 0.0f || std::fabs(v) >= 0x1p-14f) &&
+                        static_cast<float>(device::roundToHalf(v)) == v;
+      if (!half)
+        r.fail("attention.classifier.pieces", "element ", i, " (", piece, " ", what, ") = ", formatFloat(v),
+               " is not zero or a normal FP16 value: the classifier runs in FP16 arithmetic (NUMERICS.md §2.3)");
+      else if (i % 2 == 0 && !(v > 0.0f))
+        r.fail("attention.classifier.pieces", "element ", i, " (", piece, " slope) = ", formatFloat(v),
+               " must be > 0 (codes must grow with y)");
     }
     break;
   case ClassifierKind::Mixed:

@@ -13,10 +13,11 @@ namespace fa4jit::device {
 
 // The classifier's constants, baked into a kernel by the code generator.
 struct DirectPCoefficients {
-  int kind;           // 0 threshold, 1 affine, 2 mixed (== fa4jit::ClassifierKind)
+  int kind;           // 0 threshold, 1 affine, 2 mixed, 3 piecewise (== fa4jit::ClassifierKind)
   float alpha, beta;  // affine: c = clamp(floor(alpha*y + beta), 0, 7)
   float theta[7];     // threshold: c = #{k : y >= theta[k]}
   float y_split;      // mixed: y >= y_split uses exp2 + round-to-nearest
+  float piece[4];     // piecewise: slope, offset of the lower and the upper piece (FP16 values)
 };
 
 FA4JIT_HD float directpFloor(float v) {
@@ -48,6 +49,28 @@ FA4JIT_HD int directpBlockExponent(float block_max_x) {
 constexpr int kDirectPThresholdGridLog2 = 7;
 constexpr float kDirectPThresholdLimit = 4.0f;
 
+// v rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a double:
+// the host's twin of the kernels' FP16 conversions and of each FP16 operation's single rounding.
+// Exact for any double input (it rounds the double once, never through float).
+#if !defined(__CUDA_ARCH__)
+inline double roundToHalf(double v) {
+  if (!std::isfinite(v))
+    return v;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) // half-way above FP16's largest finite value 65504, and beyond: infinity
+    return std::copysign(static_cast<double>(INFINITY), v);
+  int e;
+  std::frexp(a, &e);                              // a = f * 2^e, f in [0.5, 1)
+  const int q = (e - 1 < -14 ? -14 : e - 1) - 10; // the FP16 quantum at a (subnormal: 2^-24)
+  const double w = std::ldexp(a, -q);             // exact, < 2^11
+  double r = std::floor(w);
+  const double frac = w - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0))
+    r += 1.0;
+  return std::copysign(std::ldexp(r, q), v);
+}
+#endif
+
 // y rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a float.
 FA4JIT_HD float directpThresholdInput(float y) {
 #if defined(__CUDA_ARCH__)
@@ -57,25 +80,13 @@ FA4JIT_HD float directpThresholdInput(float y) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
   return r;
 #else
-  if (!std::isfinite(y))
-    return y;
-  const float a = std::fabs(y);
-  if (a >= 65520.0f) // half-way above FP16's largest finite value 65504, and beyond: infinity
-    return std::copysign(INFINITY, y);
-  int e;
-  std::frexp(a, &e);                              // a = f * 2^e, f in [0.5, 1)
-  const int q = (e - 1 < -14 ? -14 : e - 1) - 10; // the FP16 quantum at a (subnormal: 2^-24)
-  const float v = std::ldexp(a, -q);              // exact, < 2^11
-  float r = std::floor(v);
-  const float frac = v - r;
-  if (frac > 0.5f || (frac == 0.5f && std::fmod(r, 2.0f) != 0.0f))
-    r += 1.0f;
-  return std::copysign(std::ldexp(r, q), y);
+  return static_cast<float>(roundToHalf(y));
 #endif
 }
 
-// The FP16 bits of a grid value (a multiple of 2^-7 with magnitude below 2^15): evaluated at
-// compile time for the kernel's packed constants, by arithmetic alone (no bit casts in constexpr).
+// The FP16 bits of an FP16 value that is zero or normal (a threshold grid value, a piecewise
+// coefficient: the spec validator's rules): evaluated at compile time for the kernel's packed
+// constants, by arithmetic alone (no bit casts in constexpr).
 FA4JIT_HD constexpr uint32_t directpHalfBits(float v) {
   const uint32_t sign = v < 0.0f ? 0x8000u : 0u;
   float a = v < 0.0f ? -v : v;
@@ -151,6 +162,41 @@ FA4JIT_HD int directpAffineCode(const DirectPCoefficients &k, float y) {
   return static_cast<int>(z);
 }
 
+// The piecewise classifier (NUMERICS.md §2.3): the code is the rounded maximum of two saturated
+// affine pieces of y, all in FP16, one rounding per operation:
+//   y_h = FP16(y), z_lo = sat(fma(a_lo, y_h, b_lo)), z_hi = sat(fma(a_hi, y_h, b_hi)),
+//   c = rn(7 * max(z_lo, z_hi))                    (sat: clamp to [0, 1], NaN -> 0; ties to even)
+// The lower piece places the boundaries of codes 1 and 2 (E2M1's 0.5 below 1), the upper one, of
+// slope 2 codes per unit of y, the five boundaries from 1 to 6 whose log2 spacing alternates
+// 0.485 / 0.515: with the default pieces every boundary lies within 0.01 of log2 of the
+// round-to-nearest midpoint, the threshold classifier's accuracy at a third of its instructions
+// (the sm_90a kernel runs it on FP16 pairs: two HFMA2.SAT, one HMNMX2, one HFMA2 per two keys).
+FA4JIT_HD int directpPiecewiseCode(const DirectPCoefficients &k, float y) {
+#if defined(__CUDA_ARCH__)
+  unsigned short yh, zl, zh, z, v;
+  const unsigned short al = static_cast<unsigned short>(directpHalfBits(k.piece[0]));
+  const unsigned short bl = static_cast<unsigned short>(directpHalfBits(k.piece[1]));
+  const unsigned short ah = static_cast<unsigned short>(directpHalfBits(k.piece[2]));
+  const unsigned short bh = static_cast<unsigned short>(directpHalfBits(k.piece[3]));
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(yh) : "f"(y));
+  asm("fma.rn.sat.f16 %0, %1, %2, %3;" : "=h"(zl) : "h"(al), "h"(yh), "h"(bl));
+  asm("fma.rn.sat.f16 %0, %1, %2, %3;" : "=h"(zh) : "h"(ah), "h"(yh), "h"(bh));
+  asm("max.f16 %0, %1, %2;" : "=h"(z) : "h"(zl), "h"(zh));
+  asm("fma.rn.f16 %0, %1, %2, %3;" : "=h"(v) : "h"(z), "h"(static_cast<unsigned short>(0x4700u)),
+      "h"(static_cast<unsigned short>(0x6400u))); // 7 z + 1024: the code in the low bits
+  return static_cast<int>(v) - 0x6400;
+#else
+  // Each FP16 FMA is exact in double (products of 11-bit values, sums within 53 bits) and then
+  // rounded once, as the hardware's.
+  const double yh = roundToHalf(y);
+  auto sat = [](double v) { return v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0; }; // NaN -> 0
+  const double zl = sat(roundToHalf(static_cast<double>(k.piece[0]) * yh + k.piece[1]));
+  const double zh = sat(roundToHalf(static_cast<double>(k.piece[2]) * yh + k.piece[3]));
+  const double z = zl > zh ? zl : zh;
+  return static_cast<int>(roundToHalf(7.0 * z + 1024.0) - 1024.0);
+#endif
+}
+
 // Round-to-nearest E2M1 magnitude code of p >= 0, ties to the even code, saturating at 6.
 FA4JIT_HD int e2m1NearestCode(float p) {
   // Boundaries between consecutive magnitudes {0,.5,1,1.5,2,3,4,6}; at a tie the even code wins.
@@ -170,6 +216,8 @@ FA4JIT_HD int e2m1NearestCode(float p) {
 FA4JIT_HD int directpCode(const DirectPCoefficients &k, float y) {
   if (k.kind == 0)
     return directpThresholdCode(k, y);
+  if (k.kind == 3)
+    return directpPiecewiseCode(k, y);
   if (k.kind == 2 && y >= k.y_split)
     return e2m1NearestCode(directpExp2(y));
   return directpAffineCode(k, y);

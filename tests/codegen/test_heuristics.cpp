@@ -68,7 +68,7 @@ TEST_CASE("attention variants follow the target's tensor cores", "[codegen][heur
     }
     CHECK(routes.size() == 3);
     CHECK(dims == std::set<int>{64, 128, 256});
-    CHECK(classifiers.size() == 3);
+    CHECK(classifiers.size() == 4); // piecewise (default), threshold, affine, mixed
     CHECK(causal);
     if (t != Target::Sm100a) // the register-P key order serves mma.sync / wgmma
       CHECK(permuted);

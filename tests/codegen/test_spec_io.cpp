@@ -99,11 +99,26 @@ TEST_CASE("canonical form ignores what cannot change the kernel", "[codegen][spe
   CHECK(toJson(a).find("classifier") == std::string::npos);
 
   KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  t.attention.classifier.kind = ClassifierKind::Threshold;
   KernelSpec t2 = t;
   t2.attention.classifier.alpha = 3.0f; // threshold classifier reads only the thresholds
+  t2.attention.classifier.pieces[0] = 0.125f;
   CHECK(specHash(t) == specHash(t2));
   t2.attention.classifier.thresholds[3] = 0.796875f; // 102/128, on the grid
   CHECK(specHash(t) != specHash(t2));
+
+  KernelSpec pw = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  REQUIRE(pw.attention.classifier.kind == ClassifierKind::Piecewise);
+  KernelSpec pw2 = pw;
+  pw2.attention.classifier.thresholds[3] = 0.796875f; // the piecewise classifier reads only its pieces
+  pw2.attention.classifier.alpha = 3.0f;
+  CHECK(specHash(pw) == specHash(pw2));
+  pw2.attention.classifier.pieces[3] = 0.265625f;
+  CHECK(specHash(pw) != specHash(pw2));
+  llvm::Expected<KernelSpec> pw_back = parseSpec(toJson(pw2));
+  REQUIRE_OK(pw_back);
+  CHECK(specsEqual(*pw_back, canonicalize(pw2)));
+  CHECK(toJson(t).find("pieces") == std::string::npos); // other kinds' text is what it was
 
   KernelSpec f = t;
   f.attention.classifier.kind = ClassifierKind::Affine;

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <limits>
 
 using namespace fa4jit;
 
@@ -199,8 +200,28 @@ TEST_CASE("P offset plus guard slack must keep FP8 P finite", "[codegen][validat
 
 TEST_CASE("classifier constants must describe a monotone classifier", "[codegen][validate]") {
   KernelSpec s = directp();
+  s.attention.classifier.kind = ClassifierKind::Threshold;
   s.attention.classifier.thresholds[4] = s.attention.classifier.thresholds[3];
   CHECK_THAT(problems(s), Catch::Contains("attention.classifier.thresholds") && Catch::Contains("element 4"));
+  // Piecewise: FP16 values (zero or normal), slopes > 0.
+  s = directp();
+  REQUIRE(s.attention.classifier.kind == ClassifierKind::Piecewise);
+  CHECK(problems(s).empty());
+  s.attention.classifier.pieces[1] = 0.1f; // not an FP16 value
+  CHECK_THAT(problems(s), Catch::Contains("attention.classifier.pieces") && Catch::Contains("element 1") &&
+                              Catch::Contains("lower offset"));
+  s = directp();
+  s.attention.classifier.pieces[2] = -0.25f;
+  CHECK_THAT(problems(s), Catch::Contains("element 2 (upper slope)") && Catch::Contains("must be > 0"));
+  s = directp();
+  s.attention.classifier.pieces[0] = 0x1p-20f; // an FP16 subnormal: not baked exactly
+  CHECK_THAT(problems(s), Catch::Contains("element 0 (lower slope)"));
+  s = directp();
+  s.attention.classifier.pieces[3] = std::numeric_limits<float>::infinity();
+  CHECK_THAT(problems(s), Catch::Contains("element 3 (upper offset)"));
+  s = directp();
+  s.attention.classifier.pieces[3] = 0.0f; // zero offset is an FP16 value
+  CHECK(problems(s).empty());
   s = directp();
   s.attention.classifier.kind = ClassifierKind::Affine;
   s.attention.classifier.alpha = -2.0f;

@@ -69,7 +69,7 @@ TEST_CASE("candidates: directp searches fitted classifiers, the other routes non
     if (c.spec.attention.classifier.kind == ClassifierKind::Affine)
       fitted |= c.spec.attention.classifier.alpha != 2.0f || c.spec.attention.classifier.beta != 0.0f;
   }
-  CHECK(kinds.size() == 3);
+  CHECK(kinds.size() == 4); // piecewise, threshold, fitted affine and mixed
   CHECK(fitted);
   // Both sm_90a kernels (mma.sync and wgmma-ws) are searched, whichever the heuristic picks.
   std::set<AttentionSchedule> schedules;

@@ -35,7 +35,7 @@ TEST_CASE("accuracy --json prints one row per route and classifier", "[cli][accu
     FAIL(llvm::toString(v.takeError()));
   const llvm::json::Array *rows = v->getAsArray();
   REQUIRE(rows != nullptr);
-  CHECK(rows->size() == 2 * (2 + 4)); // causal x (bf16, nvfp8, directp x 4 classifiers)
+  CHECK(rows->size() == 2 * (2 + 5)); // causal x (bf16, nvfp8, directp x 5 classifiers)
   int directp = 0;
   for (const llvm::json::Value &row : *rows) {
     const llvm::json::Object *o = row.getAsObject();
@@ -55,7 +55,7 @@ TEST_CASE("accuracy --json prints one row per route and classifier", "[cli][accu
     if (o->getString("route").getValueOr("") == "bf16")
       CHECK(o->getNumber("cos_vs_bf16").getValueOr(0) == 1.0);
   }
-  CHECK(directp == 8);
+  CHECK(directp == 10);
 }
 
 TEST_CASE("accuracy prints a readable table and --help", "[cli][accuracy]") {

@@ -45,6 +45,16 @@ FA4JIT_DEVICE Half2 directpAddV(Half2 a, Half2 b) {
   asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
   return r;
 }
+FA4JIT_DEVICE Half2 half2FmaSat(Half2 a, Half2 b, Half2 c) { // clamped to [0, 1], NaN -> 0
+  Half2 r;
+  asm("fma.rn.sat.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 half2Max(Half2 a, Half2 b) {
+  Half2 r;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
 
 // The threshold codes of one fragment row's four key pairs (i = 0..3: keys of n-tiles 4kb + i, y
 // as rounded FP32), as the two PRMT selectors of the block: lane 0 of a pair lands on magic 1024
@@ -69,6 +79,33 @@ FA4JIT_DEVICE void thresholdSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
   sel[1] = bytePerm(w[2], w[3], 0x0040u);
 }
 
+// The piecewise codes (directpPiecewiseCode) of one fragment row's four key pairs, as the two PRMT
+// selectors of the block: per pair one F2FP, two HFMA2.SAT, one HMNMX2 and one HFMA2 that rounds
+// 7 z onto the magic number 1024 (FP16 bits 0x6400 | c: the code in bits 0..2 of each half); per
+// two pairs one PRMT gathers the four code bytes as c00, c10, c01, c11 and one LEA.HI (t + t >> 12)
+// moves c01 and c11 into nibbles 1 and 3: nibbles c00, c01, c10, c11, the selector. The constants
+// are the same in both lanes, so the FP16 operations take them as immediates or half-swizzled
+// registers (lane-specific ones cost a register move per use: ptxas rematerialized them).
+template <class C>
+FA4JIT_DEVICE void piecewiseSelectors(const float (&y)[4][2], uint32_t (&sel)[2]) {
+  constexpr DirectPCoefficients kCoef = C::classifier;
+  const Half2 a_lo = half2Splat(directpHalfBits(kCoef.piece[0])), b_lo = half2Splat(directpHalfBits(kCoef.piece[1]));
+  const Half2 a_hi = half2Splat(directpHalfBits(kCoef.piece[2])), b_hi = half2Splat(directpHalfBits(kCoef.piece[3]));
+  const Half2 seven = half2Splat(0x4700u), magic = half2Splat(0x6400u);
+  uint32_t v[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const Half2 yh = half2FromFloats(y[i][0], y[i][1]);
+    const Half2 z = half2Max(half2FmaSat(a_lo, yh, b_lo), half2FmaSat(a_hi, yh, b_hi));
+    v[i] = directpFmaV(z, seven, magic).u;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t t = bytePerm(v[2 * h], v[2 * h + 1], 0x6240u);
+    sel[h] = t + (t >> 12); // codes < 8: no carries
+  }
+}
+
 // P in two halves: classifyDirectP does the per-element work into plain registers and advances
 // l, packDirectP writes the A fragments. The wgmma consumers run the second only after the PV that
 // reads the previous fragments has completed: writing A-fragment registers only there (no copies
@@ -78,6 +115,39 @@ template <class CV> struct PendingP {
   uint32_t sel[kBlocks][2][2]; // directp: PRMT selectors (a0/a1 and a2/a3 halves) per block and row
   uint32_t fed[kBlocks][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi)
 };
+
+// The block's floor magic: round-down add of max(max_b t - m, -2^20) onto 1.5 * 2^23, whose bits
+// are 0x4B400000 + floor(max_b t - m) (see classifyDirectP).
+FA4JIT_DEVICE float directpFloorMagic(float block_max_acc, float mul, float m_use) {
+  const float block_max_x = scoreOf(block_max_acc, mul) - m_use; // not fused: score_terms.cuh
+  return __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
+}
+// k = e_b + p_offset_log2, the exponent of the block's fed E4M3 values E2M1[c] * 2^k.
+template <class C> FA4JIT_DEVICE int directpFedExponent(float block_max_acc, float mul, float m_use) {
+  const uint32_t floor_bits = __float_as_uint(directpFloorMagic(block_max_acc, mul, m_use));
+  return static_cast<int>(floor_bits - 0x4B400000u) - 2 + C::p_offset_log2;
+}
+
+// l += the block's fed values (kSumL), as integers: P_fed = I[c] * u exactly, with I = 2*E2M1 =
+// {0,1,2,3,4,6,8,12} and u = 2^(k-1) when k >= -8 (kExactPart: every fed value exact, whatever
+// the table), and I = the E4M3 bytes of the (general) table with u = 2^-9 below (!kExactPart: all
+// fed values are then < 2^-5, where an E4M3 byte is its value in units of 2^-9); dp4a sums the
+// integers, one FP32 multiply-add per block and row.
+template <bool kExactPart, class PP>
+FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
+  const bool exact = k >= -8;
+  if (exact != kExactPart)
+    return;
+  const uint32_t int_lo = exact ? 0x03020100u : pp.fed[kb][r][0];
+  const uint32_t int_hi = exact ? 0x0C080604u : pp.fed[kb][r][1];
+  // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
+  const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
+  const uint32_t isum = __dp4a(bytePerm(int_lo, int_hi, pp.sel[kb][r][1]), 0x01010101u,
+                               __dp4a(bytePerm(int_lo, int_hi, pp.sel[kb][r][0]), 0x01010101u, 0u));
+  // isum <= 8 * 255 < 2^23: its float by the 2^23 magic number, no I2F.
+  const float isum_f = __int_as_float(0x4B000000 | isum) - 8388608.0f;
+  l = fmaf(isum_f, unit, l);
+}
 
 // Direct-P codes (p_directp.cuh's numerics) from precomputed block maxima of acc; mul is the
 // score multiplier. The affine classifier runs as directpAffineFusedCode (directp.cuh) in three
@@ -98,23 +168,26 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
   // 8 with room for the roundings of the addend: the min(., 7) of the definition is then void.
   constexpr bool kNeedsUpperClamp = !(kCoef.alpha > 0.0f && kCoef.alpha * 3.0f + kCoef.beta <= 7.5f);
   constexpr float kBelowOne = 0.99999994f; // 1 - 2^-24: floor(8 * kBelowOne) = 7
+  bool all_normal = true; // every block's fed exponent k >= -5
 #pragma unroll
   for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       uint32_t sel[2] = {0u, 0u};
-      int k;
-      { // (a scope of its own: the block's e_b, e_f and bias end with it)
+      { // (a scope of its own: the block's e_b, e_f, bias and k end with it)
         // e_b = directpBlockExponent(max_b t - m) without the conversion pipe (F2I/I2F run at
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
         // A block without a visible key (block max -inf) needs no branch: it gets e_b = -2^20 - 2,
         // all its keys have acc = -inf and code 0 in every classifier, and its table is zeros.
-        const float block_max_x = scoreOf(block_max[kb][r], mul) - st.m_use[r]; // not fused: score_terms.cuh
-        const float floor_magic = __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
-        const int e_b = (__float_as_int(floor_magic) - 0x4B400000) - 2;
-        const float e_f = (floor_magic - 12582912.0f) - 2.0f;
+        const float floor_magic = directpFloorMagic(block_max[kb][r], mul, st.m_use[r]);
+        const uint32_t floor_bits = __float_as_uint(floor_magic); // 0x4B400000 + floor(block_max_x)
+        const int e_b = static_cast<int>(floor_bits - 0x4B400000u) - 2;
+        // -e_f = -(floor - 2) exactly (an integer of at most 2^20 + 2), so the bias -(m + e_f)
+        // is one FADD: (-e_f) - m rounds as -(m + e_f) does.
+        const float neg_e_f = 12582914.0f - floor_magic;
+        const float e_f = -neg_e_f;
         if constexpr (kAffine) {
           const float slope = directpAffineSlope(kCoef, mul);
           const float addend = directpAffineAddend(kCoef, st.m_use[r], e_f);
@@ -130,7 +203,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         } else if constexpr (kCoef.kind == 0) {
-          const float bias = directpBias(st.m_use[r], e_f);
+          const float bias = neg_e_f - st.m_use[r]; // == directpBias(m, e_f)
           float y[4][2];
 #pragma unroll
           for (int i = 0; i < 4; ++i)
@@ -138,6 +211,15 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             for (int e = 0; e < 2; ++e)
               y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
           thresholdSelectors<C>(y, sel);
+        } else if constexpr (kCoef.kind == 3) {
+          const float bias = neg_e_f - st.m_use[r]; // == directpBias(m, e_f)
+          float y[4][2];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int e = 0; e < 2; ++e)
+              y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
+          piecewiseSelectors<C>(y, sel);
         } else {
           const float bias = directpBias(st.m_use[r], e_f);
 #pragma unroll
@@ -150,28 +232,34 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         }
-        k = e_b + C::p_offset_log2;
+        const int k = e_b + C::p_offset_log2;
+        all_normal = all_normal && k >= -5;
+        // k in [-5, 6] (blocks within 2^-11 of the row max: nearly always all of a thread's):
+        // two IMADs build the table. k <= 6 always: e_b <= slack - 2 and p_offset_log2 +
+        // ceil(slack) <= 8 (spec validator). A thread with a block below takes the general
+        // tables after the loop: one branch per thread and tile, not one per block.
+        const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2Normal(k);
+        pp.fed[kb][r][0] = fed.lo;
+        pp.fed[kb][r][1] = fed.hi;
+        pp.sel[kb][r][0] = sel[0];
+        pp.sel[kb][r][1] = sel[1];
+        if constexpr (kSumL)
+          addBlockSum<true>(st.l[r], pp, kb, r, k);
       }
-      // k in [-5, 6] (blocks within 2^-11 of the row max: nearly all): two IMADs build the table.
-      const E2M1ToE4M3Table fed = (k >= -5 && k <= 6) ? e2m1ToE4M3TablePow2Normal(k) : e2m1ToE4M3TablePow2(k);
-      pp.sel[kb][r][0] = sel[0];
-      pp.sel[kb][r][1] = sel[1];
-      pp.fed[kb][r][0] = fed.lo;
-      pp.fed[kb][r][1] = fed.hi;
-
-      if constexpr (!kSumL)
-        continue;
-      const bool exact = k >= -8;
-      const uint32_t int_lo = exact ? 0x03020100u : fed.lo;
-      const uint32_t int_hi = exact ? 0x0C080604u : fed.hi;
-      // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
-      const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
-      const uint32_t isum = __dp4a(bytePerm(int_lo, int_hi, sel[1]), 0x01010101u,
-                                   __dp4a(bytePerm(int_lo, int_hi, sel[0]), 0x01010101u, 0u));
-      // isum <= 8 * 255 < 2^23: its float by the 2^23 magic number, no I2F.
-      const float isum_f = __int_as_float(0x4B000000 | isum) - 8388608.0f;
-      st.l[r] = fmaf(isum_f, unit, st.l[r]);
     }
+  }
+  if (!all_normal) {
+#pragma unroll
+    for (int kb = 0; kb < T::kBlockN / 32; ++kb)
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int k = directpFedExponent<C>(block_max[kb][r], mul, st.m_use[r]);
+        const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
+        pp.fed[kb][r][0] = fed.lo;
+        pp.fed[kb][r][1] = fed.hi;
+        if constexpr (kSumL)
+          addBlockSum<false>(st.l[r], pp, kb, r, k);
+      }
   }
 }
 

@@ -27,29 +27,30 @@ using attention::StageAblation;
 
 // S for one tile (or, in the SkipQk variant, registers the compiler cannot see through).
 template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_lo, uint32_t k_lo) {
   if constexpr (C::ablation == StageAblation::SkipQk) {
 #pragma unroll
     for (int j = 0; j < kBlockN / 8; ++j)
       s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
     sm90_fence_regs(s);
   } else {
-    issueQK<C, kHeadDim, kBlockN>(s, q_addr, q_row0, k_addr);
+    issueQK<C, kHeadDim, kBlockN>(s, q_lo, k_lo);
   }
 }
 
 template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void issueValues(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
-                               uint32_t v_addr) {
+                               uint32_t v_lo) {
   if constexpr (C::ablation != StageAblation::SkipPv)
-    issuePV<C, kHeadDim, kBlockN>(o, pa, v_addr);
+    issuePV<C, kHeadDim, kBlockN>(o, pa, v_lo);
 }
 
-// Ring addresses of one stage (Sm90Layout offsets from the aligned shared-memory base).
+// Ring addresses of one stage (Sm90Layout offsets from the aligned shared-memory base): the
+// descriptor low words of its K and V^T tiles (smem_desc.cuh) and its mbarriers.
 struct RingView {
   uint32_t base, k_offset, v_offset, stage_stride, bar_full, bar_empty;
-  FA4JIT_DEVICE uint32_t k(int stage) const { return base + k_offset + stage * stage_stride; }
-  FA4JIT_DEVICE uint32_t v(int stage) const { return base + v_offset + stage * stage_stride; }
+  FA4JIT_DEVICE uint32_t k(int stage) const { return sw128DescriptorLo(base + k_offset) + stage * (stage_stride >> 4); }
+  FA4JIT_DEVICE uint32_t v(int stage) const { return sw128DescriptorLo(base + v_offset) + stage * (stage_stride >> 4); }
   FA4JIT_DEVICE uint32_t full(int stage) const { return bar_full + 8 * stage; }
   FA4JIT_DEVICE uint32_t empty(int stage) const { return bar_empty + 8 * stage; }
 };
@@ -76,8 +77,19 @@ struct PingPong {
   }
 };
 
-// Phase parity of a tile's ring stage (one phase per pass over the ring).
-template <int kStages> FA4JIT_DEVICE uint32_t ringParity(int tile) { return static_cast<uint32_t>(tile / kStages) & 1u; }
+// A tile's ring stage and the phase parity of its mbarriers (one phase per pass over the ring),
+// advanced tile by tile: tile % kStages and (tile / kStages) & 1 without the division, which
+// cost ~10 instructions per tile in the consumer's issue path (two of them, for S_j and PV_{j-1}).
+template <int kStages> struct RingCursor {
+  int stage = 0;
+  uint32_t parity = 0u;
+  FA4JIT_DEVICE void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      parity ^= 1u;
+    }
+  }
+};
 
 // Pins the results of a tile's softmax phase A (S in place, Direct-P's pending selectors and
 // tables, l) ahead of the wait for the previous PV in the compiler's (NVVM's) order: the wait is
@@ -101,20 +113,21 @@ FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
 // One overlapped step (tile >= 1): S_j and PV_{j-1} issued together; the per-element softmax
 // of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, O is rescaled and
 // P_j packed into the same registers (FlashAttention-3's order).
+// `at` is tile j's ring position, `prev` tile j-1's stage.
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
-FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[OAccumulator<C>::kTiles][4],
-                               uint32_t (&pa)[POperand<C>::kSteps][4], PendingP<CV> &pp, attention::SoftmaxRows &st,
-                               const RingView &ring, uint32_t q_addr, int q_row0, const ConsumerRows &rows,
-                               PingPong &turns) {
-  const int stage = tile % kStages, prev = (tile - 1) % kStages;
+FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float (&s)[kBlockN / 8][4],
+                               float (&o)[OAccumulator<C>::kTiles][4], uint32_t (&pa)[POperand<C>::kSteps][4],
+                               PendingP<CV> &pp, attention::SoftmaxRows &st, const RingView &ring, uint32_t q_lo,
+                               const ConsumerRows &rows, PingPong &turns) {
+  const int stage = at.stage;
   float o_scale[2];
-  mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
+  mbarrierWait(ring.full(stage), at.parity);
   sm90_fence_regs(o);
   sm90_fence_regs(pa);
   if constexpr (C::pingpong)
     turns.beforeIssue();
   sm90_wgmma_fence();
-  issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
+  issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(stage));
   sm90_wgmma_commit();
   issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(prev));
   sm90_wgmma_commit();
@@ -136,19 +149,20 @@ FA4JIT_DEVICE void overlapStep(int tile, float (&s)[kBlockN / 8][4], float (&o)[
 // causal limit of its rows) and releases every one.
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attention::SoftmaxRows &st, const RingView &ring,
-                                uint32_t q_addr, int q_row0, int n_mine, int n_tiles, const ConsumerRows &rows,
+                                uint32_t q_lo, int n_mine, int n_tiles, const ConsumerRows &rows,
                                 int consumer) {
   float s[kBlockN / 8][4];
   uint32_t pa[POperand<C>::kSteps][4];
   PendingP<CV> pp;
   float o_scale[2];
   if constexpr (!C::overlap) {
-    for (int tile = 0; tile < n_mine; ++tile) {
-      const int stage = tile % kStages;
-      mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
+    RingCursor<kStages> at;
+    for (int tile = 0; tile < n_mine; ++tile, at.advance()) {
+      const int stage = at.stage;
+      mbarrierWait(ring.full(stage), at.parity);
       sm90_fence_regs(s);
       sm90_wgmma_fence();
-      issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(stage));
+      issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(stage));
       sm90_wgmma_commit();
       sm90_wgmma_wait<0>();
       sm90_fence_regs(s);
@@ -177,7 +191,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     if constexpr (C::pingpong)
       turns.beforeIssue();
     sm90_wgmma_fence();
-    issueScores<C, kHeadDim, kBlockN>(s, q_addr, q_row0, ring.k(0));
+    issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(0));
     sm90_wgmma_commit();
     if constexpr (C::pingpong)
       turns.afterIssue();
@@ -185,9 +199,14 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_fence_regs(s);
     softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // O is still zero: no rescale
     packP<C, CV>(pa, pp, s, st);
-    for (int tile = 1; tile < n_mine; ++tile)
-      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, s, o, pa, pp, st, ring, q_addr, q_row0, rows, turns);
-    const int last = (n_mine - 1) % kStages;
+    RingCursor<kStages> at;
+    int prev = 0;
+    at.advance();
+    for (int tile = 1; tile < n_mine; ++tile, at.advance()) {
+      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, at, prev, s, o, pa, pp, st, ring, q_lo, rows, turns);
+      prev = at.stage;
+    }
+    const int last = prev;
     sm90_fence_regs(o);
     sm90_fence_regs(pa);
     if constexpr (C::pingpong)
@@ -205,7 +224,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
   // Tiles beyond this consumer's causal limit: nothing to compute, the stage is still released.
   for (int tile = n_mine; tile < n_tiles; ++tile) {
     const int stage = tile % kStages;
-    mbarrierWait(ring.full(stage), ringParity<kStages>(tile));
+    mbarrierWait(ring.full(stage), static_cast<uint32_t>(tile / kStages) & 1u);
     releaseStage(ring, stage, rows.lane);
   }
 }

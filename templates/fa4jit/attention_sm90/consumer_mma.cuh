@@ -24,13 +24,14 @@ template <class C> struct OAccumulator {
   static constexpr int kTiles = C::head_dim / 8 + (C::mma_row_sum ? 1 : 0);
 };
 
-// O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step).
+// O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step) whose
+// descriptor low word is v_lo (smem_desc.cuh).
 template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
-                           uint32_t v_addr) {
+                           uint32_t v_lo) {
 #pragma unroll
   for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
-    const uint64_t desc = operandDescriptor<kHeadDim>(v_addr, 0, kb);
+    const uint64_t desc = operandDescriptor<kHeadDim>(v_lo, 0, kb);
     if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
       if constexpr (kHeadDim == 64)
         sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
@@ -86,15 +87,21 @@ FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t 
   }
 }
 
-// S = Q K^T for one consumer's 64 rows (q rows start at q_row0 of the Q tile).
+// S = Q K^T for one consumer's 64 rows: q_lo is the descriptor low word of the Q tile at the
+// consumer's first row (consumerQDescriptorLo), k_lo the K tile's.
 template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_addr, int q_row0, uint32_t k_addr) {
+FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_lo, uint32_t k_lo) {
 #pragma unroll
   for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
-    const uint64_t a = operandDescriptor<kBlockRows>(q_addr, q_row0, kk);
-    const uint64_t b = operandDescriptor<kBlockN>(k_addr, 0, kk);
+    const uint64_t a = operandDescriptor<kBlockRows>(q_lo, 0, kk);
+    const uint64_t b = operandDescriptor<kBlockN>(k_lo, 0, kk);
     issueQKStep<C, kBlockN>(s, a, b, kk);
   }
+}
+
+// The descriptor low word of the Q tile (at q_addr, kBlockRows rows) from row q_row0 on.
+FA4JIT_DEVICE uint32_t consumerQDescriptorLo(uint32_t q_addr, int q_row0) {
+  return sw128DescriptorLo(q_addr) + (operandStepOffset<kBlockRows>(q_row0, 0) >> 4);
 }
 
 } // namespace fa4jit::device::attention_sm90

@@ -108,7 +108,11 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   const uint32_t bar_q = bar_empty + 8 * S::kStages;
 
   const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid / kWarpgroupThreads;
+  // Broadcast from lane 0 (CUTLASS's canonical_warp_group_idx): the compiler then knows the
+  // warpgroup index is warp-uniform and keeps what derives from it (the consumer's Q descriptor)
+  // in uniform registers, which the wgmma descriptor operands are, instead of moving it there
+  // (R2UR) before every wgmma.
+  const int wg = __shfl_sync(0xffffffffu, tid / kWarpgroupThreads, 0);
   const int m0 = static_cast<int>(blockIdx.x) * kBlockRows;
   const int hq = static_cast<int>(blockIdx.y), b = static_cast<int>(blockIdx.z);
   const int hkv = hq / (p.heads_q / p.heads_kv);
@@ -241,8 +245,8 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
                       static_cast<uint32_t>(L.stage_stride), bar_full, bar_empty};
   const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
   mbarrierWait(bar_q, 0u);
-  consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, base + L.q_offset, c * kRowsPerConsumer,
-                                                           n_mine, n_tiles, rows, c);
+  const uint32_t q_lo = consumerQDescriptorLo(base + L.q_offset, c * kRowsPerConsumer);
+  consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c);
 
   uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + b * p.o_batch_stride + hq * p.o_head_stride +
                      row_base * p.o_row_stride;

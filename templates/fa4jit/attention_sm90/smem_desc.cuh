@@ -33,19 +33,31 @@ template <int kRows> FA4JIT_DEVICE uint32_t swizzledOffset(int row, int k_byte) 
 //   bits 32..45 stride byte offset >> 4 (8-row groups: 1024 bytes)
 //   bits 49..51 base offset (0: every tile is 1024-byte aligned)
 //   bits 62..63 layout: 1 = 128-byte swizzle
-FA4JIT_DEVICE uint64_t sw128Descriptor(uint32_t smem_addr) {
-  return static_cast<uint64_t>((smem_addr & 0x3FFFFu) >> 4) | (static_cast<uint64_t>(1u) << 16) |
-         (static_cast<uint64_t>(kSwizzleAtom >> 4) << 32) | (static_cast<uint64_t>(1u) << 62);
+// The high word is the same for every operand of this path. Shared-memory addresses lie below
+// 2^18 (228 KiB), so the start field of the low word never carries into the leading byte offset:
+// an operand at `offset` bytes from a tile is the tile's low word plus offset >> 4, one integer add.
+// (Masking the address per k-step, as a direct encoding does, cost ~5 uniform instructions per
+// wgmma, ~75 issue slots per tile between the consumer's barrier and its last wgmma.)
+constexpr uint32_t kSw128DescriptorHi = static_cast<uint32_t>(kSwizzleAtom >> 4) | (1u << 30);
+FA4JIT_DEVICE uint32_t sw128DescriptorLo(uint32_t smem_addr) { return (smem_addr >> 4) | (1u << 16); }
+FA4JIT_DEVICE uint64_t sw128Descriptor(uint32_t desc_lo) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(desc_lo), "r"(kSw128DescriptorHi));
+  return d;
 }
 
-// Descriptor of k-step `kk` (32 bytes of the reduction dimension each: FP8 k32 or BF16 k16) of a tile of kRows rows,
-// starting at row `row0` (a multiple of 8). Inside a 128-byte block the step advances the start
-// address by 32 bytes: the hardware applies the swizzle to the full address, which is why tiles
-// must be 1024-byte aligned.
-template <int kRows> FA4JIT_DEVICE uint64_t operandDescriptor(uint32_t tile_addr, int row0, int kk) {
-  const int k_byte = kk * 32;
-  return sw128Descriptor(tile_addr + static_cast<uint32_t>((k_byte / kSwizzleBytes) * kRows * kSwizzleBytes +
-                                                           row0 * kSwizzleBytes + k_byte % kSwizzleBytes));
+// Byte offset, from its tile, of k-step `kk` (32 bytes of the reduction dimension each: FP8 k32 or
+// BF16 k16) of a tile of kRows rows, starting at row `row0` (a multiple of 8). Inside a 128-byte
+// block the step advances the start address by 32 bytes: the hardware applies the swizzle to the
+// full address, which is why tiles must be 1024-byte aligned.
+template <int kRows> FA4JIT_HD constexpr uint32_t operandStepOffset(int row0, int kk) {
+  return static_cast<uint32_t>((kk * 32 / kSwizzleBytes) * kRows * kSwizzleBytes + row0 * kSwizzleBytes +
+                               (kk * 32) % kSwizzleBytes);
+}
+
+// Descriptor of k-step `kk` of the tile whose low descriptor word is `tile_lo` (sw128DescriptorLo).
+template <int kRows> FA4JIT_DEVICE uint64_t operandDescriptor(uint32_t tile_lo, int row0, int kk) {
+  return sw128Descriptor(tile_lo + (operandStepOffset<kRows>(row0, kk) >> 4));
 }
 
 } // namespace fa4jit::device::attention_sm90

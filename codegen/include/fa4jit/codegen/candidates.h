@@ -29,8 +29,8 @@ struct CandidateSpace {
   std::vector<int> block_n = {64, 128, 32};
   std::vector<int> stages = {2, 3, 4}; // wgmma-ws ring depth
   std::vector<Widening> qk_widenings = {Widening::E4m3, Widening::Bf16}; // quantized routes
-  std::vector<ClassifierKind> classifiers = {ClassifierKind::Threshold, ClassifierKind::Affine,
-                                             ClassifierKind::Mixed}; // directp
+  std::vector<ClassifierKind> classifiers = {ClassifierKind::Piecewise, ClassifierKind::Threshold,
+                                             ClassifierKind::Affine, ClassifierKind::Mixed}; // directp
   std::vector<GuardKind> guards = {GuardKind::SampledAnchor, GuardKind::OnlineExact};
   // Also search the kernels the heuristic did not pick (mma.sync beside wgmma-ws or tcgen05, and
   // wgmma-ws beside mma.sync on sm_90a).

@@ -23,6 +23,7 @@ enum class ClassifierKind : uint8_t {
   Threshold, // compare FP16(y) with log2 of E2M1's round-to-nearest boundaries (~ exp2 + RTN)
   Affine,    // c = clamp(floor(alpha * y + beta), 0, 7)
   Mixed,     // affine below y_split, exp2 + round-to-nearest at and above it
+  Piecewise, // rn(7 max(sat(a_lo y + b_lo), sat(a_hi y + b_hi))) in FP16 (~ exp2 + RTN within 1%)
 };
 
 // Direct-P classifier (DESIGN.md §1.2). y = x - e_b, x = s*log2(e) - m <= 0 (up to the guard's
@@ -37,6 +38,13 @@ struct ClassifierSpec {
   std::array<float, 7> thresholds = {-2.0f, -0.4140625f, 0.3203125f, 0.8046875f,
                                      1.3203125f, 1.8046875f, 2.3203125f};
   float y_split = 1.0f; // Mixed only: y >= y_split uses exp2 + round-to-nearest
+  // Piecewise only: {a_lo, b_lo, a_hi, b_hi}, FP16 values, code c = rn(7 max(z_lo, z_hi)) with
+  // z = sat(a y + b) (NUMERICS.md §2.3). The defaults put the boundaries of codes 1 and 2 at the
+  // default thresholds -2 and -53/128 (a_lo = 1 / (7 * 1.5859375), b_lo = 0.5/7 + 2 a_lo) and
+  // codes 3..7 on a line of 2 codes per unit of y (a_hi = 2/7) that balances the alternating
+  // 0.485 / 0.515 log2 spacing of E2M1's midpoints: every boundary within 0.01 of log2 of its
+  // round-to-nearest midpoint (codegen test_directp_piecewise).
+  std::array<float, 4> pieces = {0.090087890625f, 0.25146484375f, 0.28564453125f, 0.266845703125f};
 };
 
 // Range guard (DESIGN.md §1.2): how the running row max is seeded and when O is rescaled.
