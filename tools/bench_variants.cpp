@@ -42,7 +42,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
           p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
-          p == "alu-sum")
+          p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
       if (ringDepthVariant(p))
         continue;
@@ -72,6 +72,10 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (p == "pingpong" && (a.causal || !a.tile.overlap)))
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
+    } else if (p == "persistent" || p == "per-tile") {
+      if (!wgmma || (p == "persistent" && a.tile.kv_staging != KvStaging::Prewidened))
+        return std::nullopt;
+      a.tile.persistent = p == "persistent";
     } else if (p == "mma-sum" || p == "alu-sum") {
       if (!wgmma)
         return std::nullopt;
@@ -80,6 +84,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16)) // bf16 tiles are always repacked
         return std::nullopt;
       a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
+      a.tile.persistent = a.tile.persistent && a.tile.kv_staging == KvStaging::Prewidened;
     } else if (const std::optional<int> n = ringDepthVariant(p)) {
       if (!wgmma || (*n < 2 && a.tile.overlap))
         return std::nullopt;

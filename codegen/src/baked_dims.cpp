@@ -131,6 +131,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
     d.baked.push_back({"overlap", "bool", boolText(a.tile.overlap), "softmax of tile j overlaps PV of tile j-1"});
     d.baked.push_back({"pingpong", "bool", boolText(a.tile.pingpong), "consumers take turns issuing wgmmas"});
     d.baked.push_back({"mma_row_sum", "bool", boolText(a.tile.mma_row_sum), "l summed by the PV wgmma (a ones row in V^T)"});
+    d.baked.push_back({"persistent", "bool", boolText(a.tile.persistent),
+                       "at most one CTA per SM, each looping over work tiles"});
     d.baked.push_back({"kv_prewidened", "bool", boolText(a.tile.kv_staging == KvStaging::Prewidened),
                        "K/V tiles widened by a separate pass, copied in bulk"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),

@@ -30,7 +30,7 @@ bool attentionTemplatesAvailable() { return headerEmbedded("fa4jit/attention/ker
 namespace detail {
 namespace {
 
-constexpr int kWidenKvThreads = 128; // attention_sm90/widen_kv.cuh: one warpgroup per tile
+constexpr int kWidenKvThreads = 128; // attention_sm90/widen_kv.cuh, widen_q.cuh: one warpgroup per tile
 
 llvm::Error unsupported(const KernelSpec &spec, const std::string &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -103,6 +103,15 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
          << "  " << sm90 << "::widenKvTiles<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
          << "::" << cfg << ">>(params);\n}\n";
       k.entries.push_back({widen, kWidenKvThreads, 0});
+    }
+    if (a.tile.persistent) {
+      // The Q images of the persistent kernel (attention_sm90/widen_q.cuh), launched before it too.
+      const std::string widen_q = k.name + "_widen_q";
+      os << "\nextern \"C\" __global__ void __launch_bounds__(" << kWidenKvThreads << ")\n"
+         << widen_q << "(const " << ns << "::" << split.params_type << " params) {\n"
+         << "  " << sm90 << "::widenQTiles<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
+         << "::" << cfg << ">>(params);\n}\n";
+      k.entries.push_back({widen_q, kWidenKvThreads, 0});
     }
     k.source = os.str();
     return k;

@@ -108,6 +108,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
   // (docs/PERF.md). N = D + 8 must stay <= 256.
   t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
+  // A persistent grid of one CTA per SM looping over the work tiles: each CTA's Q load and first
+  // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh).
+  t.persistent = true;
   return s;
 }
 
@@ -132,6 +135,11 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     alu_sum.attention.tile.mma_row_sum = false;
     out.push_back(alu_sum);
   }
+  if (t.persistent) { // one CTA per work tile, Q widened by its producer
+    KernelSpec per_tile = base;
+    per_tile.attention.tile.persistent = false;
+    out.push_back(per_tile);
+  }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;
     free_running.attention.tile.pingpong = false;
@@ -141,6 +149,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (t.kv_staging == KvStaging::Prewidened && base.attention.route != Route::Bf16) {
     KernelSpec in_kernel = base;
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
+    in_kernel.attention.tile.persistent = false; // (the persistent producer is one thread)
     out.push_back(in_kernel);
   }
   return out;

@@ -125,6 +125,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
         j.attribute("kv_staging", toString(a.tile.kv_staging));
         j.attribute("mma_row_sum", a.tile.mma_row_sum);
         j.attribute("overlap", a.tile.overlap);
+        if (a.tile.persistent) // absent means false: the other kernels' text is what it was
+          j.attribute("persistent", true);
         j.attribute("pingpong", a.tile.pingpong);
       }
       j.attribute("schedule", toString(a.tile.schedule));
@@ -343,6 +345,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("overlap", a.tile.overlap));
     FA4JIT_TRY(s.readBool("pingpong", a.tile.pingpong));
     FA4JIT_TRY(s.readBool("mma_row_sum", a.tile.mma_row_sum));
+    FA4JIT_TRY(s.readBool("persistent", a.tile.persistent));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -466,6 +469,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.kv_staging = TileSpec{}.kv_staging;
     a.tile.pingpong = TileSpec{}.pingpong;
     a.tile.mma_row_sum = TileSpec{}.mma_row_sum;
+    a.tile.persistent = TileSpec{}.persistent;
   }
   return s;
 }
@@ -491,7 +495,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
       x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
       x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
-      x.tile.mma_row_sum == y.tile.mma_row_sum &&
+      x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

@@ -117,6 +117,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.pingpong && (!t.overlap || a.causal))
     r.fail("attention.tile.pingpong", "needs overlap and a non-causal kernel (both consumers then issue the same "
                                       "number of wgmma groups)");
+  if (t.persistent && t.kv_staging != KvStaging::Prewidened)
+    r.fail("attention.tile.persistent", "needs prewidened K/V (one producer thread bulk-copies every Q and K/V "
+                                        "image; in-kernel widening keeps the producer warpgroup busy)");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -149,6 +152,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.pingpong", "exists on wgmma-ws only");
   else if (t.mma_row_sum)
     r.fail("attention.tile.mma_row_sum", "exists on wgmma-ws only");
+  else if (t.persistent)
+    r.fail("attention.tile.persistent", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -252,17 +257,19 @@ int wgmmaStageBytes(const AttentionSpec &a) {
   return swizzledTileBytes(a.tile.block_n, a.head_dim * e) + swizzledTileBytes(a.head_dim, a.tile.block_n * e);
 }
 
+int wgmmaQTileBytes(const AttentionSpec &a) { return swizzledTileBytes(128, a.head_dim * wgmmaElementBytes(a)); }
+
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
     // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D],
-    // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and one
-    // for Q; 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
-    const int q_tile = swizzledTileBytes(128, a.head_dim * wgmmaElementBytes(a));
+    // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
+    // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
+    const int q_tile = wgmmaQTileBytes(a);
     // mma_row_sum: every stage's V^T continues with 8 rows of 128 bytes (ones, then zeros).
     const int row_sum_rows = a.tile.mma_row_sum ? 8 * 128 : 0;
-    return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 1);
+    return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2);
   }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;

@@ -9,6 +9,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace fa4jit {
 
 namespace {
@@ -84,32 +87,75 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
   return launchAttention(spec, a.q, a.k, a.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
 }
 
+namespace {
+
+// Grows a workspace buffer to at least `bytes` (its old contents are not needed).
+llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes) {
+  if (buffer.size() >= bytes)
+    return llvm::Error::success();
+  buffer = runtime::DeviceBuffer{}; // free first
+  auto grown = runtime::DeviceBuffer::allocate(driver, bytes);
+  if (!grown)
+    return grown.takeError();
+  buffer = std::move(*grown);
+  return llvm::Error::success();
+}
+
+// The entry point of a wgmma kernel's widening pass by its name suffix (emit_attention.cpp).
+const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
+  for (const EntryPoint &e : compiled.emitted.entries)
+    if (llvm::StringRef(e.name).endswith(suffix))
+      return &e;
+  return nullptr;
+}
+
+} // namespace
+
 // The widening pass of a prewidened wgmma kernel (templates/fa4jit/attention_sm90/widen_kv.cuh):
 // writes every K/V tile's shared-memory image into the workspace and points p.kv_tiles at it.
 llvm::Error Engine::widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
                                  device::attention::AttentionParams &p, void *stream) {
   const AttentionSpec &as = spec.attention;
-  const auto &entries = compiled.emitted.entries;
-  if (entries.size() != 2)
-    return fail(llvm::formatv("forward: prewidened kernel {0} has {1} entry points, expected 2", compiled.emitted.name,
-                              entries.size()));
+  const EntryPoint *entry = widenEntry(compiled, "_widen_kv");
+  if (!entry)
+    return fail(llvm::formatv("forward: prewidened kernel {0} has no K/V widening entry point", compiled.emitted.name));
   const int tiles = (p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n;
   const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * std::size_t(tiles) *
                             std::size_t(wgmmaStageBytes(as));
-  if (workspace_->kv_tiles.size() < bytes) {
-    workspace_->kv_tiles = runtime::DeviceBuffer{}; // free first: the old images are not needed
-    auto buffer = runtime::DeviceBuffer::allocate(driver_, bytes);
-    if (!buffer)
-      return buffer.takeError();
-    workspace_->kv_tiles = std::move(*buffer);
-  }
+  if (auto err = ensureBytes(driver_, workspace_->kv_tiles, bytes))
+    return err;
   p.kv_tiles = workspace_->kv_tiles.address();
-  auto widen = kernel(spec, entries[1].name);
+  auto widen = kernel(spec, entry->name);
   if (!widen)
     return widen.takeError();
   runtime::LaunchConfig launch;
   launch.grid = {unsigned(tiles), unsigned(p.heads_kv), unsigned(p.batch)};
-  launch.block = {unsigned(entries[1].threads), 1, 1};
+  launch.block = {unsigned(entry->threads), 1, 1};
+  launch.stream = stream;
+  void *args[] = {&p};
+  return widen->launch(launch, args);
+}
+
+// The Q images of a persistent wgmma kernel (templates/fa4jit/attention_sm90/widen_q.cuh): every
+// 128-row Q block's shared-memory image into the workspace, p.q_tiles pointing at it.
+llvm::Error Engine::widenQTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                                device::attention::AttentionParams &p, void *stream) {
+  const AttentionSpec &as = spec.attention;
+  const EntryPoint *entry = widenEntry(compiled, "_widen_q");
+  if (!entry)
+    return fail(llvm::formatv("forward: persistent kernel {0} has no Q widening entry point", compiled.emitted.name));
+  const int blocks = (p.seqlen_q + 127) / 128;
+  const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * std::size_t(blocks) *
+                            std::size_t(wgmmaQTileBytes(as));
+  if (auto err = ensureBytes(driver_, workspace_->q_tiles, bytes))
+    return err;
+  p.q_tiles = workspace_->q_tiles.address();
+  auto widen = kernel(spec, entry->name);
+  if (!widen)
+    return widen.takeError();
+  runtime::LaunchConfig launch;
+  launch.grid = {unsigned(blocks), unsigned(p.heads_q), unsigned(p.batch)};
+  launch.block = {unsigned(entry->threads), 1, 1};
   launch.stream = stream;
   void *args[] = {&p};
   return widen->launch(launch, args);
@@ -174,10 +220,24 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
     if (auto err = widenKvTiles(spec, **compiled, p, stream))
       return err;
   }
+  if (as.tile.persistent) {
+    if (auto err = widenQTiles(spec, **compiled, p, stream))
+      return err;
+  }
 
   runtime::LaunchConfig launch;
-  launch.grid = {unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m), unsigned(p.heads_q),
-                 unsigned(p.batch)};
+  const unsigned m_blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
+  launch.grid = {m_blocks, unsigned(p.heads_q), unsigned(p.batch)};
+  if (as.tile.persistent) {
+    // One CTA per SM at most (one fits: 384 threads hold the register file), each looping over
+    // the work tiles (attention_sm90/work_tiles.cuh).
+    const std::uint64_t work = std::uint64_t(m_blocks) * unsigned(p.heads_q) * unsigned(p.batch);
+    if (work > std::uint64_t(INT32_MAX)) // the kernel counts work tiles in int
+      return fail(llvm::formatv("forward: {0} work tiles of 128 query rows exceed the persistent kernel's 2^31 - 1",
+                                work));
+    const std::uint64_t sms = device_.sm_count > 0 ? std::uint64_t(device_.sm_count) : 1u;
+    launch.grid = {unsigned(std::min(work, sms)), 1, 1};
+  }
   launch.block = {unsigned(entry.threads), 1, 1};
   launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
   launch.stream = stream;

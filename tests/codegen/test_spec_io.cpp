@@ -226,12 +226,16 @@ TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[code
   CHECK(changed([](TileSpec &t) { t.pingpong = !t.pingpong; }));
   CHECK(changed([](TileSpec &t) { t.kv_staging = KvStaging::InKernel; }));
   CHECK(changed([](TileSpec &t) { t.ablation = StageAblation::SoftmaxTwice; }));
+  REQUIRE(w.attention.tile.persistent);
+  CHECK(changed([](TileSpec &t) { t.persistent = false; }));
+  CHECK(toJson(w).find("\"persistent\":true") != std::string::npos);
   // The mma.sync template has none of these choices: the canonical form drops them.
   KernelSpec m = withAttentionSchedule(w, AttentionSchedule::MmaSync);
   KernelSpec m2 = m;
   m2.attention.tile.overlap = true;
   m2.attention.tile.pingpong = true;
   m2.attention.tile.kv_staging = KvStaging::Prewidened;
+  m2.attention.tile.persistent = true;
   CHECK(specHash(m) == specHash(m2));
   CHECK(toJson(m).find("kv_staging") == std::string::npos);
   for (StageAblation a : {StageAblation::None, StageAblation::SkipLoads, StageAblation::SkipQk,

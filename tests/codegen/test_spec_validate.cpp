@@ -81,18 +81,18 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(w).empty());
   // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128] + 8 row-sum rows of 128 bytes)
-  // + 7 mbarriers + 1024 alignment slack.
+  // + 8 mbarriers (full/empty per stage, Q full/empty) + 1024 alignment slack.
   REQUIRE(w.attention.tile.mma_row_sum);
-  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 7 * 8);
+  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 8 * 8);
   CHECK(wgmmaStageBytes(w.attention) == 32768); // the bulk-copied image: no row-sum rows
   KernelSpec alu = w;
   alu.attention.tile.mma_row_sum = false;
-  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 7 * 8);
+  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8);
   // D = 64 keeps 128-byte rows (half used): Q 16 KiB, K 16 KiB, V^T [64][128] 8 KiB per stage.
   const KernelSpec w64 = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a),
                                               AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192 + 1024) +
-                                                   8 * (2 * w64.attention.tile.stages + 1));
+                                                   8 * (2 * w64.attention.tile.stages + 2));
   // The row-sum column needs FP8 P (one V^T column block) and PV's N = D + 8 within the wgmma's.
   KernelSpec wide = w;
   wide.attention.head_dim = 256;
@@ -113,9 +113,20 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
                                              AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(wb).empty());
   CHECK(wb.attention.tile.stages == 3);
-  CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 3 * 65536 + 7 * 8);
+  CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 3 * 65536 + 8 * 8);
   CHECK(attentionSharedBytes(wb.attention) <= 227 * 1024);
   CHECK(wgmmaStageBytes(wb.attention) == 65536);
+  // The persistent grid (the sm_90a default) needs the one-thread producer of prewidened tiles.
+  CHECK(w.attention.tile.persistent);
+  s = w;
+  s.attention.tile.kv_staging = KvStaging::InKernel;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.persistent") && Catch::Contains("prewidened"));
+  s.attention.tile.persistent = false;
+  CHECK(problems(s).empty());
+  s = sync;
+  s.attention.tile.mma_row_sum = false;
+  s.attention.tile.persistent = true;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.persistent") && Catch::Contains("wgmma-ws only"));
   s = wb;
   s.attention.tile.kv_staging = KvStaging::InKernel; // no in-kernel V transpose
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("bf16"));

@@ -270,7 +270,10 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V
   if (gpuEngine().target() != Target::Sm90a)
     return;
   runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
-               [](KernelSpec &s) { s.attention.tile.kv_staging = KvStaging::InKernel; });
+               [](KernelSpec &s) {
+                 s.attention.tile.kv_staging = KvStaging::InKernel;
+                 s.attention.tile.persistent = false; // the persistent producer is one thread
+               });
 }
 
 // The normalizer summed on the ALUs from the decoded P bytes instead of by the PV wgmma's ones row
@@ -313,5 +316,39 @@ TEST_CASE("forward matches the CPU model and FP64: directp with affine classifie
       if (gpuEngine().target() == Target::Sm90a)
         runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, affine, 0.90);
     }
+  }
+}
+
+// More work tiles (128 query rows of one head) than the H200 has SMs, so that every persistent CTA
+// computes several: Q handed over between work tiles, the K/V ring running on across them, causal
+// work tiles in longest-first order, GQA. Every route's default kernel (persistent on sm_90a).
+TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work tiles per CTA", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
+                       {1, 136, 136, 130, 96, 256, false}};
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+    for (const Case &c : many)
+      runCase(r, c, seed);
+}
+
+// The wgmma kernel with one CTA per work tile (the tuner's alternative to the persistent grid).
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, one CTA per work tile", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  auto per_tile = [](KernelSpec &s) { s.attention.tile.persistent = false; };
+  runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, per_tile);
+  for (const Case &c : kCases)
+    runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, per_tile);
+}
+
+// The threshold classifier (the piecewise one is the default) on both kernels.
+TEST_CASE("forward matches the CPU model and FP64: directp with the threshold classifier", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  auto threshold = [](KernelSpec &s) { s.attention.classifier.kind = ClassifierKind::Threshold; };
+  for (const Case &c : kCases) {
+    runCase(Route::DirectP, c, seed, AttentionSchedule::MmaSync, threshold);
+    if (gpuEngine().target() == Target::Sm90a)
+      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, threshold);
   }
 }

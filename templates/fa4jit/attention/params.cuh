@@ -38,6 +38,10 @@ struct AttentionParams {
   // every K/V tile, [B*Hkv][ceil(Sk / block_n)][stage bytes], written by the widening entry point
   // and read by the attention entry point; 0 for every other kernel.
   uint64_t kv_tiles;
+  // The persistent wgmma kernel (attention_sm90/widen_q.cuh): the shared-memory images of every
+  // 128-row Q block, [B*Hq][ceil(Sq / 128)][Q tile bytes], written by its Q widening entry point;
+  // 0 for every other kernel.
+  uint64_t q_tiles;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -59,7 +63,7 @@ struct AttentionParams {
 //   grid  = (ceil(seqlen_q / block_m), heads_q, batch), block = (warps * 32, 1, 1),
 //   dynamic shared memory = attentionSharedBytes(...) below (opt in above 48 KiB with
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-static_assert(sizeof(AttentionParams) == 13 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
+static_assert(sizeof(AttentionParams) == 14 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
 static_assert(alignof(AttentionParams) == 8, "AttentionParams alignment changed");
 
 // Shared-memory bytes of one CTA. Rows are padded by 16 bytes so that the 8 rows a quad-group of

@@ -77,19 +77,6 @@ struct PingPong {
   }
 };
 
-// A tile's ring stage and the phase parity of its mbarriers (one phase per pass over the ring),
-// advanced tile by tile: tile % kStages and (tile / kStages) & 1 without the division, which
-// cost ~10 instructions per tile in the consumer's issue path (two of them, for S_j and PV_{j-1}).
-template <int kStages> struct RingCursor {
-  int stage = 0;
-  uint32_t parity = 0u;
-  FA4JIT_DEVICE void advance() {
-    if (++stage == kStages) {
-      stage = 0;
-      parity ^= 1u;
-    }
-  }
-};
 
 // Pins the results of a tile's softmax phase A (S in place, Direct-P's pending selectors and
 // tables, l) ahead of the wait for the previous PV in the compiler's (NVVM's) order: the wait is
@@ -110,15 +97,31 @@ FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
     mbarrierArrive(ring.empty(stage));
 }
 
+// The persistent kernel's Q buffer may be refilled once this consumer's last QK^T of the work
+// tile has completed (one arrive per consumer warp on the q_empty mbarrier): the producer then
+// loads the next work tile's Q while the consumers finish their softmax, PV and epilogue.
+// `bar` is 0 in the kernel without a next work tile, which has nothing to signal.
+struct QRelease {
+  uint32_t bar;
+  FA4JIT_DEVICE void arrive(int lane) const {
+    if (bar == 0u)
+      return;
+    __syncwarp();
+    if (lane == 0)
+      mbarrierArrive(bar);
+  }
+};
+
 // One overlapped step (tile >= 1): S_j and PV_{j-1} issued together; the per-element softmax
 // of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, O is rescaled and
 // P_j packed into the same registers (FlashAttention-3's order).
-// `at` is tile j's ring position, `prev` tile j-1's stage.
+// `at` is tile j's ring position, `prev` tile j-1's stage; `q_done` is the Q release of the work
+// tile's last S (a default QRelease for the other tiles).
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float (&s)[kBlockN / 8][4],
                                float (&o)[OAccumulator<C>::kTiles][4], uint32_t (&pa)[POperand<C>::kSteps][4],
                                PendingP<CV> &pp, attention::SoftmaxRows &st, const RingView &ring, uint32_t q_lo,
-                               const ConsumerRows &rows, PingPong &turns) {
+                               const ConsumerRows &rows, PingPong &turns, QRelease q_done) {
   const int stage = at.stage;
   float o_scale[2];
   mbarrierWait(ring.full(stage), at.parity);
@@ -135,6 +138,7 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
     turns.afterIssue();
   sm90_wgmma_wait<1>(); // S_j is complete; PV_{j-1} may still run
   sm90_fence_regs(s);
+  q_done.arrive(rows.lane);
   softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, false);
   fenceSoftmaxResults<CV>(s, pp, st); // the per-element work stays ahead of the wait below
   sm90_wgmma_wait<0>();
@@ -145,18 +149,21 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
   packP<C, CV>(pa, pp, s, st);
 }
 
-// Runs this consumer over tiles [0, n_tiles) of the ring: computes the first n_mine of them (the
-// causal limit of its rows) and releases every one.
+// Runs this consumer over one work tile's K/V tiles [0, n_tiles), which start at the ring's
+// `first`-th tile: computes the first n_mine of them (the causal limit of its rows), releases
+// every one, and releases Q once its last S is complete. (The ring position is a local cursor
+// from `first`: carried across work tiles, ptxas kept it out of the uniform registers and the
+// stage's descriptors cost an R2UR each.)
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attention::SoftmaxRows &st, const RingView &ring,
                                 uint32_t q_lo, int n_mine, int n_tiles, const ConsumerRows &rows,
-                                int consumer) {
+                                int consumer, int first, QRelease q_release) {
+  RingCursor<kStages> at = RingCursor<kStages>::of(first);
   float s[kBlockN / 8][4];
   uint32_t pa[POperand<C>::kSteps][4];
   PendingP<CV> pp;
   float o_scale[2];
   if constexpr (!C::overlap) {
-    RingCursor<kStages> at;
     for (int tile = 0; tile < n_mine; ++tile, at.advance()) {
       const int stage = at.stage;
       mbarrierWait(ring.full(stage), at.parity);
@@ -166,6 +173,8 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
       sm90_wgmma_commit();
       sm90_wgmma_wait<0>();
       sm90_fence_regs(s);
+      if (tile == n_mine - 1)
+        q_release.arrive(rows.lane);
       softmaxStage<C, CV>(s, pp, st, o_scale, rows, tile * kBlockN, tile == 0);
       packP<C, CV>(pa, pp, s, st);
       attention::rescaleRows(o, o_scale);
@@ -186,24 +195,26 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     PingPong turns{consumer, n_mine + 1, 0};
     if constexpr (C::pingpong)
       turns.start();
-    mbarrierWait(ring.full(0), 0u);
+    mbarrierWait(ring.full(at.stage), at.parity);
     sm90_fence_regs(s);
     if constexpr (C::pingpong)
       turns.beforeIssue();
     sm90_wgmma_fence();
-    issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(0));
+    issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(at.stage));
     sm90_wgmma_commit();
     if constexpr (C::pingpong)
       turns.afterIssue();
     sm90_wgmma_wait<0>();
     sm90_fence_regs(s);
+    if (n_mine == 1)
+      q_release.arrive(rows.lane);
     softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // O is still zero: no rescale
     packP<C, CV>(pa, pp, s, st);
-    RingCursor<kStages> at;
-    int prev = 0;
+    int prev = at.stage;
     at.advance();
     for (int tile = 1; tile < n_mine; ++tile, at.advance()) {
-      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, at, prev, s, o, pa, pp, st, ring, q_lo, rows, turns);
+      overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, at, prev, s, o, pa, pp, st, ring, q_lo, rows, turns,
+                                                     tile == n_mine - 1 ? q_release : QRelease{0u});
       prev = at.stage;
     }
     const int last = prev;
@@ -221,11 +232,12 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_fence_regs(pa);
     releaseStage(ring, last, rows.lane);
   }
+  if (n_mine <= 0) // no row of this consumer sees a key: Q is not read at all
+    q_release.arrive(rows.lane);
   // Tiles beyond this consumer's causal limit: nothing to compute, the stage is still released.
-  for (int tile = n_mine; tile < n_tiles; ++tile) {
-    const int stage = tile % kStages;
-    mbarrierWait(ring.full(stage), static_cast<uint32_t>(tile / kStages) & 1u);
-    releaseStage(ring, stage, rows.lane);
+  for (int tile = n_mine; tile < n_tiles; ++tile, at.advance()) {
+    mbarrierWait(ring.full(at.stage), at.parity);
+    releaseStage(ring, at.stage, rows.lane);
   }
 }
 

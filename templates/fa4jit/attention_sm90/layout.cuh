@@ -3,7 +3,7 @@
 // generator's independent computation is pinned against kSharedBytes by a static_assert).
 //
 //   [pad to 1024] Q [128 rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
-//   mbarriers: full[stages], empty[stages], q_full
+//   mbarriers: full[stages], empty[stages], q_full, q_empty (the persistent kernel's)
 // Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
@@ -28,8 +28,9 @@ static_assert(kWarpgroupThreads * producerRegisters(false) + 2 * kWarpgroupThrea
 
 // stage_bytes: one stage's K and V^T, the bulk-copied image; stage_stride: the distance between
 // stages, which with mma_row_sum also holds V^T's 8 row-sum rows (written once, never copied over).
+// q_bytes: the Q tile, which the persistent kernel bulk-copies from its image (widen_q.cuh).
 struct Sm90Layout {
-  int q_offset, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
+  int q_offset, q_bytes, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
 };
 
 // The row-sum rows under V^T (mma_row_sum): row 0 E4M3 ones (0x38), rows 1-7 zeros, so the PV
@@ -50,7 +51,7 @@ FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, in
   const int stage = k + v;
   const int stride = stage + (row_sum ? kRowSumRows * kSwizzleBytes : 0);
   const int barriers = q + stages * stride;
-  return {0, q, q + k, stage, stride, q + stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 1)};
+  return {0, q, q, q + k, stage, stride, q + stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 2)};
 }
 
 } // namespace fa4jit::device::attention_sm90

@@ -165,4 +165,21 @@ FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSou
                                                             key0, src.keys_padded, src.v_shift, ptid);
 }
 
+// The 128-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
+// BF16 rows repacked, or NVFP4 widened to E4M3 (times 2^-qk_widen_shift); rows past seqlen_q are
+// zeros. Every producer thread (ptid < 128) writes its share; the caller fences and signals.
+template <class C, int kHeadDim, int kRows>
+FA4JIT_DEVICE void produceQTile(uint8_t *tile, const attention::AttentionParams &p, int m0, int hq, int b, int ptid) {
+  const int q_valid = p.seqlen_q - m0 < kRows ? p.seqlen_q - m0 : kRows;
+  if constexpr (C::route == attention::Route::Bf16) {
+    const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
+    produceBf16Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), q_valid, ptid);
+  } else {
+    const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
+    const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
+    produceNvfp4Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), qsf, m0,
+                                      q_valid, exp2Int(-C::qk_widen_shift), ptid);
+  }
+}
+
 } // namespace fa4jit::device::attention_sm90

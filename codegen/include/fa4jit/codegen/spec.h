@@ -108,6 +108,11 @@ struct TileSpec {
   // through a row of ones appended to V^T in shared memory (an O column that is l), instead of
   // decoding every fed P byte on the ALUs. NUMERICS.md §2.3.
   bool mma_row_sum = false;
+  // wgmma-ws, prewidened: a persistent grid (at most one CTA per SM) whose CTAs loop over the
+  // work tiles (128 query rows of one head), loading the next tile's Q (a bulk copy of its image,
+  // written by a Q widening pass) while finishing the current one (FlashAttention-3's persistent
+  // tile scheduler). attention_sm90/work_tiles.cuh.
+  bool persistent = false;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by

@@ -29,6 +29,8 @@ int attentionSharedBytes(const AttentionSpec &a);
 // wgmma-ws: bytes of one K/V ring stage (K [block_n][D] and V^T [D][block_n], E4M3, in 128-byte
 // swizzle column blocks; attention_sm90/layout.cuh), also one prewidened tile image.
 int wgmmaStageBytes(const AttentionSpec &a);
+// Bytes of the wgmma kernel's Q tile image [128][head_dim] (the persistent kernel's Q images).
+int wgmmaQTileBytes(const AttentionSpec &a);
 
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.

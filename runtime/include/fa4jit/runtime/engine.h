@@ -132,6 +132,8 @@ private:
                               const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
   llvm::Error widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
                            device::attention::AttentionParams &p, void *stream);
+  llvm::Error widenQTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                          device::attention::AttentionParams &p, void *stream);
 
   runtime::RuntimeConfig config_;
   runtime::CudaDriver &driver_;
@@ -146,6 +148,8 @@ private:
     // Widened K/V tile images of wgmma kernels with KvStaging::Prewidened (grown on demand; one
     // forward at a time per Engine, like the operands above).
     runtime::DeviceBuffer kv_tiles;
+    // Q tile images of the persistent wgmma kernel (TileSpec::persistent), likewise.
+    runtime::DeviceBuffer q_tiles;
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;

@@ -1,0 +1,87 @@
+#pragma once
+// Warpgroups 1 and 2 of the wgmma attention kernel: for each work tile of the CTA (work_tiles.cuh)
+// a consumer takes its 64 query rows through the ring (consumer.cuh) and writes O and the LSE of
+// those rows (the mma.sync path's epilogue). The ring position and the Q phase run on across work
+// tiles; with `persistent` the consumer releases Q (q_empty) as soon as its last S of the tile is
+// complete, so the next tile's Q arrives during this tile's last softmax, PV and epilogue.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/epilogue.cuh"
+#include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/consumer.cuh"
+#include "fa4jit/attention_sm90/producer_role.cuh"
+#include "fa4jit/attention_sm90/work_tiles.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::AttentionParams &p, const CtaBuffers &cta,
+                                                           int c, int ctid) {
+  using CV = typename S::CV;
+  using T = typename S::T;
+  constexpr Sm90Layout L = S::kLayout;
+  const int lane = ctid % 32, warp = ctid / 32, g = lane / 4;
+  const int sq = p.seqlen_q, sk = p.seqlen_k;
+  const RingView ring{cta.base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
+                      static_cast<uint32_t>(L.stage_stride), cta.bar_full, cta.bar_empty};
+  const QRelease q_release{C::persistent ? cta.bar_q_empty : 0u};
+  int ring_tiles = 0; // K/V tiles of the previous work tiles: where this one's start in the ring
+  uint32_t q_parity = 0u;
+  forEachWorkTile<C>(p, [&](const WorkTile w) {
+    const int m0 = w.m0();
+    const int hkv = w.hq / (p.heads_q / p.heads_kv);
+    const int head_q = w.b * p.heads_q + w.hq, head_kv = w.b * p.heads_kv + hkv;
+    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
+    const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
+    const int wg_row0 = m0 + c * kRowsPerConsumer;
+    const int wg_last = (sq < wg_row0 + kRowsPerConsumer ? sq : wg_row0 + kRowsPerConsumer) - 1;
+    // Ping-pong (non-causal only) needs both consumers to run every tile, even one whose rows all
+    // lie beyond seqlen_q (its Q rows are zeros and its output is not written).
+    const int wg_keys = (wg_row0 < sq || C::pingpong) ? attention::visibleKeys<C::causal>(wg_last, sq, sk) : 0;
+    const int wg_unmasked = attention::visibleKeys<C::causal>(wg_row0, sq, sk);
+    const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
+                        attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
+
+    float score_mul = C::score_scale, out_factor = 1.0f; // the bf16 route's (no per-head scales)
+    if constexpr (!S::kBf16) {
+      const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
+      const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
+      score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
+      if constexpr (C::route == attention::Route::Nvfp8)
+        out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
+      else
+        out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
+    }
+
+    float o[OAccumulator<C>::kTiles][4]; // with mma_row_sum, one more n8 tile: l in its column 0
+#pragma unroll
+    for (int dt = 0; dt < OAccumulator<C>::kTiles; ++dt)
+      o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    attention::SoftmaxRows st;
+    attention::softmaxInit(st);
+
+    const ConsumerRows rows{scoreMultiplier(score_mul), {vis[0], vis[1]}, wg_unmasked, lane};
+    const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
+    // (formed here, not captured: the compiler then keeps it in a uniform register)
+    const uint32_t q_lo = consumerQDescriptorLo(cta.base + L.q_offset, c * kRowsPerConsumer);
+    mbarrierWait(cta.bar_q, q_parity);
+    q_parity ^= 1u;
+    consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, ring_tiles,
+                                                             q_release);
+    ring_tiles += n_tiles;
+
+    uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + w.b * p.o_batch_stride + w.hq * p.o_head_stride +
+                       row_base * p.o_row_stride;
+    float *lse_rows = p.lse == 0 ? nullptr
+                                 : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row_base;
+    if constexpr (C::mma_row_sum) {
+      // l of rows g and g + 8 is O's column head_dim: held by the quad's lane 0 (2q + i = 0), so
+      // the epilogue's quad sum of st.l gives it to all four.
+      st.l[0] = lane % 4 == 0 ? o[T::kOTiles][0] : 0.0f;
+      st.l[1] = lane % 4 == 0 ? o[T::kOTiles][2] : 0.0f;
+    }
+    attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_factor, o_rows, p.o_row_stride,
+                               lse_rows, row_base, sq, lane);
+  });
+}
+
+} // namespace fa4jit::device::attention_sm90

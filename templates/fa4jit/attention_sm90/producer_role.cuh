@@ -1,0 +1,91 @@
+#pragma once
+// Warpgroup 0 of the wgmma attention kernel: for each work tile of its CTA (work_tiles.cuh) it
+// provides Q and fills the `stages`-deep ring of K / V^T tiles (full/empty mbarriers per stage;
+// fence.proxy.async before each signal because wgmma reads shared memory through the async
+// proxy). The ring position runs on across work tiles.
+//   Q: without `persistent` every producer thread widens its share once, with the launch's
+//      registers (kernel.cuh gives them up afterwards); with it one thread bulk-copies each work
+//      tile's Q image (widen_q.cuh) once the consumers have released the previous Q (q_empty).
+//   K/V: prewidened, one thread moves each stage's image (widen_kv.cuh) with one bulk copy;
+//      in-kernel, all 128 threads widen each tile into the stage.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/producer.cuh"
+#include "fa4jit/attention_sm90/sync.cuh"
+#include "fa4jit/attention_sm90/widen_q.cuh"
+#include "fa4jit/attention_sm90/work_tiles.cuh"
+#include "fa4jit/mbarrier.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+using attention::StageAblation;
+
+// The shared-memory addresses both roles use (kernel.cuh fills them).
+struct CtaBuffers {
+  uint8_t *smem;     // 1024-byte aligned base
+  uint32_t base;     // its shared-window address
+  uint32_t bar_full, bar_empty, bar_q, bar_q_empty;
+};
+
+// Key tiles one work tile needs: up to the last visible key of its last row.
+template <class C, int kBlockN> FA4JIT_DEVICE int workTileKeyTiles(const attention::AttentionParams &p, int m0) {
+  const int last_row = (p.seqlen_q < m0 + kBlockRows ? p.seqlen_q : m0 + kBlockRows) - 1;
+  return (attention::visibleKeys<C::causal>(last_row, p.seqlen_q, p.seqlen_k) + kBlockN - 1) / kBlockN;
+}
+
+template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuffers &cta,
+                                                           int ptid) {
+  constexpr Sm90Layout L = S::kLayout;
+  const int sk = p.seqlen_k;
+  const int tiles_per_head = (sk + S::kBlockN - 1) / S::kBlockN;
+  RingCursor<S::kStages> at;
+  uint32_t q_parity = 0u;
+  forEachWorkTile<C>(p, [&](const WorkTile w) {
+    const int m0 = w.m0();
+    const int hkv = w.hq / (p.heads_q / p.heads_kv);
+    const int head_q = w.b * p.heads_q + w.hq, head_kv = w.b * p.heads_kv + hkv;
+    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
+    if constexpr (C::persistent) {
+      // (the consumers of the previous work tile have released Q; the first wait passes)
+      mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
+      mbarrierArriveExpectTx(cta.bar_q, static_cast<uint32_t>(L.q_bytes));
+      bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes), cta.bar_q);
+      q_parity ^= 1u;
+    }
+    if constexpr (C::kv_prewidened) {
+      const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
+                              static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
+      for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
+        const int stage = at.stage;
+        mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
+        if constexpr (C::ablation == StageAblation::SkipLoads) {
+          mbarrierArrive(cta.bar_full + 8 * stage);
+        } else {
+          mbarrierArriveExpectTx(cta.bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
+          bulkCopyG2S(cta.base + L.k_offset + stage * L.stage_stride,
+                      images + static_cast<int64_t>(tile) * L.stage_bytes, static_cast<uint32_t>(L.stage_bytes),
+                      cta.bar_full + 8 * stage);
+        }
+      }
+    } else {
+      // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.
+      const KvHeadSources src = kvHeadSources<C>(p, w.b, hkv, head_kv);
+      [[maybe_unused]] const float pre = exp2Int(-C::qk_widen_shift);
+      for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
+        const int stage = at.stage;
+        mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
+        uint8_t *k_tile = cta.smem + L.k_offset + stage * L.stage_stride;
+        uint8_t *v_tile = cta.smem + L.v_offset + stage * L.stage_stride;
+        const int key0 = tile * S::kBlockN;
+        const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
+        if constexpr (C::ablation != StageAblation::SkipLoads)
+          produceKvTile<C, S::kHeadDim, S::kBlockN>(k_tile, v_tile, src, p, key0, k_valid, pre, ptid);
+        fenceProxyAsyncShared();
+        mbarrierArrive(cta.bar_full + 8 * stage);
+      }
+    }
+  });
+}
+
+} // namespace fa4jit::device::attention_sm90
