@@ -109,8 +109,11 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // (docs/PERF.md). N = D + 8 must stay <= 256.
   t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
   // A persistent grid of one CTA per SM looping over the work tiles: each CTA's Q load and first
-  // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh).
-  t.persistent = true;
+  // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh). Measured
+  // on the H200 (docs/PERF.md, fifth session): non-causal +5-8% at 4k keys, +-3% beyond; causal
+  // 2-11% slower than the hardware's dynamic assignment of one CTA per work tile (the static
+  // longest-first striding balances worse), so causal kernels keep that.
+  t.persistent = !s.attention.causal;
   return s;
 }
 
@@ -139,6 +142,10 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec per_tile = base;
     per_tile.attention.tile.persistent = false;
     out.push_back(per_tile);
+  } else if (t.kv_staging == KvStaging::Prewidened) { // the persistent grid where it is not the default
+    KernelSpec persistent = base;
+    persistent.attention.tile.persistent = true;
+    out.push_back(persistent);
   }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;

@@ -321,7 +321,8 @@ TEST_CASE("forward matches the CPU model and FP64: directp with affine classifie
 
 // More work tiles (128 query rows of one head) than the H200 has SMs, so that every persistent CTA
 // computes several: Q handed over between work tiles, the K/V ring running on across them, causal
-// work tiles in longest-first order, GQA. Every route's default kernel (persistent on sm_90a).
+// work tiles in longest-first order, GQA. Every route's default kernel (on sm_90a persistent
+// where non-causal), and the persistent wgmma kernel on every case.
 TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work tiles per CTA", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
@@ -329,6 +330,17 @@ TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (const Case &c : many)
       runCase(r, c, seed);
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  auto persistent = [](KernelSpec &s) { s.attention.tile.persistent = true; };
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
+    for (const Case &c : many)
+      if (c.causal)
+        runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, persistent);
+    for (const Case &c : kCases)
+      if (c.causal)
+        runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, persistent);
+  }
 }
 
 // The wgmma kernel with one CTA per work tile (the tuner's alternative to the persistent grid).
