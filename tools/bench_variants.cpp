@@ -69,7 +69,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       a.tile.overlap = p == "overlap";
       a.tile.pingpong = a.tile.pingpong && a.tile.overlap;
     } else if (p == "pingpong" || p == "no-pingpong") {
-      if (!wgmma || (p == "pingpong" && (a.causal || !a.tile.overlap)))
+      if (!wgmma || (p == "pingpong" && !a.tile.overlap))
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
     } else if (p == "persistent" || p == "per-tile") {

@@ -101,9 +101,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   t.kv_staging = KvStaging::Prewidened;
-  // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md); only
-  // non-causal (causal consumers see different tile counts).
-  t.pingpong = t.overlap && !s.attention.causal && d <= 128;
+  // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md). Causal
+  // consumers take turns in the work tiles where their tile counts agree (consumer_role.cuh).
+  t.pingpong = t.overlap && d <= 128;
   // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
   // (docs/PERF.md). N = D + 8 must stay <= 256.

@@ -128,6 +128,20 @@ template <class C> FA4JIT_DEVICE int directpFedExponent(float block_max_acc, flo
   return static_cast<int>(floor_bits - 0x4B400000u) - 2 + C::p_offset_log2;
 }
 
+// The table bytes of a Direct-P selector: PRMT with the selector as it stands. Its nibbles 0..3
+// are codes <= 7 (bit 3, PRMT's sign-replicate flag, clear) and PRMT reads only bits 0..15, so the
+// hardware instruction is the lookup; __byte_perm, which defines selector values as 3 bits, costs
+// a LOP3 (& 0x7777) before every PRMT: 16 per tile and thread.
+FA4JIT_DEVICE uint32_t directpLookup(uint32_t lo, uint32_t hi, uint32_t sel) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(sel));
+  return r;
+#else
+  return bytePerm(lo, hi, sel & 0x7777u);
+#endif
+}
+
 // l += the block's fed values (kSumL), as integers: P_fed = I[c] * u exactly, with I = 2*E2M1 =
 // {0,1,2,3,4,6,8,12} and u = 2^(k-1) when k >= -8 (kExactPart: every fed value exact, whatever
 // the table), and I = the E4M3 bytes of the (general) table with u = 2^-9 below (!kExactPart: all
@@ -142,8 +156,8 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
   const uint32_t int_hi = exact ? 0x0C080604u : pp.fed[kb][r][1];
   // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
   const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
-  const uint32_t isum = __dp4a(bytePerm(int_lo, int_hi, pp.sel[kb][r][1]), 0x01010101u,
-                               __dp4a(bytePerm(int_lo, int_hi, pp.sel[kb][r][0]), 0x01010101u, 0u));
+  const uint32_t isum = __dp4a(directpLookup(int_lo, int_hi, pp.sel[kb][r][1]), 0x01010101u,
+                               __dp4a(directpLookup(int_lo, int_hi, pp.sel[kb][r][0]), 0x01010101u, 0u));
   // isum <= 8 * 255 < 2^23: its float by the 2^23 magic number, no I2F.
   const float isum_f = __int_as_float(0x4B000000 | isum) - 8388608.0f;
   l = fmaf(isum_f, unit, l);
@@ -269,8 +283,8 @@ FA4JIT_DEVICE void packDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][
   for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      pa[kb][r] = bytePerm(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][0]);
-      pa[kb][2 + r] = bytePerm(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][1]);
+      pa[kb][r] = directpLookup(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][0]);
+      pa[kb][2 + r] = directpLookup(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][1]);
     }
 }
 

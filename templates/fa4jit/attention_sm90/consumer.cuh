@@ -58,21 +58,27 @@ struct RingView {
 // The consumers' turn-taking (config `pingpong`, FlashAttention-3's warp-scheduler barriers):
 // before each wgmma issue point a consumer waits on its own named barrier, after it it arrives on
 // the other's, so the tensor core alternates between them and one's softmax meets the other's
-// MMAs. Both consumers have `points` issue points (the kernel gives them equal tile counts);
-// consumer 1 arrives once up front (consumer 0 goes first) and skips its last arrive, so every
-// barrier phase is completed and none is left pending at exit.
+// MMAs. Both consumers have `points` issue points; consumer 1 arrives once up front (consumer 0
+// goes first) and skips its last arrive, so every barrier phase is completed and none is left
+// pending at the end of a work tile. `on` is the work tile's decision, the same in both consumers:
+// they take turns only when their tile counts are equal (always without causal masking, where the
+// kernel runs every tile in both; with it, when both consumers' last rows end in the same tile).
 struct PingPong {
   int consumer, points, done;
+  bool on;
   static constexpr int kThreads = 2 * kWarpgroupThreads;
   FA4JIT_DEVICE static int barrierOf(int c) { return 1 + c; }
   FA4JIT_DEVICE void start() const {
-    if (consumer == 1 && points > 0)
+    if (on && consumer == 1 && points > 0)
       namedBarrierArrive(barrierOf(0), kThreads);
   }
-  FA4JIT_DEVICE void beforeIssue() const { namedBarrierSync(barrierOf(consumer), kThreads); }
+  FA4JIT_DEVICE void beforeIssue() const {
+    if (on)
+      namedBarrierSync(barrierOf(consumer), kThreads);
+  }
   FA4JIT_DEVICE void afterIssue() {
     ++done;
-    if (consumer == 0 || done < points)
+    if (on && (consumer == 0 || done < points))
       namedBarrierArrive(barrierOf(1 - consumer), kThreads);
   }
 };
@@ -157,7 +163,7 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attention::SoftmaxRows &st, const RingView &ring,
                                 uint32_t q_lo, int n_mine, int n_tiles, const ConsumerRows &rows,
-                                int consumer, int first, QRelease q_release) {
+                                int consumer, bool take_turns, int first, QRelease q_release) {
   RingCursor<kStages> at = RingCursor<kStages>::of(first);
   float s[kBlockN / 8][4];
   uint32_t pa[POperand<C>::kSteps][4];
@@ -190,9 +196,8 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     }
   } else if (n_mine > 0) {
     static_assert(kStages >= 2, "overlap holds two stages per consumer");
-    static_assert(!C::pingpong || !C::causal, "ping-pong needs equal tile counts: non-causal");
     // Issue points: the first QK^T, one per further tile, the last PV.
-    PingPong turns{consumer, n_mine + 1, 0};
+    PingPong turns{consumer, n_mine + 1, 0, take_turns};
     if constexpr (C::pingpong)
       turns.start();
     mbarrierWait(ring.full(at.stage), at.parity);

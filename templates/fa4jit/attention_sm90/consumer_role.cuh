@@ -33,10 +33,16 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
     const int wg_row0 = m0 + c * kRowsPerConsumer;
-    const int wg_last = (sq < wg_row0 + kRowsPerConsumer ? sq : wg_row0 + kRowsPerConsumer) - 1;
-    // Ping-pong (non-causal only) needs both consumers to run every tile, even one whose rows all
-    // lie beyond seqlen_q (its Q rows are zeros and its output is not written).
-    const int wg_keys = (wg_row0 < sq || C::pingpong) ? attention::visibleKeys<C::causal>(wg_last, sq, sk) : 0;
+    // Keys consumer cc's rows see. Non-causal ping-pong runs every tile in both consumers, even in
+    // one whose rows all lie beyond seqlen_q (its Q rows are zeros and its output is not written),
+    // so that they always take turns; causal consumers take turns when their counts agree.
+    auto consumerKeys = [&](int cc) {
+      const int row0 = m0 + cc * kRowsPerConsumer;
+      const int last = (sq < row0 + kRowsPerConsumer ? sq : row0 + kRowsPerConsumer) - 1;
+      return (row0 < sq || (C::pingpong && !C::causal)) ? attention::visibleKeys<C::causal>(last, sq, sk) : 0;
+    };
+    const int wg_keys = consumerKeys(c);
+    const int other_tiles = (consumerKeys(1 - c) + S::kBlockN - 1) / S::kBlockN;
     const int wg_unmasked = attention::visibleKeys<C::causal>(wg_row0, sq, sk);
     const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
                         attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
@@ -61,12 +67,13 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
 
     const ConsumerRows rows{scoreMultiplier(score_mul), {vis[0], vis[1]}, wg_unmasked, lane};
     const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
+    const bool take_turns = C::pingpong && n_mine == other_tiles;
     // (formed here, not captured: the compiler then keeps it in a uniform register)
     const uint32_t q_lo = consumerQDescriptorLo(cta.base + L.q_offset, c * kRowsPerConsumer);
     mbarrierWait(cta.bar_q, q_parity);
     q_parity ^= 1u;
-    consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, ring_tiles,
-                                                             q_release);
+    consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, take_turns,
+                                                             ring_tiles, q_release);
     ring_tiles += n_tiles;
 
     uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + w.b * p.o_batch_stride + w.hq * p.o_head_stride +

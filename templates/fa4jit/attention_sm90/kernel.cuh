@@ -88,7 +88,7 @@ template <class C> struct Sm90Traits {
   static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
-  static_assert(!C::pingpong || (C::overlap && !C::causal), "ping-pong needs overlap and a non-causal kernel");
+  static_assert(!C::pingpong || C::overlap, "ping-pong needs the overlapped consumer loop");
   static_assert(!C::persistent || C::kv_prewidened, "the persistent kernel's producer is one thread: prewidened K/V");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128 && kBlockN * kElemBytes <= kSwizzleBytes),
                 "mma_row_sum: FP8 V^T of one column block and PV's N = head_dim + 8 <= 136");
