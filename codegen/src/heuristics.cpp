@@ -102,8 +102,10 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   t.kv_staging = KvStaging::Prewidened;
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md). Causal
-  // consumers take turns in the work tiles where their tile counts agree (consumer_role.cuh).
-  t.pingpong = t.overlap && d <= 128;
+  // consumers can take turns in the work tiles where their tile counts agree (consumer_role.cuh),
+  // but measured on the H200 that was -7% for nvfp8 (D64, D128 16k), within noise for directp and
+  // +8% / -3% for bf16 in two runs (fifth session): the tuner's alternative there, not the default.
+  t.pingpong = t.overlap && !s.attention.causal && d <= 128;
   // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
   // (docs/PERF.md). N = D + 8 must stay <= 256.
@@ -151,6 +153,10 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec free_running = base;
     free_running.attention.tile.pingpong = false;
     out.push_back(free_running);
+  } else if (t.overlap) { // taking turns where the default does not (causal: where counts agree)
+    KernelSpec turns = base;
+    turns.attention.tile.pingpong = true;
+    out.push_back(turns);
   }
   // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are always repacked).
   if (t.kv_staging == KvStaging::Prewidened && base.attention.route != Route::Bf16) {

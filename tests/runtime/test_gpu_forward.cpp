@@ -364,3 +364,16 @@ TEST_CASE("forward matches the CPU model and FP64: directp with the threshold cl
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, threshold);
   }
 }
+
+// Causal consumers taking turns where their tile counts agree (the tuner's alternative; the default
+// for causal kernels lets them run free).
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, causal ping-pong", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  auto turns = [](KernelSpec &s) { s.attention.tile.pingpong = s.attention.tile.overlap; };
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases)
+      if (c.causal)
+        runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, turns);
+}
