@@ -95,24 +95,19 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
        << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
        << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params);\n}\n";
     k.entries.push_back({k.name, threads, shared});
-    if (a.tile.kv_staging == KvStaging::Prewidened) {
-      // The widening pass (attention_sm90/widen_kv.cuh), launched before the attention entry.
-      const std::string widen = k.name + "_widen_kv";
+    // A widening pass (launched before the attention entry): entry <name><suffix> calling fn.
+    auto widening = [&](const char *suffix, const char *fn) {
+      const std::string widen = k.name + suffix;
       os << "\nextern \"C\" __global__ void __launch_bounds__(" << kWidenKvThreads << ")\n"
          << widen << "(const " << ns << "::" << split.params_type << " params) {\n"
-         << "  " << sm90 << "::widenKvTiles<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
+         << "  " << sm90 << "::" << fn << "<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
          << "::" << cfg << ">>(params);\n}\n";
       k.entries.push_back({widen, kWidenKvThreads, 0});
-    }
-    if (a.tile.persistent) {
-      // The Q images of the persistent kernel (attention_sm90/widen_q.cuh), launched before it too.
-      const std::string widen_q = k.name + "_widen_q";
-      os << "\nextern \"C\" __global__ void __launch_bounds__(" << kWidenKvThreads << ")\n"
-         << widen_q << "(const " << ns << "::" << split.params_type << " params) {\n"
-         << "  " << sm90 << "::widenQTiles<" << ns << "::" << cfg << ", " << sm90 << "::Sm90Traits<" << ns
-         << "::" << cfg << ">>(params);\n}\n";
-      k.entries.push_back({widen_q, kWidenKvThreads, 0});
-    }
+    };
+    if (a.tile.kv_staging == KvStaging::Prewidened)
+      widening("_widen_kv", "widenKvTiles"); // attention_sm90/widen_kv.cuh
+    if (a.tile.persistent)
+      widening("_widen_q", "widenQTiles"); // attention_sm90/widen_q.cuh: the persistent kernel's Q
     k.source = os.str();
     return k;
   }

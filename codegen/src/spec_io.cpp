@@ -65,6 +65,18 @@ void writeFloat(llvm::json::OStream &j, llvm::StringRef key, float v) {
     j.attribute(key, formatFloat(v)); // JSON has no non-finite numbers: a string
 }
 
+template <std::size_t N>
+void writeFloatArray(llvm::json::OStream &j, llvm::StringRef key, const std::array<float, N> &values) {
+  j.attributeArray(key, [&] {
+    for (float v : values) {
+      if (std::isfinite(v))
+        j.rawValue(formatFloat(v));
+      else
+        j.value(formatFloat(v));
+    }
+  });
+}
+
 void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
   j.attributeObject("classifier", [&] {
     writeFloat(j, "alpha", c.alpha);
@@ -73,22 +85,8 @@ void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
     // Only the piecewise kind reads its pieces: the other kinds' canonical text (and with it their
     // cache keys and kernel names) stays what it was before the kind existed.
     if (c.kind == ClassifierKind::Piecewise)
-      j.attributeArray("pieces", [&] {
-        for (float v : c.pieces) {
-          if (std::isfinite(v))
-            j.rawValue(formatFloat(v));
-          else
-            j.value(formatFloat(v));
-        }
-      });
-    j.attributeArray("thresholds", [&] {
-      for (float t : c.thresholds) {
-        if (std::isfinite(t))
-          j.rawValue(formatFloat(t));
-        else
-          j.value(formatFloat(t));
-      }
-    });
+      writeFloatArray(j, "pieces", c.pieces);
+    writeFloatArray(j, "thresholds", c.thresholds);
     writeFloat(j, "y_split", c.y_split);
   });
 }

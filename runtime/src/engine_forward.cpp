@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 namespace fa4jit {
@@ -111,50 +112,23 @@ const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::Stri
 
 } // namespace
 
-// The widening pass of a prewidened wgmma kernel (templates/fa4jit/attention_sm90/widen_kv.cuh):
-// writes every K/V tile's shared-memory image into the workspace and points p.kv_tiles at it.
-llvm::Error Engine::widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
-                                 device::attention::AttentionParams &p, void *stream) {
-  const AttentionSpec &as = spec.attention;
-  const EntryPoint *entry = widenEntry(compiled, "_widen_kv");
+// A widening pass of a wgmma kernel: grows `images` to `bytes`, points the parameter `field` at it
+// and launches the entry point named `suffix` on `grid` (128 threads, no shared memory).
+llvm::Error Engine::launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                                   llvm::StringRef suffix, runtime::DeviceBuffer &images, std::size_t bytes,
+                                   std::uint64_t &field, std::array<unsigned, 3> grid,
+                                   device::attention::AttentionParams &p, void *stream) {
+  const EntryPoint *entry = widenEntry(compiled, suffix);
   if (!entry)
-    return fail(llvm::formatv("forward: prewidened kernel {0} has no K/V widening entry point", compiled.emitted.name));
-  const int tiles = (p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n;
-  const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * std::size_t(tiles) *
-                            std::size_t(wgmmaStageBytes(as));
-  if (auto err = ensureBytes(driver_, workspace_->kv_tiles, bytes))
+    return fail(llvm::formatv("forward: kernel {0} has no {1} entry point", compiled.emitted.name, suffix));
+  if (auto err = ensureBytes(driver_, images, bytes))
     return err;
-  p.kv_tiles = workspace_->kv_tiles.address();
+  field = images.address();
   auto widen = kernel(spec, entry->name);
   if (!widen)
     return widen.takeError();
   runtime::LaunchConfig launch;
-  launch.grid = {unsigned(tiles), unsigned(p.heads_kv), unsigned(p.batch)};
-  launch.block = {unsigned(entry->threads), 1, 1};
-  launch.stream = stream;
-  void *args[] = {&p};
-  return widen->launch(launch, args);
-}
-
-// The Q images of a persistent wgmma kernel (templates/fa4jit/attention_sm90/widen_q.cuh): every
-// 128-row Q block's shared-memory image into the workspace, p.q_tiles pointing at it.
-llvm::Error Engine::widenQTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
-                                device::attention::AttentionParams &p, void *stream) {
-  const AttentionSpec &as = spec.attention;
-  const EntryPoint *entry = widenEntry(compiled, "_widen_q");
-  if (!entry)
-    return fail(llvm::formatv("forward: persistent kernel {0} has no Q widening entry point", compiled.emitted.name));
-  const int blocks = (p.seqlen_q + 127) / 128;
-  const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * std::size_t(blocks) *
-                            std::size_t(wgmmaQTileBytes(as));
-  if (auto err = ensureBytes(driver_, workspace_->q_tiles, bytes))
-    return err;
-  p.q_tiles = workspace_->q_tiles.address();
-  auto widen = kernel(spec, entry->name);
-  if (!widen)
-    return widen.takeError();
-  runtime::LaunchConfig launch;
-  launch.grid = {unsigned(blocks), unsigned(p.heads_q), unsigned(p.batch)};
+  launch.grid = {grid[0], grid[1], grid[2]};
   launch.block = {unsigned(entry->threads), 1, 1};
   launch.stream = stream;
   void *args[] = {&p};
@@ -217,11 +191,19 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
                               p.heads_q));
 
   if (as.tile.kv_staging == KvStaging::Prewidened) {
-    if (auto err = widenKvTiles(spec, **compiled, p, stream))
+    // Every K/V tile's shared-memory image (attention_sm90/widen_kv.cuh), [B*Hkv][tiles][stage].
+    const unsigned tiles = unsigned((p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n);
+    const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * tiles * std::size_t(wgmmaStageBytes(as));
+    if (auto err = launchWidening(spec, **compiled, "_widen_kv", workspace_->kv_tiles, bytes, p.kv_tiles,
+                                  {tiles, unsigned(p.heads_kv), unsigned(p.batch)}, p, stream))
       return err;
   }
   if (as.tile.persistent) {
-    if (auto err = widenQTiles(spec, **compiled, p, stream))
+    // Every 128-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
+    const unsigned blocks = unsigned((p.seqlen_q + 127) / 128);
+    const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
+    if (auto err = launchWidening(spec, **compiled, "_widen_q", workspace_->q_tiles, bytes, p.q_tiles,
+                                  {blocks, unsigned(p.heads_q), unsigned(p.batch)}, p, stream))
       return err;
   }
 

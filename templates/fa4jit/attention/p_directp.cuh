@@ -216,7 +216,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
               sel[i / 2] += bits << (4 * (2 * (i % 2) + e));
             }
           }
-        } else if constexpr (kCoef.kind == 0) {
+        } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
           const float bias = neg_e_f - st.m_use[r]; // == directpBias(m, e_f)
           float y[4][2];
 #pragma unroll
@@ -224,16 +224,10 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
 #pragma unroll
             for (int e = 0; e < 2; ++e)
               y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
-          thresholdSelectors<C>(y, sel);
-        } else if constexpr (kCoef.kind == 3) {
-          const float bias = neg_e_f - st.m_use[r]; // == directpBias(m, e_f)
-          float y[4][2];
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int e = 0; e < 2; ++e)
-              y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
-          piecewiseSelectors<C>(y, sel);
+          if constexpr (kCoef.kind == 0)
+            thresholdSelectors<C>(y, sel);
+          else
+            piecewiseSelectors<C>(y, sel);
         } else {
           const float bias = directpBias(st.m_use[r], e_f);
 #pragma unroll

@@ -27,9 +27,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   int ring_tiles = 0; // K/V tiles of the previous work tiles: where this one's start in the ring
   uint32_t q_parity = 0u;
   forEachWorkTile<C>(p, [&](const WorkTile w) {
-    const int m0 = w.m0();
-    const int hkv = w.hq / (p.heads_q / p.heads_kv);
-    const int head_q = w.b * p.heads_q + w.hq, head_kv = w.b * p.heads_kv + hkv;
+    const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
     const int wg_row0 = m0 + c * kRowsPerConsumer;

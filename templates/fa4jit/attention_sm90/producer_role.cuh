@@ -42,9 +42,7 @@ template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::Atte
   RingCursor<S::kStages> at;
   uint32_t q_parity = 0u;
   forEachWorkTile<C>(p, [&](const WorkTile w) {
-    const int m0 = w.m0();
-    const int hkv = w.hq / (p.heads_q / p.heads_kv);
-    const int head_q = w.b * p.heads_q + w.hq, head_kv = w.b * p.heads_kv + hkv;
+    const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
     if constexpr (C::persistent) {
       // (the consumers of the previous work tile have released Q; the first wait passes)
@@ -70,7 +68,7 @@ template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::Atte
       }
     } else {
       // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.
-      const KvHeadSources src = kvHeadSources<C>(p, w.b, hkv, head_kv);
+      const KvHeadSources src = kvHeadSources<C>(p, w.b, w.hkv(p), head_kv);
       [[maybe_unused]] const float pre = exp2Int(-C::qk_widen_shift);
       for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
         const int stage = at.stage;

@@ -15,6 +15,10 @@ namespace fa4jit::device::attention_sm90 {
 struct WorkTile {
   int m_block, hq, b;
   FA4JIT_DEVICE int m0() const { return m_block * kBlockRows; }
+  // The kv head the query head reads (GQA), and both heads' indices over batch x heads.
+  FA4JIT_DEVICE int hkv(const attention::AttentionParams &p) const { return hq / (p.heads_q / p.heads_kv); }
+  FA4JIT_DEVICE int headQ(const attention::AttentionParams &p) const { return b * p.heads_q + hq; }
+  FA4JIT_DEVICE int headKv(const attention::AttentionParams &p) const { return b * p.heads_kv + hkv(p); }
 };
 
 FA4JIT_DEVICE int qBlocks(const attention::AttentionParams &p) { return (p.seqlen_q + kBlockRows - 1) / kBlockRows; }

@@ -21,6 +21,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -130,10 +131,9 @@ private:
   llvm::Error launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
                               const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
                               const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
-  llvm::Error widenKvTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
-                           device::attention::AttentionParams &p, void *stream);
-  llvm::Error widenQTiles(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
-                          device::attention::AttentionParams &p, void *stream);
+  llvm::Error launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled, llvm::StringRef suffix,
+                             runtime::DeviceBuffer &images, std::size_t bytes, std::uint64_t &field,
+                             std::array<unsigned, 3> grid, device::attention::AttentionParams &p, void *stream);
 
   runtime::RuntimeConfig config_;
   runtime::CudaDriver &driver_;
