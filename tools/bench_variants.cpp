@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, mma-sum, alu-sum, stages1..stages4, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -25,6 +25,14 @@ llvm::Error unknown(llvm::StringRef name) {
 std::optional<int> ringDepthVariant(llvm::StringRef name) {
   int n = 0;
   if (!name.consume_front("stages") || name.getAsInteger(10, n) || n < 1 || n > 4)
+    return std::nullopt;
+  return n;
+}
+
+// "keys64", "keys128", "keys192": the wgmma kernel's block_n (keys per tile).
+std::optional<int> blockKeysVariant(llvm::StringRef name) {
+  int n = 0;
+  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 128 && n != 192))
     return std::nullopt;
   return n;
 }
@@ -44,7 +52,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
           p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
-      if (ringDepthVariant(p))
+      if (ringDepthVariant(p) || blockKeysVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -85,6 +93,10 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
       a.tile.persistent = a.tile.persistent && a.tile.kv_staging == KvStaging::Prewidened;
+    } else if (const std::optional<int> n = blockKeysVariant(p)) {
+      if (!wgmma)
+        return std::nullopt;
+      a.tile.block_n = *n;
     } else if (const std::optional<int> n = ringDepthVariant(p)) {
       if (!wgmma || (*n < 2 && a.tile.overlap))
         return std::nullopt;

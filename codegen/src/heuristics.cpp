@@ -261,6 +261,11 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           }
           for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
             out.push_back(std::move(alt));
+          if (r != Route::Bf16 && d <= 128) { // 192-key tiles (V^T of two column blocks)
+            KernelSpec wide = ws;
+            wide.attention.tile.block_n = 192;
+            out.push_back(wide);
+          }
           if (r == Route::DirectP) { // each classifier is its own code path there
             for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
               KernelSpec other = ws;

@@ -105,8 +105,11 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.block_m", t.block_m, " must be 128 on wgmma-ws (two consumer warpgroups of 64 rows)");
   if (t.warps != 12)
     r.fail("attention.tile.warps", t.warps, " must be 12 on wgmma-ws (producer + two consumer warpgroups)");
-  if (t.block_n != 64 && t.block_n != 128)
-    r.fail("attention.tile.block_n", t.block_n, " must be 64 or 128 on wgmma-ws (one 128-byte swizzle row of V^T)");
+  if (t.block_n != 64 && t.block_n != 128 && t.block_n != 192)
+    r.fail("attention.tile.block_n", t.block_n, " must be 64, 128 or 192 on wgmma-ws");
+  else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
+    r.fail("attention.tile.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
+                                     "consumers' registers) and prewidened K/V (V^T of two column blocks)");
   if (t.stages < 1 || t.stages > 4)
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
   else if (t.overlap && t.stages < 2)
@@ -267,8 +270,9 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
     const int q_tile = wgmmaQTileBytes(a);
-    // mma_row_sum: every stage's V^T continues with 8 rows of 128 bytes (ones, then zeros).
-    const int row_sum_rows = a.tile.mma_row_sum ? 8 * 128 : 0;
+    // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
+    const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
+    const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
     return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2);
   }
   const bool bf16_route = a.route == Route::Bf16;

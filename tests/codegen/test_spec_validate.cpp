@@ -116,6 +116,20 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 3 * 65536 + 8 * 8);
   CHECK(attentionSharedBytes(wb.attention) <= 227 * 1024);
   CHECK(wgmmaStageBytes(wb.attention) == 65536);
+  // 192-key tiles: FP8-fed routes at D <= 128 with prewidened K/V; V^T of two column blocks, each
+  // with its 8 row-sum rows: Q + 3 x (K [192][128] + 2 x [128 + 8][128]) + 8 mbarriers + slack.
+  KernelSpec keys192 = w;
+  keys192.attention.tile.block_n = 192;
+  CHECK(problems(keys192).empty());
+  CHECK(attentionSharedBytes(keys192.attention) == 1024 + 16384 + 3 * (24576 + 2 * (16384 + 1024)) + 8 * 8);
+  CHECK(wgmmaStageBytes(keys192.attention) == 24576 + 32768); // the image: no row-sum rows
+  for (auto edit : {+[](KernelSpec &k) { k.attention.route = Route::Bf16; },
+                    +[](KernelSpec &k) { k.attention.head_dim = 256; },
+                    +[](KernelSpec &k) { k.attention.tile.kv_staging = KvStaging::InKernel; }}) {
+    KernelSpec bad = keys192;
+    edit(bad);
+    CHECK_THAT(problems(bad), Catch::Contains("attention.tile.block_n") && Catch::Contains("192"));
+  }
   // The persistent grid (the sm_90a default) needs the one-thread producer of prewidened tiles.
   CHECK(w.attention.tile.persistent);
   s = w;

@@ -377,3 +377,26 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, causal ping-p
       if (c.causal)
         runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, turns);
 }
+
+// 192-key tiles of the FP8-fed routes (QK^T's wgmma N = 192, V^T in two column blocks, each with
+// its own row-sum rows): persistent and per-tile, causal cases included.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, 192-key tiles", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  auto wide = [](KernelSpec &s) {
+    if (s.attention.head_dim <= 128)
+      s.attention.tile.block_n = 192;
+  };
+  runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, wide);
+  const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false}};
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : many) {
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, wide);
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
+        wide(s);
+        s.attention.tile.persistent = !s.attention.tile.persistent;
+        s.attention.tile.mma_row_sum = false; // and l from the ALUs
+      });
+    }
+}

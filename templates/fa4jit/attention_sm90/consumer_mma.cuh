@@ -31,7 +31,8 @@ FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_
                            uint32_t v_lo) {
 #pragma unroll
   for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
-    const uint64_t desc = operandDescriptor<kHeadDim>(v_lo, 0, kb);
+    // V^T's column blocks hold head_dim rows, and the row-sum rows with mma_row_sum (layout.cuh).
+    const uint64_t desc = operandDescriptor<kHeadDim + (C::mma_row_sum ? kRowSumRows : 0)>(v_lo, 0, kb);
     if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
       if constexpr (kHeadDim == 64)
         sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
@@ -78,11 +79,17 @@ FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t 
         sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
       else
         sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
-    } else {
+    } else if constexpr (kBlockN == 128) {
       if (kk == 0)
         sm90_wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b);
       else
         sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
+    } else {
+      static_assert(kBlockN == 192, "FP8 QK^T tiles of 64, 128 or 192 keys");
+      if (kk == 0)
+        sm90_wgmma_m64n192k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n192k32_f32_e4m3_ss(s, a, b, 1);
     }
   }
 }

@@ -85,13 +85,16 @@ template <class C> struct Sm90Traits {
   static_assert(C::warps == kCtaThreads / 32, "the wgmma path has 12 warps (producer + 2 consumer warpgroups)");
   static_assert(kBf16 || C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
   static_assert(!kBf16 || C::kv_prewidened, "the bf16 route's K/V tiles are repacked by the widening pass");
-  static_assert(kBlockN == 64 || kBlockN == 128, "block_n must be 64 or 128 (one 128-byte swizzle block of V^T)");
+  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 192 && !kBf16 && kHeadDim <= 128),
+                "block_n must be 64 or 128, or 192 for the FP8-fed routes at head_dim <= 128 (QK^T's wgmma N)");
+  static_assert(kBlockN * kElemBytes <= kSwizzleBytes || C::kv_prewidened || kBf16 || !C::mma_row_sum,
+                "V^T of several column blocks with row-sum rows: only the prewidened images (the in-kernel "
+                "producer writes column blocks of head_dim rows)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
   static_assert(!C::pingpong || C::overlap, "ping-pong needs the overlapped consumer loop");
   static_assert(!C::persistent || C::kv_prewidened, "the persistent kernel's producer is one thread: prewidened K/V");
-  static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128 && kBlockN * kElemBytes <= kSwizzleBytes),
-                "mma_row_sum: FP8 V^T of one column block and PV's N = head_dim + 8 <= 136");
+  static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
   static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes, C::mma_row_sum);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
@@ -141,13 +144,13 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
   if constexpr (C::mma_row_sum) {
     // Each stage's row-sum rows, once for the CTA (the ring's copies stop short of them), before
     // the barrier below, which orders them before every consumer's first PV.
-    constexpr int kUnits = kRowSumRows * kSwizzleBytes / 16;
+    constexpr int kUnits = kRowSumRows * kSwizzleBytes / 16; // per V^T column block
     if (wg == 0) {
-      for (int u = tid; u < S::kStages * kUnits; u += kWarpgroupThreads) {
-        const int stage = u / kUnits, chunk = u % kUnits;
+      for (int u = tid; u < S::kStages * L.v_blocks * kUnits; u += kWarpgroupThreads) {
+        const int stage = u / (L.v_blocks * kUnits), block = u / kUnits % L.v_blocks, chunk = u % kUnits;
         const uint32_t w = chunk < kSwizzleBytes / 16 ? kE4m3OnesX4 : 0u; // row 0: ones
-        *reinterpret_cast<uint4 *>(smem + L.row_sum_offset + stage * L.stage_stride + chunk * 16) =
-            make_uint4(w, w, w, w);
+        *reinterpret_cast<uint4 *>(smem + L.row_sum_offset + stage * L.stage_stride + block * L.v_block_stride +
+                                   chunk * 16) = make_uint4(w, w, w, w);
       }
       fenceProxyAsyncShared();
     }

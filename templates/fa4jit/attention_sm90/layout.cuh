@@ -29,8 +29,12 @@ static_assert(kWarpgroupThreads * producerRegisters(false) + 2 * kWarpgroupThrea
 // stage_bytes: one stage's K and V^T, the bulk-copied image; stage_stride: the distance between
 // stages, which with mma_row_sum also holds V^T's 8 row-sum rows (written once, never copied over).
 // q_bytes: the Q tile, which the persistent kernel bulk-copies from its image (widen_q.cuh).
+// V^T has v_blocks 128-byte column blocks, v_block_stride bytes apart: head_dim rows each, and with
+// mma_row_sum 8 row-sum rows after them in every block (the PV wgmma's N = head_dim + 8 rows run
+// on into them), so that the blocks of a 192-key V^T each carry their own.
 struct Sm90Layout {
   int q_offset, q_bytes, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
+  int v_blocks, v_block_stride;
 };
 
 // The row-sum rows under V^T (mma_row_sum): row 0 E4M3 ones (0x38), rows 1-7 zeros, so the PV
@@ -40,18 +44,22 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 
 // Operands of elem_bytes each: 1 for the FP8-fed routes (E4M3), 2 for the bf16 route. The tiles
 // are the same shapes in bytes along the reduction dimension: Q [128][D], K [block_n][D] and
-// V^T [D][block_n]. shared_bytes includes 1024 bytes of slack for aligning the dynamic
-// shared-memory base at run time.
-// row_sum: V^T is one column block (FP8, block_n <= 128), so its rows continue past head_dim.
+// V^T [D][block_n] (plus the row-sum rows per column block). stage_bytes is the bulk-copied
+// image of a stage (widen_kv.cuh: K, then V^T's column blocks of head_dim rows each, no row-sum
+// rows); with one V^T column block or no row-sum rows the image is the stage as it lies in shared
+// memory. shared_bytes includes 1024 bytes of slack for aligning the dynamic shared-memory base at
+// run time.
 FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages, int elem_bytes,
                                                    bool row_sum) {
   const int q = operandTileBytes(kBlockRows, head_dim * elem_bytes);
   const int k = operandTileBytes(block_n, head_dim * elem_bytes);
-  const int v = operandTileBytes(head_dim, block_n * elem_bytes);
-  const int stage = k + v;
-  const int stride = stage + (row_sum ? kRowSumRows * kSwizzleBytes : 0);
+  const int v_blocks = operandColumnBlocks(block_n * elem_bytes);
+  const int v_block_stride = (head_dim + (row_sum ? kRowSumRows : 0)) * kSwizzleBytes;
+  const int image = k + v_blocks * head_dim * kSwizzleBytes;
+  const int stride = k + v_blocks * v_block_stride;
   const int barriers = q + stages * stride;
-  return {0, q, q, q + k, stage, stride, q + stage, barriers, kSwizzleAtom + barriers + 8 * (2 * stages + 2)};
+  return {0,      q,        q, q + k, image, stride, q + k + head_dim * kSwizzleBytes, barriers,
+          kSwizzleAtom + barriers + 8 * (2 * stages + 2), v_blocks, v_block_stride};
 }
 
 } // namespace fa4jit::device::attention_sm90

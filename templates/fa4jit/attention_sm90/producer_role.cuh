@@ -60,10 +60,23 @@ template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::Atte
         if constexpr (C::ablation == StageAblation::SkipLoads) {
           mbarrierArrive(cta.bar_full + 8 * stage);
         } else {
+          const uint32_t dst = cta.base + L.k_offset + stage * L.stage_stride;
+          const uint8_t *src = images + static_cast<int64_t>(tile) * L.stage_bytes;
           mbarrierArriveExpectTx(cta.bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
-          bulkCopyG2S(cta.base + L.k_offset + stage * L.stage_stride,
-                      images + static_cast<int64_t>(tile) * L.stage_bytes, static_cast<uint32_t>(L.stage_bytes),
-                      cta.bar_full + 8 * stage);
+          if constexpr (S::kLayout.v_blocks == 1 || !C::mma_row_sum) { // the image is the stage as it lies
+            bulkCopyG2S(dst, src, static_cast<uint32_t>(L.stage_bytes), cta.bar_full + 8 * stage);
+          } else {
+            // K and V^T's first column block, then each further block to its place past the
+            // previous block's row-sum rows.
+            constexpr uint32_t kVBlock = S::kHeadDim * kSwizzleBytes;
+            constexpr uint32_t kToV = static_cast<uint32_t>(S::kLayout.v_offset - S::kLayout.k_offset);
+            constexpr uint32_t kFirst = kToV + kVBlock;
+            bulkCopyG2S(dst, src, kFirst, cta.bar_full + 8 * stage);
+#pragma unroll
+            for (int blk = 1; blk < S::kLayout.v_blocks; ++blk)
+              bulkCopyG2S(dst + kToV + blk * S::kLayout.v_block_stride, src + kFirst + (blk - 1) * kVBlock, kVBlock,
+                          cta.bar_full + 8 * stage);
+          }
         }
       }
     } else {

@@ -26,7 +26,7 @@ int seqlenBucket(int seqlen);
 
 struct CandidateSpace {
   std::vector<int> warps = {4, 2, 8};
-  std::vector<int> block_n = {64, 128, 32};
+  std::vector<int> block_n = {64, 128, 32, 192};
   std::vector<int> stages = {2, 3, 4}; // wgmma-ws ring depth
   std::vector<Widening> qk_widenings = {Widening::E4m3, Widening::Bf16}; // quantized routes
   std::vector<ClassifierKind> classifiers = {ClassifierKind::Piecewise, ClassifierKind::Threshold,
