@@ -118,6 +118,13 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       a.tile.ablation = *ab;
     }
   }
+  // The 192-key default (directp) cannot take the threshold classifier or softmax-twice (they
+  // spill there): such a variant runs on 128-key tiles unless it names its keys.
+  bool names_keys = false;
+  for (llvm::StringRef p : parts(variant))
+    names_keys = names_keys || blockKeysVariant(p).has_value();
+  if (!names_keys && a.tile.block_n == 192 && llvm::errorToBool(validateSpec(s)))
+    a.tile.block_n = 128;
   // A variant this shape cannot take (a ring too deep for its tiles' shared memory) is skipped
   // like an inapplicable one.
   if (llvm::Error e = validateSpec(s)) {

@@ -5,6 +5,7 @@
 
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/sm100_attention.h"
+#include "fa4jit/codegen/spec_validate.h"
 
 namespace fa4jit {
 namespace {
@@ -91,6 +92,11 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.warps = 12;
   t.block_m = 128;
   t.block_n = d <= 128 ? 128 : 64;
+  // directp at D <= 128: 192 keys (QK^T's wgmma N = 192, V^T in two column blocks). Measured on the
+  // H200 (docs/PERF.md, fifth session call 5): directp +3-10% over 128 keys at D64/D128, 4k-32k;
+  // nvfp8 -2% (D128) to -14% (D64), so it keeps 128.
+  if (s.attention.route == Route::DirectP && d <= 128)
+    t.block_n = 192;
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
   t.stages = d <= 128 ? 3 : 2;
@@ -163,6 +169,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec in_kernel = base;
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
     in_kernel.attention.tile.persistent = false; // (the persistent producer is one thread)
+    in_kernel.attention.tile.block_n = std::min(t.block_n, 128); // (its V^T: one column block)
     out.push_back(in_kernel);
   }
   return out;
@@ -261,15 +268,17 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           }
           for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
             out.push_back(std::move(alt));
-          if (r != Route::Bf16 && d <= 128) { // 192-key tiles (V^T of two column blocks)
-            KernelSpec wide = ws;
-            wide.attention.tile.block_n = 192;
-            out.push_back(wide);
+          if (r != Route::Bf16 && d <= 128) { // the other key tile: 192 (V^T of two column blocks) or 128
+            KernelSpec other = ws;
+            other.attention.tile.block_n = ws.attention.tile.block_n == 192 ? 128 : 192;
+            out.push_back(other);
           }
           if (r == Route::DirectP) { // each classifier is its own code path there
             for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
               KernelSpec other = ws;
               other.attention.classifier.kind = k;
+              if (llvm::errorToBool(validateSpec(other))) // (the threshold classifier needs 128-key tiles)
+                other.attention.tile.block_n = 128;
               out.push_back(other);
             }
           }
@@ -278,6 +287,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
                                      StageAblation::SkipPv, StageAblation::SoftmaxTwice}) {
               KernelSpec v = ws;
               v.attention.tile.ablation = ab;
+              if (llvm::errorToBool(validateSpec(v))) // (softmax-twice needs 128-key tiles)
+                v.attention.tile.block_n = 128;
               out.push_back(v);
             }
           }

@@ -110,6 +110,12 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
     r.fail("attention.tile.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
                                      "consumers' registers) and prewidened K/V (V^T of two column blocks)");
+  else if (t.block_n == 192 && a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
+           a.classifier.kind != ClassifierKind::Affine)
+    r.fail("attention.tile.block_n", "192 with the ", toString(a.classifier.kind), " classifier spills the consumers' "
+           "registers (its search constants beside 192 keys of S; the piecewise and affine ones fit)");
+  else if (t.block_n == 192 && t.ablation == StageAblation::SoftmaxTwice)
+    r.fail("attention.tile.block_n", "192 with softmax-twice spills (two tiles' pending P)");
   if (t.stages < 1 || t.stages > 4)
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
   else if (t.overlap && t.stages < 2)

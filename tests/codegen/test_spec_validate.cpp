@@ -76,8 +76,11 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
 }
 
 TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
-  const KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
-                                            AttentionSchedule::WgmmaWarpSpecialized);
+  const KernelSpec w192 = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
+                                               AttentionSchedule::WgmmaWarpSpecialized);
+  CHECK(w192.attention.tile.block_n == 192); // directp's default at D <= 128 (measured)
+  KernelSpec w = w192;
+  w.attention.tile.block_n = 128;
   REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(problems(w).empty());
   // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128] + 8 row-sum rows of 128 bytes)
@@ -125,11 +128,15 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK(wgmmaStageBytes(keys192.attention) == 24576 + 32768); // the image: no row-sum rows
   for (auto edit : {+[](KernelSpec &k) { k.attention.route = Route::Bf16; },
                     +[](KernelSpec &k) { k.attention.head_dim = 256; },
-                    +[](KernelSpec &k) { k.attention.tile.kv_staging = KvStaging::InKernel; }}) {
+                    +[](KernelSpec &k) { k.attention.tile.kv_staging = KvStaging::InKernel; },
+                    +[](KernelSpec &k) { k.attention.classifier.kind = ClassifierKind::Threshold; },
+                    +[](KernelSpec &k) { k.attention.tile.ablation = StageAblation::SoftmaxTwice; }}) {
     KernelSpec bad = keys192;
     edit(bad);
     CHECK_THAT(problems(bad), Catch::Contains("attention.tile.block_n") && Catch::Contains("192"));
   }
+  keys192.attention.classifier.kind = ClassifierKind::Affine; // fits
+  CHECK(problems(keys192).empty());
   // The persistent grid (the sm_90a default) needs the one-thread producer of prewidened tiles.
   CHECK(w.attention.tile.persistent);
   s = w;
