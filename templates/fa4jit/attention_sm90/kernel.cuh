@@ -28,9 +28,11 @@
 //   grid (ceil(Sq / 128), Hq, B), block 128 (widen_q.cuh); p.q_tiles is its output.
 // ==================================================================================================
 //
-// Schedule: warpgroup 0 (producer, setmaxnreg.dec) widens Q once, then fills a `stages`-deep ring
-// of K / V^T tiles (full/empty mbarriers per stage; fence.proxy.async before each release because
-// wgmma reads shared memory through the async proxy). Warpgroups 1 and 2 (consumers,
+// Schedule: for each work tile of the CTA (work_tiles.cuh; one, or with `persistent` several),
+// warpgroup 0 (producer, setmaxnreg.dec; producer_role.cuh) provides Q (widened, or its image
+// bulk-copied) and fills a `stages`-deep ring of K / V^T tiles (full/empty mbarriers per stage;
+// fence.proxy.async before each release because wgmma reads shared memory through the async
+// proxy). Warpgroups 1 and 2 (consumers, consumer_role.cuh,
 // setmaxnreg.inc) own 64 query rows each: S = Q K^T by wgmma from shared memory, softmax and P in
 // registers, O += P V^T by wgmma with P as the register A operand (consumer.cuh, serial or with
 // the softmax overlapping the previous tile's PV). The two consumers also run out of phase on
