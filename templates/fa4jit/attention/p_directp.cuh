@@ -122,10 +122,10 @@ FA4JIT_DEVICE float directpFloorMagic(float block_max_acc, float mul, float m_us
   const float block_max_x = scoreOf(block_max_acc, mul) - m_use; // not fused: score_terms.cuh
   return __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
 }
-// k = e_b + p_offset_log2, the exponent of the block's fed E4M3 values E2M1[c] * 2^k.
-template <class C> FA4JIT_DEVICE int directpFedExponent(float block_max_acc, float mul, float m_use) {
-  const uint32_t floor_bits = __float_as_uint(directpFloorMagic(block_max_acc, mul, m_use));
-  return static_cast<int>(floor_bits - 0x4B400000u) - 2 + C::p_offset_log2;
+// k = e_b + p_offset_log2 (e_b = floor - 2), the exponent of the block's fed E4M3 values
+// E2M1[c] * 2^k, from the block's floor magic.
+template <class C> FA4JIT_DEVICE int directpFedExponent(float floor_magic) {
+  return static_cast<int>(__float_as_uint(floor_magic) - 0x4B400000u) - 2 + C::p_offset_log2;
 }
 
 // The table bytes of a Direct-P selector: PRMT with the selector as it stands. Its nibbles 0..3
@@ -196,8 +196,6 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
         // A block without a visible key (block max -inf) needs no branch: it gets e_b = -2^20 - 2,
         // all its keys have acc = -inf and code 0 in every classifier, and its table is zeros.
         const float floor_magic = directpFloorMagic(block_max[kb][r], mul, st.m_use[r]);
-        const uint32_t floor_bits = __float_as_uint(floor_magic); // 0x4B400000 + floor(block_max_x)
-        const int e_b = static_cast<int>(floor_bits - 0x4B400000u) - 2;
         // -e_f = -(floor - 2) exactly (an integer of at most 2^20 + 2), so the bias -(m + e_f)
         // is one FADD: (-e_f) - m rounds as -(m + e_f) does.
         const float neg_e_f = 12582914.0f - floor_magic;
@@ -240,7 +238,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         }
-        const int k = e_b + C::p_offset_log2;
+        const int k = directpFedExponent<C>(floor_magic);
         all_normal = all_normal && k >= -5;
         // k in [-5, 6] (blocks within 2^-11 of the row max: nearly always all of a thread's):
         // two IMADs build the table. k <= 6 always: e_b <= slack - 2 and p_offset_log2 +
@@ -261,7 +259,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
     for (int kb = 0; kb < T::kBlockN / 32; ++kb)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
-        const int k = directpFedExponent<C>(block_max[kb][r], mul, st.m_use[r]);
+        const int k = directpFedExponent<C>(directpFloorMagic(block_max[kb][r], mul, st.m_use[r]));
         const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
         pp.fed[kb][r][0] = fed.lo;
         pp.fed[kb][r][1] = fed.hi;
