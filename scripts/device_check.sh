@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in runtime_test_driver runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward; do
+      for t in runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward; do
         echo "== $t"; timeout 400 "$BIN/$t" "[gpu]" > "$OUT/$t.log" 2>&1; echo "   exit status $?"
         grep -E "FAILED|^test cases|^assertions|All tests passed|with message" -A2 "$OUT/$t.log" | head -40
       done ;;

@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -49,7 +49,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
-          p == "in-kernel" || p == "prewidened" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
+          p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
           p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
       if (ringDepthVariant(p) || blockKeysVariant(p))
@@ -81,18 +81,21 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
     } else if (p == "persistent" || p == "per-tile") {
-      if (!wgmma || (p == "persistent" && a.tile.kv_staging != KvStaging::Prewidened))
+      if (!wgmma || (p == "persistent" && a.tile.kv_staging == KvStaging::InKernel))
         return std::nullopt;
       a.tile.persistent = p == "persistent";
     } else if (p == "mma-sum" || p == "alu-sum") {
       if (!wgmma)
         return std::nullopt;
       a.tile.mma_row_sum = p == "mma-sum";
-    } else if (p == "in-kernel" || p == "prewidened") {
-      if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16)) // bf16 tiles are always repacked
+    } else if (p == "in-kernel" || p == "prewidened" || p == "tensor-map") {
+      // bf16 tiles are never widened in-kernel; tensor maps read the bf16 route's own tensors
+      if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16) || (p == "tensor-map" && a.route != Route::Bf16))
         return std::nullopt;
-      a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened : KvStaging::InKernel;
-      a.tile.persistent = a.tile.persistent && a.tile.kv_staging == KvStaging::Prewidened;
+      a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened
+                          : p == "tensor-map" ? KvStaging::TensorMap
+                                              : KvStaging::InKernel;
+      a.tile.persistent = a.tile.persistent && a.tile.kv_staging != KvStaging::InKernel;
     } else if (const std::optional<int> n = blockKeysVariant(p)) {
       if (!wgmma)
         return std::nullopt;

@@ -14,7 +14,8 @@ namespace fa4jit::tools {
 
 // One variant: "default", or names joined with '+', each one of
 //   serial | overlap          the wgmma consumer loop without / with the softmax-PV overlap
-//   in-kernel | prewidened    where the wgmma kernel widens FP4 K/V (KvStaging)
+//   in-kernel | prewidened | tensor-map   where the wgmma kernel widens FP4 K/V, or how the bf16
+//                             route's tiles arrive (repacked by a pass, or by TMA tensor maps) (KvStaging)
 //   pingpong | no-pingpong    whether the two consumers take turns issuing wgmmas
 //   threshold | affine        the Direct-P classifier (affine: fitted to the shape's Gaussian scores)
 //   skip-loads | skip-qk | skip-softmax | skip-pv | softmax-twice   (StageAblation; wrong results)

@@ -135,6 +135,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
                        "at most one CTA per SM, each looping over work tiles"});
     d.baked.push_back({"kv_prewidened", "bool", boolText(a.tile.kv_staging == KvStaging::Prewidened),
                        "K/V tiles widened by a separate pass, copied in bulk"});
+    d.baked.push_back({"kv_tensor_map", "bool", boolText(a.tile.kv_staging == KvStaging::TensorMap),
+                       "bf16 Q/K/V tiles loaded by TMA tensor maps from the tensors as they are"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

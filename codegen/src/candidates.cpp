@@ -168,7 +168,7 @@ std::string candidateLabel(const KernelSpec &spec) {
     label += fmt::format(" st{0}", a.tile.stages);
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
     label += std::string(a.tile.overlap ? " overlap" : " serial") + (a.tile.pingpong ? " pingpong" : "") +
-             (a.tile.kv_staging == KvStaging::Prewidened ? " prewidened" : " in-kernel") +
+             " " + toString(a.tile.kv_staging) +
              (a.tile.mma_row_sum ? " mma-sum" : "") + (a.tile.persistent ? " persistent" : "");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);

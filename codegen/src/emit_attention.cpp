@@ -91,9 +91,14 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
        << "static_assert(" << sm90 << "::Sm90Traits<" << cfg << ">::kSharedBytes == " << shared
        << ", \"generator and template disagree on shared memory\");\n"
        << "} // namespace\n} // namespace " << ns << "\n\n"
-       << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n"
-       << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
-       << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params);\n}\n";
+       << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n";
+    if (a.tile.kv_staging == KvStaging::TensorMap) // the maps in parameter space, where TMA reads them
+      os << k.name << "(const " << ns << "::" << split.params_type << " params, const __grid_constant__ " << sm90
+         << "::AttentionTensorMaps maps) {\n"
+         << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params, &maps);\n}\n";
+    else
+      os << k.name << "(const " << ns << "::" << split.params_type << " params) {\n"
+         << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params);\n}\n";
     k.entries.push_back({k.name, threads, shared});
     // A widening pass (launched before the attention entry): entry <name><suffix> calling fn.
     auto widening = [&](const char *suffix, const char *fn) {
@@ -106,7 +111,7 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
     };
     if (a.tile.kv_staging == KvStaging::Prewidened)
       widening("_widen_kv", "widenKvTiles"); // attention_sm90/widen_kv.cuh
-    if (a.tile.persistent)
+    if (a.tile.persistent && a.tile.kv_staging != KvStaging::TensorMap)
       widening("_widen_q", "widenQTiles"); // attention_sm90/widen_q.cuh: the persistent kernel's Q
     k.source = os.str();
     return k;

@@ -106,7 +106,10 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.overlap = d <= 128;
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
-  t.kv_staging = KvStaging::Prewidened;
+  // The bf16 route has nothing to widen: its tiles come by tensor maps straight from the BF16
+  // tensors. Its repacking pass took 21% of the D128 4k forward on the H200 (Nsight Compute,
+  // sixth session: 464 of 2180 us), 4 bytes per element of extra traffic.
+  t.kv_staging = s.attention.route == Route::Bf16 ? KvStaging::TensorMap : KvStaging::Prewidened;
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md). Causal
   // consumers can take turns in the work tiles where their tile counts agree (consumer_role.cuh),
   // but measured on the H200 that was -7% for nvfp8 (D64, D128 16k), within noise for directp and
@@ -150,7 +153,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec per_tile = base;
     per_tile.attention.tile.persistent = false;
     out.push_back(per_tile);
-  } else if (t.kv_staging == KvStaging::Prewidened) { // the persistent grid where it is not the default
+  } else if (t.kv_staging != KvStaging::InKernel) { // the persistent grid where it is not the default
     KernelSpec persistent = base;
     persistent.attention.tile.persistent = true;
     out.push_back(persistent);
@@ -164,7 +167,14 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     turns.attention.tile.pingpong = true;
     out.push_back(turns);
   }
-  // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are always repacked).
+  // bf16: the tiles repacked by a pass (and bulk-copied) instead of loaded by tensor maps, or back.
+  if (base.attention.route == Route::Bf16 && t.kv_staging != KvStaging::InKernel) {
+    KernelSpec other = base;
+    other.attention.tile.kv_staging =
+        t.kv_staging == KvStaging::TensorMap ? KvStaging::Prewidened : KvStaging::TensorMap;
+    out.push_back(other);
+  }
+  // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are never widened).
   if (t.kv_staging == KvStaging::Prewidened && base.attention.route != Route::Bf16) {
     KernelSpec in_kernel = base;
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;

@@ -30,8 +30,9 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
     r.register_cap = kMaxRegistersPerThread;
   } else if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
     r.registers = accumulators + kWgmmaFixedRegisters;
-    r.register_cap = a.tile.kv_staging == KvStaging::Prewidened ? kWgmmaConsumerRegistersPrewidened
-                                                                 : kWgmmaConsumerRegistersInKernel;
+    // (tensor maps: one producer thread as with prewidened tiles, so the same split)
+    r.register_cap = a.tile.kv_staging != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened
+                                                               : kWgmmaConsumerRegistersInKernel;
   } else {
     r.registers = accumulators + kAttentionFixedRegisters;
     r.register_cap = r.threads > 0 ? std::min(kMaxRegistersPerThread, kRegisterFileEntries / r.threads)

@@ -27,7 +27,7 @@ constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, Classi
                                                ClassifierKind::Mixed, ClassifierKind::Piecewise};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
 constexpr AttentionSchedule kSchedules[] = {AttentionSchedule::MmaSync, AttentionSchedule::WgmmaWarpSpecialized};
-constexpr KvStaging kKvStagings[] = {KvStaging::InKernel, KvStaging::Prewidened};
+constexpr KvStaging kKvStagings[] = {KvStaging::InKernel, KvStaging::Prewidened, KvStaging::TensorMap};
 constexpr StageAblation kAblations[] = {StageAblation::None,        StageAblation::SkipLoads, StageAblation::SkipQk,
                                         StageAblation::SkipSoftmax, StageAblation::SkipPv,    StageAblation::SoftmaxTwice};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,

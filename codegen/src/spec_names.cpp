@@ -73,6 +73,7 @@ const char *toString(KvStaging k) {
   switch (k) {
   case KvStaging::InKernel: return "in-kernel";
   case KvStaging::Prewidened: return "prewidened";
+  case KvStaging::TensorMap: return "tensor-map";
   }
   return "?";
 }

@@ -96,11 +96,17 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (s.target != Target::Sm90a)
     r.fail("attention.tile.schedule", "wgmma-ws needs sm_90a (wgmma, setmaxnreg), target is ", toString(s.target));
   if (a.route == Route::Bf16) {
-    if (t.kv_staging != KvStaging::Prewidened)
+    if (t.kv_staging == KvStaging::InKernel)
       r.fail("attention.tile.kv_staging", toString(t.kv_staging), " on the bf16 route: its wgmma kernel reads K/V "
-             "tiles repacked by the widening pass (the producer has no in-kernel V transpose); use prewidened");
-  } else if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
-    r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
+             "by tensor maps or repacked by the widening pass (the producer has no in-kernel V transpose); use "
+             "tensor-map or prewidened");
+  } else {
+    if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
+      r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
+    if (t.kv_staging == KvStaging::TensorMap)
+      r.fail("attention.tile.kv_staging", "tensor-map exists on the bf16 route only (FP4 K/V must be widened to E4M3, "
+             "and FP8 wgmma reads V^T K-major, which the quantizer's layout already is)");
+  }
   if (t.block_m != 128)
     r.fail("attention.tile.block_m", t.block_m, " must be 128 on wgmma-ws (two consumer warpgroups of 64 rows)");
   if (t.warps != 12)
@@ -126,9 +132,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.pingpong && !t.overlap)
     r.fail("attention.tile.pingpong", "needs overlap (the consumers take turns issuing the overlapped loop's "
                                       "wgmma groups)");
-  if (t.persistent && t.kv_staging != KvStaging::Prewidened)
-    r.fail("attention.tile.persistent", "needs prewidened K/V (one producer thread bulk-copies every Q and K/V "
-                                        "image; in-kernel widening keeps the producer warpgroup busy)");
+  if (t.persistent && t.kv_staging == KvStaging::InKernel)
+    r.fail("attention.tile.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
+                                        "K/V tile; in-kernel widening keeps the producer warpgroup busy)");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {

@@ -39,7 +39,8 @@
   X(cuEventDestroy)                                                                                \
   X(cuEventRecord)                                                                                 \
   X(cuEventSynchronize)                                                                            \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                                            \
+  X(cuTensorMapEncodeTiled)
 
 namespace fa4jit::runtime {
 

@@ -1,11 +1,14 @@
 // Engine::forward: choose the attention spec, quantize what the route needs, fill the kernel's
-// AttentionParams (templates/fa4jit/attention/params.cuh) and launch.
+// AttentionParams (templates/fa4jit/attention/params.cuh), for KvStaging::TensorMap kernels also
+// their TMA tensor maps (tensor_maps.h), and launch.
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
+
+#include "tensor_maps.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -148,6 +151,11 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   const bool quantized = as.route != Route::Bf16;
   if (quantized != (q != nullptr))
     return fail(llvm::formatv("forward: route {0} got the wrong kind of operands", toString(as.route)));
+  // TensorMap kernels load tiles by TMA straight from the BF16 tensors; quantized operands have no such kernel.
+  const bool tensor_maps = as.tile.kv_staging == KvStaging::TensorMap;
+  if (tensor_maps && quantized)
+    return fail(llvm::formatv("forward: kv staging {0} needs route bf16 (BF16 operands), not route {1}",
+                              toString(as.tile.kv_staging), toString(as.route)));
 
   auto compiled = jit_->get(spec);
   if (!compiled)
@@ -198,7 +206,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
                                   {tiles, unsigned(p.heads_kv), unsigned(p.batch)}, p, stream))
       return err;
   }
-  if (as.tile.persistent) {
+  if (as.tile.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
     // Every 128-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
     const unsigned blocks = unsigned((p.seqlen_q + 127) / 128);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
@@ -223,6 +231,14 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   launch.block = {unsigned(entry.threads), 1, 1};
   launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
   launch.stream = stream;
+  if (tensor_maps) {
+    // The kernel's second parameter, (const __grid_constant__ AttentionTensorMaps maps).
+    auto maps = runtime::encodeAttentionTensorMaps(driver_.api(), *bq, *bk, *bv, as.tile.block_n);
+    if (!maps)
+      return maps.takeError();
+    void *args[] = {&p, &*maps};
+    return kern->launch(launch, args);
+  }
   void *args[] = {&p};
   return kern->launch(launch, args);
 }

@@ -244,7 +244,7 @@ TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[code
     REQUIRE_OK(back);
     CHECK(*back == a);
   }
-  for (KvStaging k : {KvStaging::InKernel, KvStaging::Prewidened}) {
+  for (KvStaging k : {KvStaging::InKernel, KvStaging::Prewidened, KvStaging::TensorMap}) {
     llvm::Expected<KvStaging> back = parseKvStaging(toString(k));
     REQUIRE_OK(back);
     CHECK(*back == k);

@@ -144,13 +144,26 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.persistent") && Catch::Contains("prewidened"));
   s.attention.tile.persistent = false;
   CHECK(problems(s).empty());
+  // Tensor maps: the bf16 route's own tensors only (FP4 K/V must be widened to E4M3).
+  s = w;
+  s.attention.tile.kv_staging = KvStaging::TensorMap;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("bf16 route only"));
+  REQUIRE(wb.attention.tile.kv_staging == KvStaging::TensorMap); // the bf16 default on sm_90a
+  CHECK(wb.attention.tile.persistent);                          // its one producer thread loads every Q too
+  CHECK(problems(wb).empty());
+  s = wb;
+  s.attention.tile.kv_staging = KvStaging::Prewidened; // the repacked tiles: the tuner's alternative
+  CHECK(problems(s).empty());
+  s.attention.tile.persistent = false;
+  CHECK(problems(s).empty());
   s = sync;
   s.attention.tile.mma_row_sum = false;
   s.attention.tile.persistent = true;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.persistent") && Catch::Contains("wgmma-ws only"));
   s = wb;
   s.attention.tile.kv_staging = KvStaging::InKernel; // no in-kernel V transpose
-  CHECK_THAT(problems(s), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("bf16"));
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("bf16") &&
+                              Catch::Contains("tensor-map"));
   s = wb;
   s.attention.tile.stages = 4; // 1 KiB + 32 KiB + 4 x 64 KiB > 227 KiB (3 stages fit, barely)
   CHECK_THAT(problems(s), Catch::Contains("shared memory"));
@@ -337,6 +350,8 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   m = mma;
   m.attention.tile.kv_staging = KvStaging::Prewidened;
   CHECK_THAT(problems(m), Catch::Contains("attention.tile.kv_staging"));
+  m.attention.tile.kv_staging = KvStaging::TensorMap;
+  CHECK_THAT(problems(m), Catch::Contains("attention.tile.kv_staging") && Catch::Contains("wgmma-ws only"));
   m = mma;
   m.attention.tile.pingpong = true;
   CHECK_THAT(problems(m), Catch::Contains("attention.tile.pingpong"));

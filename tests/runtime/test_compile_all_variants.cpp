@@ -159,6 +159,14 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
         CHECK((mma.count("HMMA") + mma.count("QMMA")) > 0);
       else
         CHECK(mma.count("HMMA"));
+      if (v.spec.attention.tile.kv_staging == KvStaging::TensorMap) {
+        // Tiles by TMA tensor maps (4-D boxes), V read N-major by the PV wgmma, and no pass beside it.
+        const auto tma = countOpcodes(*sass, [](const std::string &op) { return op == "UTMALDG"; });
+        CHECK(total(tma) > 0);
+        if (v.spec.attention.tile.ablation != StageAblation::SkipPv)
+          CHECK(sass->find("tnspB") != std::string::npos);
+        CHECK(v.emitted.entries.size() == 1);
+      }
       std::printf("sass %-8s %-46s %s\n", toString(v.spec.target), kernelName(v.spec).c_str(), describe(mma).c_str());
     }
     ++checked;

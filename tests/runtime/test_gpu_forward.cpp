@@ -245,8 +245,9 @@ TEST_CASE("forward matches the CPU model and FP64: directp route", "[gpu][forwar
     runCase(Route::DirectP, c, seed);
 }
 
-// The bf16 route's wgmma kernel (BF16 wgmma on tiles its widening pass repacked) and its serial
-// consumer loop, beside the mma.sync kernel the default case above may run.
+// The bf16 route's wgmma kernel (BF16 wgmma on Q/K/V tiles loaded by TMA tensor maps, V read
+// N-major; rows past seqlen arrive as zeros) and its serial consumer loop, beside the mma.sync
+// kernel the default case above may run.
 TEST_CASE("forward matches the CPU model and FP64: bf16 route on the wgmma schedule", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
@@ -258,6 +259,20 @@ TEST_CASE("forward matches the CPU model and FP64: bf16 route on the wgmma sched
       s.attention.tile.pingpong = false;
     });
   }
+}
+
+// The tuner's alternative for bf16: tiles repacked by the widening pass (V^T, K-major) and bulk-copied,
+// on the persistent grid and with one CTA per work tile.
+TEST_CASE("forward matches the CPU model and FP64: bf16 wgmma kernel on repacked tiles", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (const bool persistent : {true, false})
+    for (const Case &c : kCases)
+      runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [persistent](KernelSpec &s) {
+        s.attention.tile.kv_staging = KvStaging::Prewidened;
+        s.attention.tile.persistent = persistent;
+      });
 }
 
 // The FP8-fed routes default to the wgmma schedule on sm_90a; the mma.sync kernel (their default

@@ -138,7 +138,8 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   // The bf16 wgmma kernel at D = 256: BF16 P takes twice FP8's registers; 64 keys fit in 240.
   KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a),
                                         AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(wb.attention.tile.kv_staging == KvStaging::Prewidened);
+  CHECK(wb.attention.tile.kv_staging == KvStaging::TensorMap);
+  CHECK(estimateResources(wb).register_cap == kWgmmaConsumerRegistersPrewidened); // one producer thread too
   CHECK(estimateResources(wb).fits());
   CHECK(estimateResources(wb).registers == 256 / 2 + 64 / 2 + 64 / 4 + kWgmmaFixedRegisters);
   // tcgen05 on sm_100a: the TMEM planner decides.
@@ -170,12 +171,14 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
 TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]") {
   auto bf16 = enumerateAttentionCandidates(Route::Bf16, 128, false, Target::Sm90a, 4096);
   REQUIRE_OK(bf16);
-  int wgmma = 0, mma_sync = 0;
+  int wgmma = 0, mma_sync = 0, tensor_map = 0, repacked = 0;
   for (const auto &c : bf16->kept) {
     INFO(c.label);
     if (c.spec.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
       ++wgmma;
-      CHECK(c.spec.attention.tile.kv_staging == KvStaging::Prewidened);
+      CHECK(c.spec.attention.tile.kv_staging != KvStaging::InKernel);
+      tensor_map += c.spec.attention.tile.kv_staging == KvStaging::TensorMap;
+      repacked += c.spec.attention.tile.kv_staging == KvStaging::Prewidened;
       CHECK_FALSE(c.spec.attention.tile.mma_row_sum);
     } else {
       ++mma_sync;
@@ -183,6 +186,8 @@ TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]"
   }
   CHECK(wgmma >= 2);
   CHECK(mma_sync >= 1);
+  CHECK(tensor_map >= 1); // the default: tiles by TMA tensor maps
+  CHECK(repacked >= 1);   // its alternative: tiles repacked by a pass
   for (Route r : {Route::Nvfp8, Route::DirectP}) {
     auto a = enumerateAttentionCandidates(r, 128, false, Target::Sm90a, 4096);
     REQUIRE_OK(a);

@@ -24,11 +24,37 @@ template <class C> struct OAccumulator {
   static constexpr int kTiles = C::head_dim / 8 + (C::mma_row_sum ? 1 : 0);
 };
 
+// The tensor-map kernel's V tile [block_n keys][D] (bf16, kv_tensor_map), as the N-major B
+// operand of PV (PTX "matrix descriptor", CUTLASS's canonical MN-major SW128 layout): 64 values
+// of D contiguous per 128-byte row, the next 64 at the leading byte offset (the next column
+// block: block_n rows on), the next 8 keys at the stride byte offset (1024: 8 rows on, as in every
+// operand of this path). A k-step of 16 keys starts 16 rows on. `v_lo` carries the K-major
+// tiles' leading byte offset field of 1 (sw128DescriptorLo), replaced here.
+template <int kBlockN> FA4JIT_DEVICE uint64_t nMajorValueDescriptor(uint32_t v_lo, int kb) {
+  constexpr uint32_t kLeadingOffset = kBlockN * kSwizzleBytes >> 4;
+  static_assert(kLeadingOffset < (1u << 14), "the leading byte offset field has 14 bits");
+  return sw128Descriptor(v_lo + ((kLeadingOffset - 1u) << 16) + (kb * 16 * kSwizzleBytes >> 4));
+}
+
 // O (+)= P V for one consumer: P A fragments per k-step, V^T tile [D][block_n] (kb = k-step) whose
-// descriptor low word is v_lo (smem_desc.cuh).
+// descriptor low word is v_lo (smem_desc.cuh); with kv_tensor_map V [block_n][D], read N-major.
 template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
                            uint32_t v_lo) {
+  if constexpr (C::kv_tensor_map) {
+    static_assert(POperand<C>::kBf16, "tensor maps: the bf16 route");
+#pragma unroll
+    for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
+      const uint64_t desc = nMajorValueDescriptor<kBlockN>(v_lo, kb);
+      if constexpr (kHeadDim == 64)
+        sm90_wgmma_m64n64k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
+      else if constexpr (kHeadDim == 128)
+        sm90_wgmma_m64n128k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
+      else
+        sm90_wgmma_m64n256k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
+    }
+    return;
+  }
 #pragma unroll
   for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
     // V^T's column blocks hold head_dim rows, and the row-sum rows with mma_row_sum (layout.cuh).

@@ -9,7 +9,7 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap`, `pingpong`, `kv_prewidened`, `mma_row_sum`, `persistent` and `static constexpr
+//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent` and `static constexpr
 //     StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 and
 //     warps == 12 (one producer and two consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
@@ -26,6 +26,9 @@
 //     extern "C" __global__ void __launch_bounds__(128) <name>_widen_q(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::widenQTiles<Cfg, Sm90Traits<Cfg>>(p); }
 //   grid (ceil(Sq / 128), Hq, B), block 128 (widen_q.cuh); p.q_tiles is its output.
+//   With `kv_tensor_map` (bf16 only) no pass runs: the entry takes the tensor maps as a second
+//   argument, (const AttentionParams p, const __grid_constant__ AttentionTensorMaps maps), and
+//   calls attentionForwardSm90<Cfg>(p, &maps) (tensor_maps.cuh).
 // ==================================================================================================
 //
 // Schedule: for each work tile of the CTA (work_tiles.cuh; one, or with `persistent` several),
@@ -54,6 +57,7 @@
 #include "fa4jit/attention_sm90/producer_role.cuh"
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
+#include "fa4jit/attention_sm90/tensor_maps.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
 #include "fa4jit/attention_sm90/widen_kv.cuh"
 #include "fa4jit/attention_sm90/widen_q.cuh"
@@ -86,7 +90,12 @@ template <class C> struct Sm90Traits {
   static_assert(C::block_m == kBlockRows, "the wgmma path has 128 query rows per CTA (2 consumers x 64)");
   static_assert(C::warps == kCtaThreads / 32, "the wgmma path has 12 warps (producer + 2 consumer warpgroups)");
   static_assert(kBf16 || C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
-  static_assert(!kBf16 || C::kv_prewidened, "the bf16 route's K/V tiles are repacked by the widening pass");
+  static_assert(!kBf16 || C::kv_prewidened || C::kv_tensor_map,
+                "the bf16 route's K/V tiles come by tensor maps or repacked by the widening pass");
+  static_assert(!C::kv_tensor_map || (kBf16 && !C::kv_prewidened), "tensor maps: the bf16 route's own tensors");
+  // One producer thread moves every tile (bulk copies of images or tensor-map loads); the rest of
+  // the producer warpgroup exits after giving its registers back.
+  static constexpr bool kOneThreadProducer = C::kv_prewidened || C::kv_tensor_map;
   static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 192 && !kBf16 && kHeadDim <= 128),
                 "block_n must be 64 or 128, or 192 for the FP8-fed routes at head_dim <= 128 (QK^T's wgmma N)");
   static_assert(kBlockN * kElemBytes <= kSwizzleBytes || C::kv_prewidened || kBf16 || !C::mma_row_sum,
@@ -95,13 +104,16 @@ template <class C> struct Sm90Traits {
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
   static_assert(!C::pingpong || C::overlap, "ping-pong needs the overlapped consumer loop");
-  static_assert(!C::persistent || C::kv_prewidened, "the persistent kernel's producer is one thread: prewidened K/V");
+  static_assert(!C::persistent || kOneThreadProducer,
+                "the persistent kernel's producer is one thread: prewidened or tensor-map K/V");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
   static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes, C::mma_row_sum);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
-template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p) {
+// maps: the kernel's __grid_constant__ tensor maps (kv_tensor_map), else null.
+template <class C>
+FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const AttentionTensorMaps *maps = nullptr) {
   using S = Sm90Traits<C>;
   constexpr Sm90Layout L = S::kLayout;
 #if defined(__CUDA_ARCH__) && !defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -134,12 +146,12 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
     for (int s = 0; s < S::kStages; ++s) {
       // In-kernel widening: every producer thread arrives; prewidened: one arrive with the
       // bulk copy's byte count.
-      mbarrierInit(cta.bar_full + 8 * s, C::kv_prewidened ? 1 : kWarpgroupThreads);
+      mbarrierInit(cta.bar_full + 8 * s, S::kOneThreadProducer ? 1 : kWarpgroupThreads);
       mbarrierInit(cta.bar_empty + 8 * s, kConsumerWarpgroups * 4);
     }
-    // Persistent: one arrive with Q's bulk copy per work tile, released by every consumer warp;
-    // otherwise every producer thread arrives once its share of Q is widened.
-    mbarrierInit(cta.bar_q, C::persistent ? 1 : kWarpgroupThreads);
+    // Persistent or tensor maps: one arrive with Q's copy per work tile, released by every
+    // consumer warp; otherwise every producer thread arrives once its share of Q is widened.
+    mbarrierInit(cta.bar_q, C::persistent || C::kv_tensor_map ? 1 : kWarpgroupThreads);
     mbarrierInit(cta.bar_q_empty, kConsumerWarpgroups * 4);
     fenceMbarrierInit();
   }
@@ -164,25 +176,25 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams
     // With in-kernel widening the registers go back first (the consumers wait on Q anyway);
     // prewidened, the one-work-tile kernel widens Q with the launch's registers and the
     // bulk-copy loop needs few; the persistent kernel copies every Q (its image, widen_q.cuh).
-    if constexpr (!C::kv_prewidened)
+    if constexpr (!S::kOneThreadProducer)
       warpgroupRegDealloc<producerRegisters(false)>();
-    if constexpr (!C::persistent) {
+    if constexpr (!C::persistent && !C::kv_tensor_map) {
       produceQTile<C, S::kHeadDim, kBlockRows>(smem + L.q_offset, p, static_cast<int>(blockIdx.x) * kBlockRows,
                                                static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), tid);
       fenceProxyAsyncShared();
       mbarrierArrive(cta.bar_q);
     }
-    if constexpr (C::kv_prewidened) {
+    if constexpr (S::kOneThreadProducer) {
       warpgroupRegDealloc<producerRegisters(true)>();
-      if (tid != 0) // one thread moves every stage (and, persistent, every Q) with bulk copies
+      if (tid != 0) // one thread moves every stage (and, persistent or tensor maps, every Q)
         return;
     }
-    produceWork<C, S>(p, cta, tid);
+    produceWork<C, S>(p, cta, tid, maps);
     return;
   }
 
   // ---------------- consumers ----------------
-  warpgroupRegAlloc<consumerRegisters(C::kv_prewidened)>();
+  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer)>();
   consumeWork<C, S>(p, cta, wg - 1, tid - kWarpgroupThreads * wg);
 }
 

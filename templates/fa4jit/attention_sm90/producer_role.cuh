@@ -8,11 +8,14 @@
 //      tile's Q image (widen_q.cuh) once the consumers have released the previous Q (q_empty).
 //   K/V: prewidened, one thread moves each stage's image (widen_kv.cuh) with one bulk copy;
 //      in-kernel, all 128 threads widen each tile into the stage.
+//   Tensor maps (bf16): one thread loads each work tile's Q and each stage's K and V by TMA from
+//      the tensors as they are (tensor_maps.cuh); V lands [keys][D], which PV reads N-major.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/producer.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
+#include "fa4jit/attention_sm90/tensor_maps.cuh"
 #include "fa4jit/attention_sm90/widen_q.cuh"
 #include "fa4jit/attention_sm90/work_tiles.cuh"
 #include "fa4jit/mbarrier.cuh"
@@ -34,8 +37,23 @@ template <class C, int kBlockN> FA4JIT_DEVICE int workTileKeyTiles(const attenti
   return (attention::visibleKeys<C::causal>(last_row, p.seqlen_q, p.seqlen_k) + kBlockN - 1) / kBlockN;
 }
 
-template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuffers &cta,
-                                                           int ptid) {
+// The stage's K and V tiles of keys key0.. by tensor maps: K [block_n][D] and V [block_n][D],
+// each D / 64 boxes (out-of-range keys arrive as zeros), on the stage's full mbarrier.
+template <class S>
+FA4JIT_DEVICE void loadKvByTensorMaps(const CtaBuffers &cta, const AttentionTensorMaps *maps, int stage, int key0,
+                                      int hkv, int b) {
+  constexpr Sm90Layout L = S::kLayout;
+  const uint32_t bar = cta.bar_full + 8 * stage;
+  const uint32_t k_dst = cta.base + L.k_offset + stage * L.stage_stride;
+  const uint32_t v_dst = cta.base + L.v_offset + stage * L.stage_stride;
+  mbarrierArriveExpectTx(bar, static_cast<uint32_t>(L.stage_bytes));
+  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(k_dst, &maps->k, key0, hkv, b, bar);
+  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(v_dst, &maps->v, key0, hkv, b, bar);
+}
+
+template <class C, class S>
+FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuffers &cta, int ptid,
+                               const AttentionTensorMaps *maps) {
   constexpr Sm90Layout L = S::kLayout;
   const int sk = p.seqlen_k;
   const int tiles_per_head = (sk + S::kBlockN - 1) / S::kBlockN;
@@ -44,14 +62,28 @@ template <class C, class S> FA4JIT_DEVICE void produceWork(const attention::Atte
   forEachWorkTile<C>(p, [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
-    if constexpr (C::persistent) {
+    if constexpr (C::persistent || C::kv_tensor_map) {
       // (the consumers of the previous work tile have released Q; the first wait passes)
       mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
       mbarrierArriveExpectTx(cta.bar_q, static_cast<uint32_t>(L.q_bytes));
-      bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes), cta.bar_q);
+      if constexpr (C::kv_tensor_map)
+        tensorMapLoadTile<S::kHeadDim, kBlockRows>(cta.base + L.q_offset, &maps->q, m0, w.hq, w.b, cta.bar_q);
+      else
+        bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes),
+                    cta.bar_q);
       q_parity ^= 1u;
     }
-    if constexpr (C::kv_prewidened) {
+    if constexpr (C::kv_tensor_map) {
+      const int hkv = w.hkv(p);
+      for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
+        const int stage = at.stage;
+        mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
+        if constexpr (C::ablation == StageAblation::SkipLoads)
+          mbarrierArrive(cta.bar_full + 8 * stage);
+        else
+          loadKvByTensorMaps<S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b);
+      }
+    } else if constexpr (C::kv_prewidened) {
       const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
                               static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
       for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {

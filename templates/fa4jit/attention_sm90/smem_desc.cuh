@@ -20,6 +20,7 @@ FA4JIT_HD constexpr int operandTileBytes(int rows, int k_bytes) {
   return operandColumnBlocks(k_bytes) * rows * kSwizzleBytes;
 }
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__) // (the layout arithmetic above is host-compilable too)
 // Byte offset of the 16-byte chunk holding bytes [k_byte, k_byte + 16) of row `row` (k_byte % 16 == 0).
 template <int kRows> FA4JIT_DEVICE uint32_t swizzledOffset(int row, int k_byte) {
   const int block = k_byte / kSwizzleBytes;
@@ -38,13 +39,18 @@ template <int kRows> FA4JIT_DEVICE uint32_t swizzledOffset(int row, int k_byte) 
 // an operand at `offset` bytes from a tile is the tile's low word plus offset >> 4, one integer add.
 // (Masking the address per k-step, as a direct encoding does, cost ~5 uniform instructions per
 // wgmma, ~75 issue slots per tile between the consumer's barrier and its last wgmma.)
+#endif
+
 constexpr uint32_t kSw128DescriptorHi = static_cast<uint32_t>(kSwizzleAtom >> 4) | (1u << 30);
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 FA4JIT_DEVICE uint32_t sw128DescriptorLo(uint32_t smem_addr) { return (smem_addr >> 4) | (1u << 16); }
 FA4JIT_DEVICE uint64_t sw128Descriptor(uint32_t desc_lo) {
   uint64_t d;
   asm("mov.b64 %0, {%1, %2};" : "=l"(d) : "r"(desc_lo), "r"(kSw128DescriptorHi));
   return d;
 }
+
+#endif
 
 // Byte offset, from its tile, of k-step `kk` (32 bytes of the reduction dimension each: FP8 k32 or
 // BF16 k16) of a tile of kRows rows, starting at row `row0` (a multiple of 8). Inside a 128-byte
@@ -55,9 +61,11 @@ template <int kRows> FA4JIT_HD constexpr uint32_t operandStepOffset(int row0, in
                                (kk * 32) % kSwizzleBytes);
 }
 
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 // Descriptor of k-step `kk` of the tile whose low descriptor word is `tile_lo` (sw128DescriptorLo).
 template <int kRows> FA4JIT_DEVICE uint64_t operandDescriptor(uint32_t tile_lo, int row0, int kk) {
   return sw128Descriptor(tile_lo + (operandStepOffset<kRows>(row0, kk) >> 4));
 }
+#endif
 
 } // namespace fa4jit::device::attention_sm90

@@ -86,6 +86,9 @@ enum class KvStaging : uint8_t {
   InKernel,   // the producer warpgroup of every CTA loads and widens each tile into shared memory
   Prewidened, // a widening pass writes each tile's shared-memory image once per forward (E4M3,
               // swizzled); the producer copies it with one bulk copy (TMA engine) per stage
+  TensorMap,  // bf16 route: no pass at all; the producer loads Q, K and V tiles from the BF16
+              // tensors as they are, by TMA tensor maps (128-byte swizzle); V stays [keys][D] and PV
+              // reads it N-major (attention_sm90/tensor_maps.cuh)
 };
 
 // Tiles and schedule.

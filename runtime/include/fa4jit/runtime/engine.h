@@ -148,7 +148,8 @@ private:
     // Widened K/V tile images of wgmma kernels with KvStaging::Prewidened (grown on demand; one
     // forward at a time per Engine, like the operands above).
     runtime::DeviceBuffer kv_tiles;
-    // Q tile images of the persistent wgmma kernel (TileSpec::persistent), likewise.
+    // Q tile images of the persistent wgmma kernel (TileSpec::persistent), likewise. Neither is
+    // used by KvStaging::TensorMap kernels, which load Q, K and V tiles from the tensors by TMA.
     runtime::DeviceBuffer q_tiles;
   };
   std::unique_ptr<Workspace> workspace_;
