@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, rows128/192, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -37,6 +37,14 @@ std::optional<int> blockKeysVariant(llvm::StringRef name) {
   return n;
 }
 
+// rows128 | rows192: query rows per wgmma CTA (two or three consumer warpgroups).
+std::optional<int> blockRowsVariant(llvm::StringRef name) {
+  int m = 0;
+  if (!name.consume_front("rows") || name.getAsInteger(10, m) || (m != 128 && m != 192))
+    return std::nullopt;
+  return m;
+}
+
 llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
   llvm::SmallVector<llvm::StringRef, 4> out;
   variant.split(out, '+', -1, false);
@@ -52,7 +60,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
           p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
-      if (ringDepthVariant(p) || blockKeysVariant(p))
+      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -96,6 +104,11 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
                           : p == "tensor-map" ? KvStaging::TensorMap
                                               : KvStaging::InKernel;
       a.tile.persistent = a.tile.persistent && a.tile.kv_staging != KvStaging::InKernel;
+    } else if (const std::optional<int> m = blockRowsVariant(p)) {
+      if (!wgmma || (*m == 192 && a.tile.kv_staging == KvStaging::InKernel))
+        return std::nullopt;
+      a.tile.block_m = *m;
+      a.tile.warps = *m / 16 + 4;
     } else if (const std::optional<int> n = blockKeysVariant(p)) {
       if (!wgmma)
         return std::nullopt;

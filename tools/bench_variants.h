@@ -16,7 +16,8 @@ namespace fa4jit::tools {
 //   serial | overlap          the wgmma consumer loop without / with the softmax-PV overlap
 //   in-kernel | prewidened | tensor-map   where the wgmma kernel widens FP4 K/V, or how the bf16
 //                             route's tiles arrive (repacked by a pass, or by TMA tensor maps) (KvStaging)
-//   pingpong | no-pingpong    whether the two consumers take turns issuing wgmmas
+//   pingpong | no-pingpong    whether the consumers take turns issuing wgmmas
+//   rows128 | rows192         query rows per wgmma CTA: two or three consumer warpgroups
 //   threshold | affine        the Direct-P classifier (affine: fitted to the shape's Gaussian scores)
 //   skip-loads | skip-qk | skip-softmax | skip-pv | softmax-twice   (StageAblation; wrong results)
 // Returns the changed spec, or nullopt where the variant does not apply to this route (affine on

@@ -31,8 +31,9 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
   } else if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
     r.registers = accumulators + kWgmmaFixedRegisters;
     // (tensor maps: one producer thread as with prewidened tiles, so the same split)
-    r.register_cap = a.tile.kv_staging != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened
-                                                               : kWgmmaConsumerRegistersInKernel;
+    r.register_cap = a.tile.block_m == 192                    ? kWgmmaConsumerRegistersThreeConsumers
+                     : a.tile.kv_staging != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened
+                                                                : kWgmmaConsumerRegistersInKernel;
   } else {
     r.registers = accumulators + kAttentionFixedRegisters;
     r.register_cap = r.threads > 0 ? std::min(kMaxRegistersPerThread, kRegisterFileEntries / r.threads)

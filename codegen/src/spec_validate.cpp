@@ -104,13 +104,18 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
       r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
     if (t.kv_staging == KvStaging::TensorMap)
-      r.fail("attention.tile.kv_staging", "tensor-map exists on the bf16 route only (FP4 K/V must be widened to E4M3, "
-             "and FP8 wgmma reads V^T K-major, which the quantizer's layout already is)");
+      r.fail("attention.tile.kv_staging", "tensor-map exists on the bf16 route only (the FP8-fed routes' FP4 tiles "
+             "must be widened to E4M3 first)");
   }
-  if (t.block_m != 128)
-    r.fail("attention.tile.block_m", t.block_m, " must be 128 on wgmma-ws (two consumer warpgroups of 64 rows)");
-  if (t.warps != 12)
-    r.fail("attention.tile.warps", t.warps, " must be 12 on wgmma-ws (producer + two consumer warpgroups)");
+  if (t.block_m != 128 && t.block_m != 192)
+    r.fail("attention.tile.block_m", t.block_m, " must be 128 or 192 on wgmma-ws (two or three consumer warpgroups of "
+                                                "64 rows)");
+  else if (t.warps != t.block_m / 16 + 4)
+    r.fail("attention.tile.warps", t.warps, " must be ", t.block_m / 16 + 4, " on wgmma-ws with block_m ", t.block_m,
+           " (a producer warpgroup and one per 64 rows)");
+  if (t.block_m == 192 && t.kv_staging == KvStaging::InKernel)
+    r.fail("attention.tile.block_m", "192 needs prewidened or tensor-map K/V (three consumers leave the producer 32 "
+                                     "registers: one thread moving tiles, not a warpgroup widening them)");
   if (t.block_n != 64 && t.block_n != 128 && t.block_n != 192)
     r.fail("attention.tile.block_n", t.block_n, " must be 64, 128 or 192 on wgmma-ws");
   else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
@@ -272,13 +277,15 @@ int wgmmaStageBytes(const AttentionSpec &a) {
   return swizzledTileBytes(a.tile.block_n, a.head_dim * e) + swizzledTileBytes(a.head_dim, a.tile.block_n * e);
 }
 
-int wgmmaQTileBytes(const AttentionSpec &a) { return swizzledTileBytes(128, a.head_dim * wgmmaElementBytes(a)); }
+int wgmmaQTileBytes(const AttentionSpec &a) {
+  return swizzledTileBytes(a.tile.block_m, a.head_dim * wgmmaElementBytes(a));
+}
 
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
-    // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [128][D],
+    // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [block_m][D],
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle.
     const int q_tile = wgmmaQTileBytes(a);

@@ -207,8 +207,8 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
       return err;
   }
   if (as.tile.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
-    // Every 128-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
-    const unsigned blocks = unsigned((p.seqlen_q + 127) / 128);
+    // Every block_m-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
+    const unsigned blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
     if (auto err = launchWidening(spec, **compiled, "_widen_q", workspace_->q_tiles, bytes, p.q_tiles,
                                   {blocks, unsigned(p.heads_q), unsigned(p.batch)}, p, stream))
@@ -219,12 +219,12 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   const unsigned m_blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
   launch.grid = {m_blocks, unsigned(p.heads_q), unsigned(p.batch)};
   if (as.tile.persistent) {
-    // One CTA per SM at most (one fits: 384 threads hold the register file), each looping over
-    // the work tiles (attention_sm90/work_tiles.cuh).
+    // One CTA per SM at most (one fits: its 384 or 512 threads hold the register file), each
+    // looping over the work tiles (attention_sm90/work_tiles.cuh).
     const std::uint64_t work = std::uint64_t(m_blocks) * unsigned(p.heads_q) * unsigned(p.batch);
     if (work > std::uint64_t(INT32_MAX)) // the kernel counts work tiles in int
-      return fail(llvm::formatv("forward: {0} work tiles of 128 query rows exceed the persistent kernel's 2^31 - 1",
-                                work));
+      return fail(llvm::formatv("forward: {0} work tiles of {1} query rows exceed the persistent kernel's 2^31 - 1",
+                                work, as.tile.block_m));
     const std::uint64_t sms = device_.sm_count > 0 ? std::uint64_t(device_.sm_count) : 1u;
     launch.grid = {unsigned(std::min(work, sms)), 1, 1};
   }
@@ -233,7 +233,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   launch.stream = stream;
   if (tensor_maps) {
     // The kernel's second parameter, (const __grid_constant__ AttentionTensorMaps maps).
-    auto maps = runtime::encodeAttentionTensorMaps(driver_.api(), *bq, *bk, *bv, as.tile.block_n);
+    auto maps = runtime::encodeAttentionTensorMaps(driver_.api(), *bq, *bk, *bv, as.tile.block_m, as.tile.block_n);
     if (!maps)
       return maps.takeError();
     void *args[] = {&p, &*maps};

@@ -109,15 +109,15 @@ llvm::Expected<TensorMapGeometry> tensorMapGeometry(const TensorDesc &tensor, in
 
 llvm::Expected<ds::AttentionTensorMaps> encodeAttentionTensorMaps(const DriverApi &api, const TensorDesc &q,
                                                                  const TensorDesc &k, const TensorDesc &v,
-                                                                 int block_n) {
+                                                                 int block_m, int block_n) {
   ds::AttentionTensorMaps maps{};
   // Q's box is the CTA's whole query block; K's and V's one key tile.
-  if (auto err = encodeOne(api, q, ds::kBlockRows, "q", maps.q))
-    return std::move(err);
+  if (auto err = encodeOne(api, q, block_m, "q", maps.q))
+    return err;
   if (auto err = encodeOne(api, k, block_n, "k", maps.k))
-    return std::move(err);
+    return err;
   if (auto err = encodeOne(api, v, block_n, "v", maps.v))
-    return std::move(err);
+    return err;
   return maps;
 }
 

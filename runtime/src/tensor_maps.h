@@ -28,11 +28,12 @@ struct TensorMapGeometry {
 // multiple of 64, a box_rows outside [1, 256], a dim of zero or >= 2^32, a dtype other than BF16.
 llvm::Expected<TensorMapGeometry> tensorMapGeometry(const TensorDesc &tensor, int box_rows, const char *operand);
 
-// The three maps the kernel takes as its second argument: Q in boxes of kBlockRows (128) rows, K
-// and V in boxes of block_n rows. A rejected geometry or a failed encode names the operand.
+// The three maps the kernel takes as its second argument: Q in boxes of block_m (128 or 192) rows,
+// K and V in boxes of block_n rows. A rejected geometry or a failed encode names the operand.
 llvm::Expected<device::attention_sm90::AttentionTensorMaps> encodeAttentionTensorMaps(const DriverApi &api,
                                                                                      const TensorDesc &q,
                                                                                      const TensorDesc &k,
-                                                                                     const TensorDesc &v, int block_n);
+                                                                                     const TensorDesc &v, int block_m,
+                                                                                     int block_n);
 
 } // namespace fa4jit::runtime

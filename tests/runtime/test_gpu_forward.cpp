@@ -420,3 +420,37 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, 192-key tiles
       });
     }
 }
+
+// Three consumer warpgroups (block_m 192, 512 threads, 160 registers per consumer; the tuner's
+// alternative): 64 keys per tile at D128, 128 at D64 (registers), on every route where that
+// fits, persistent (the default, more work tiles than SMs in the second set) and per-tile, with
+// causal cases, GQA and three-way ping-pong.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consumer warpgroups", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  auto three = [](KernelSpec &s) {
+    if (s.attention.head_dim > 128)
+      return; // O of 256 columns beside S does not fit 160 registers: the two-consumer kernel
+    s.attention.tile.block_m = 192;
+    s.attention.tile.warps = 16;
+    s.attention.tile.block_n = s.attention.head_dim <= 64 ? 128 : 64;
+  };
+  runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, three);
+  const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
+                       {2, 70, 70, 400, 333, 128, false}};
+  for (Route r : {Route::Nvfp8, Route::DirectP, Route::Bf16})
+    for (const Case &c : many) {
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
+        three(s);
+        if (r == Route::Bf16) // BF16 P takes twice the registers: 64 keys at D64 too
+          s.attention.tile.block_n = 64;
+      });
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
+        three(s);
+        if (r == Route::Bf16)
+          s.attention.tile.block_n = 64;
+        s.attention.tile.persistent = !s.attention.tile.persistent;
+      });
+    }
+}

@@ -147,7 +147,7 @@ TEST_CASE("encoding checks the geometry before calling the driver", "[runtime][t
   TensorDesc q = valid();
   q.data += 2;
   const runtime::DriverApi no_driver; // every entry null: a driver call would crash the test
-  auto maps = encodeAttentionTensorMaps(no_driver, q, valid(), valid(), 128);
+  auto maps = encodeAttentionTensorMaps(no_driver, q, valid(), valid(), 128, 128);
   REQUIRE_ERR(maps);
   CHECK_THAT(llvm::toString(maps.takeError()), Catch::Contains("q tensor map: base address"));
 }
@@ -175,7 +175,7 @@ TEST_CASE("the driver encodes the three maps of contiguous and BSHD tensors", "[
   const TensorDesc q = TensorDesc::contiguous(buffer->address(), DType::BF16, B, H, S, D);
   const TensorDesc k{buffer->address() + bytes, DType::BF16, {B, H, S, D}, {S * H * D, D, H * D, 1}}; // BSHD
   const TensorDesc v = TensorDesc::contiguous(buffer->address() + 2 * bytes, DType::BF16, B, H, S, D);
-  auto maps = encodeAttentionTensorMaps(driver->api(), q, k, v, block_n);
+  auto maps = encodeAttentionTensorMaps(driver->api(), q, k, v, 128, block_n);
   REQUIRE_OK(maps);
   CHECK_FALSE(allZero(maps->q));
   CHECK_FALSE(allZero(maps->k));

@@ -57,19 +57,20 @@ struct RingView {
 
 // The consumers' turn-taking (config `pingpong`, FlashAttention-3's warp-scheduler barriers):
 // before each wgmma issue point a consumer waits on its own named barrier, after it it arrives on
-// the other's, so the tensor core alternates between them and one's softmax meets the other's
-// MMAs. Both consumers have `points` issue points; consumer 1 arrives once up front (consumer 0
-// goes first) and skips its last arrive, so every barrier phase is completed and none is left
-// pending at the end of a work tile. `on` is the work tile's decision, the same in both consumers:
-// they take turns only when their tile counts are equal (always without causal masking, where the
-// kernel runs every tile in both; with it, when both consumers' last rows end in the same tile).
+// the next consumer's (round robin over the two or three), so the tensor core serves them in turn
+// and one's softmax meets the others' MMAs. Every consumer has `points` issue points; the last one
+// arrives once up front (consumer 0 goes first) and skips its last arrive, so every barrier phase
+// is completed and none is left pending at the end of a work tile. `on` is the work tile's
+// decision, the same in every consumer: they take turns only when their tile counts are equal
+// (always without causal masking, where the kernel runs every tile in each; with it, when all
+// consumers' last rows end in the same tile).
 struct PingPong {
-  int consumer, points, done;
+  int consumer, consumers, points, done;
   bool on;
-  static constexpr int kThreads = 2 * kWarpgroupThreads;
+  static constexpr int kThreads = 2 * kWarpgroupThreads; // one consumer syncs, the previous arrives
   FA4JIT_DEVICE static int barrierOf(int c) { return 1 + c; }
   FA4JIT_DEVICE void start() const {
-    if (on && consumer == 1 && points > 0)
+    if (on && consumer == consumers - 1 && points > 0)
       namedBarrierArrive(barrierOf(0), kThreads);
   }
   FA4JIT_DEVICE void beforeIssue() const {
@@ -78,8 +79,8 @@ struct PingPong {
   }
   FA4JIT_DEVICE void afterIssue() {
     ++done;
-    if (on && (consumer == 0 || done < points))
-      namedBarrierArrive(barrierOf(1 - consumer), kThreads);
+    if (on && (consumer != consumers - 1 || done < points))
+      namedBarrierArrive(barrierOf(consumer + 1 == consumers ? 0 : consumer + 1), kThreads);
   }
 };
 
@@ -197,7 +198,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
   } else if (n_mine > 0) {
     static_assert(kStages >= 2, "overlap holds two stages per consumer");
     // Issue points: the first QK^T, one per further tile, the last PV.
-    PingPong turns{consumer, n_mine + 1, 0, take_turns};
+    PingPong turns{consumer, consumerWarpgroups(C::block_m), n_mine + 1, 0, take_turns};
     if constexpr (C::pingpong)
       turns.start();
     mbarrierWait(ring.full(at.stage), at.parity);

@@ -126,15 +126,15 @@ template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_lo, uint32_t k_lo) {
 #pragma unroll
   for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
-    const uint64_t a = operandDescriptor<kBlockRows>(q_lo, 0, kk);
+    const uint64_t a = operandDescriptor<C::block_m>(q_lo, 0, kk); // Q: block_m rows
     const uint64_t b = operandDescriptor<kBlockN>(k_lo, 0, kk);
     issueQKStep<C, kBlockN>(s, a, b, kk);
   }
 }
 
-// The descriptor low word of the Q tile (at q_addr, kBlockRows rows) from row q_row0 on.
-FA4JIT_DEVICE uint32_t consumerQDescriptorLo(uint32_t q_addr, int q_row0) {
-  return sw128DescriptorLo(q_addr) + (operandStepOffset<kBlockRows>(q_row0, 0) >> 4);
+// The descriptor low word of the Q tile (at q_addr, kRows rows) from row q_row0 on.
+template <int kRows> FA4JIT_DEVICE uint32_t consumerQDescriptorLo(uint32_t q_addr, int q_row0) {
+  return sw128DescriptorLo(q_addr) + (operandStepOffset<kRows>(q_row0, 0) >> 4);
 }
 
 } // namespace fa4jit::device::attention_sm90

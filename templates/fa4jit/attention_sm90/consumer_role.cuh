@@ -40,7 +40,6 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
       return (row0 < sq || (C::pingpong && !C::causal)) ? attention::visibleKeys<C::causal>(last, sq, sk) : 0;
     };
     const int wg_keys = consumerKeys(c);
-    const int other_tiles = (consumerKeys(1 - c) + S::kBlockN - 1) / S::kBlockN;
     const int wg_unmasked = attention::visibleKeys<C::causal>(wg_row0, sq, sk);
     const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
                         attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
@@ -65,9 +64,13 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
 
     const ConsumerRows rows{scoreMultiplier(score_mul), {vis[0], vis[1]}, wg_unmasked, lane};
     const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
-    const bool take_turns = C::pingpong && n_mine == other_tiles;
+    bool same_tiles = true; // every consumer of the CTA runs as many tiles as this one
+#pragma unroll
+    for (int cc = 0; cc < S::kConsumers; ++cc)
+      same_tiles = same_tiles && (consumerKeys(cc) + S::kBlockN - 1) / S::kBlockN == n_mine;
+    const bool take_turns = C::pingpong && same_tiles;
     // (formed here, not captured: the compiler then keeps it in a uniform register)
-    const uint32_t q_lo = consumerQDescriptorLo(cta.base + L.q_offset, c * kRowsPerConsumer);
+    const uint32_t q_lo = consumerQDescriptorLo<S::kBlockRows>(cta.base + L.q_offset, c * kRowsPerConsumer);
     mbarrierWait(cta.bar_q, q_parity);
     q_parity ^= 1u;
     consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, take_turns,

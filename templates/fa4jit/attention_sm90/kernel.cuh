@@ -10,14 +10,14 @@
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
 //     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent` and `static constexpr
-//     StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 and
-//     warps == 12 (one producer and two consumer warpgroups).
-//   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 384, Sm90Traits<Cfg>::kSharedBytes == the
+//     StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 or 192
+//     and warps == block_m / 16 + 4 (one producer and two or three consumer warpgroups).
+//   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 32 * warps, Sm90Traits<Cfg>::kSharedBytes == the
 //     generator's byte count (layout.cuh).
-//   - Entry: extern "C" __global__ void __launch_bounds__(384, 1) <name>(const AttentionParams p)
+//   - Entry: extern "C" __global__ void __launch_bounds__(32 * warps, 1) <name>(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::attentionForwardSm90<Cfg>(p); }
-//   Launch: grid (ceil(Sq / 128), Hq, B), block 384, dynamic shared memory kSharedBytes; with
-//   `persistent`, grid (min(ceil(Sq / 128) * Hq * B, number of SMs), 1, 1) (work_tiles.cuh).
+//   Launch: grid (ceil(Sq / block_m), Hq, B), block 32 * warps, dynamic shared memory kSharedBytes; with
+//   `persistent`, grid (min(ceil(Sq / block_m) * Hq * B, number of SMs), 1, 1) (work_tiles.cuh).
 //   With `static constexpr bool kv_prewidened` true, a second entry point runs first:
 //     extern "C" __global__ void __launch_bounds__(128) <name>_widen_kv(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::widenKvTiles<Cfg, Sm90Traits<Cfg>>(p); }
@@ -25,7 +25,7 @@
 //   With `persistent` a third one runs before the attention entry too:
 //     extern "C" __global__ void __launch_bounds__(128) <name>_widen_q(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::widenQTiles<Cfg, Sm90Traits<Cfg>>(p); }
-//   grid (ceil(Sq / 128), Hq, B), block 128 (widen_q.cuh); p.q_tiles is its output.
+//   grid (ceil(Sq / block_m), Hq, B), block 128 (widen_q.cuh); p.q_tiles is its output.
 //   With `kv_tensor_map` (bf16 only) no pass runs: the entry takes the tensor maps as a second
 //   argument, (const AttentionParams p, const __grid_constant__ AttentionTensorMaps maps), and
 //   calls attentionForwardSm90<Cfg>(p, &maps) (tensor_maps.cuh).
@@ -84,11 +84,13 @@ template <class C> struct Sm90Traits {
   static constexpr int kHeadDim = C::head_dim;
   static constexpr int kBlockN = C::block_n;
   static constexpr int kStages = C::stages;
-  static constexpr int kThreads = kCtaThreads;
+  static constexpr int kBlockRows = C::block_m; // query rows of a work tile: 64 per consumer
+  static constexpr int kConsumers = consumerWarpgroups(C::block_m);
+  static constexpr int kThreads = ctaThreads(C::block_m);
   static constexpr bool kBf16 = C::route == Route::Bf16;
   static constexpr int kElemBytes = kBf16 ? 2 : 1; // of Q, K and V^T in shared memory
-  static_assert(C::block_m == kBlockRows, "the wgmma path has 128 query rows per CTA (2 consumers x 64)");
-  static_assert(C::warps == kCtaThreads / 32, "the wgmma path has 12 warps (producer + 2 consumer warpgroups)");
+  static_assert(C::block_m == 128 || C::block_m == 192, "the wgmma path has 2 or 3 consumers of 64 query rows");
+  static_assert(C::warps == kThreads / 32, "the wgmma path has a producer warpgroup and one per consumer");
   static_assert(kBf16 || C::qk_widening == Widening::E4m3, "FP8 wgmma: NVFP4 Q/K widen to E4M3");
   static_assert(!kBf16 || C::kv_prewidened || C::kv_tensor_map,
                 "the bf16 route's K/V tiles come by tensor maps or repacked by the widening pass");
@@ -106,8 +108,10 @@ template <class C> struct Sm90Traits {
   static_assert(!C::pingpong || C::overlap, "ping-pong needs the overlapped consumer loop");
   static_assert(!C::persistent || kOneThreadProducer,
                 "the persistent kernel's producer is one thread: prewidened or tensor-map K/V");
+  static_assert(kConsumers == 2 || kOneThreadProducer, "three consumers leave the producer 32 registers: one thread");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
-  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockN, kStages, kElemBytes, C::mma_row_sum);
+  static constexpr Sm90Layout kLayout =
+      sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes, C::mma_row_sum);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
@@ -139,7 +143,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   // (R2UR) before every wgmma.
   const int wg = __shfl_sync(0xffffffffu, tid / kWarpgroupThreads, 0);
   if constexpr (!C::persistent)
-    if (static_cast<int>(blockIdx.x) * kBlockRows >= p.seqlen_q)
+    if (static_cast<int>(blockIdx.x) * S::kBlockRows >= p.seqlen_q)
       return;
 
   if (tid == 0) {
@@ -147,12 +151,12 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
       // In-kernel widening: every producer thread arrives; prewidened: one arrive with the
       // bulk copy's byte count.
       mbarrierInit(cta.bar_full + 8 * s, S::kOneThreadProducer ? 1 : kWarpgroupThreads);
-      mbarrierInit(cta.bar_empty + 8 * s, kConsumerWarpgroups * 4);
+      mbarrierInit(cta.bar_empty + 8 * s, S::kConsumers * 4);
     }
     // Persistent or tensor maps: one arrive with Q's copy per work tile, released by every
     // consumer warp; otherwise every producer thread arrives once its share of Q is widened.
     mbarrierInit(cta.bar_q, C::persistent || C::kv_tensor_map ? 1 : kWarpgroupThreads);
-    mbarrierInit(cta.bar_q_empty, kConsumerWarpgroups * 4);
+    mbarrierInit(cta.bar_q_empty, S::kConsumers * 4);
     fenceMbarrierInit();
   }
   if constexpr (C::mma_row_sum) {
@@ -177,15 +181,15 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
     // prewidened, the one-work-tile kernel widens Q with the launch's registers and the
     // bulk-copy loop needs few; the persistent kernel copies every Q (its image, widen_q.cuh).
     if constexpr (!S::kOneThreadProducer)
-      warpgroupRegDealloc<producerRegisters(false)>();
+      warpgroupRegDealloc<producerRegisters(false, S::kConsumers)>();
     if constexpr (!C::persistent && !C::kv_tensor_map) {
-      produceQTile<C, S::kHeadDim, kBlockRows>(smem + L.q_offset, p, static_cast<int>(blockIdx.x) * kBlockRows,
+      produceQTile<C, S::kHeadDim, S::kBlockRows>(smem + L.q_offset, p, static_cast<int>(blockIdx.x) * S::kBlockRows,
                                                static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), tid);
       fenceProxyAsyncShared();
       mbarrierArrive(cta.bar_q);
     }
     if constexpr (S::kOneThreadProducer) {
-      warpgroupRegDealloc<producerRegisters(true)>();
+      warpgroupRegDealloc<producerRegisters(true, S::kConsumers)>();
       if (tid != 0) // one thread moves every stage (and, persistent or tensor maps, every Q)
         return;
     }
@@ -194,7 +198,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   }
 
   // ---------------- consumers ----------------
-  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer)>();
+  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer, S::kConsumers)>();
   consumeWork<C, S>(p, cta, wg - 1, tid - kWarpgroupThreads * wg);
 }
 

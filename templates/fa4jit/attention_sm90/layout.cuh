@@ -2,28 +2,40 @@
 // Shared-memory layout of the warp-specialized wgmma attention kernel (host-compilable: the code
 // generator's independent computation is pinned against kSharedBytes by a static_assert).
 //
-//   [pad to 1024] Q [128 rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
+//   [pad to 1024] Q [block_m rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
 //   mbarriers: full[stages], empty[stages], q_full, q_empty (the persistent kernel's)
 // Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
-constexpr int kConsumerWarpgroups = 2;
-constexpr int kRowsPerConsumer = 64;                              // the wgmma M
-constexpr int kBlockRows = kConsumerWarpgroups * kRowsPerConsumer; // query rows per CTA
+constexpr int kRowsPerConsumer = 64; // the wgmma M
 constexpr int kWarpgroupThreads = 128;
-constexpr int kCtaThreads = (1 + kConsumerWarpgroups) * kWarpgroupThreads; // producer + consumers
-// setmaxnreg budgets, both filling the launch allocation of 384 * 168 = 64512 registers. With
-// in-kernel widening the producer widens FP4 with 4 loads in flight and spills below 64:
-// 128 * 64 + 256 * 216 = 63488. With prewidened K/V one producer thread issues bulk copies, so the
-// producer keeps 24 (Q is loaded before it gives the rest up): 128 * 24 + 256 * 240 = 64512, and
-// the consumers have room for O at D = 256 beside S and BF16 P.
-FA4JIT_HD constexpr int producerRegisters(bool kv_prewidened) { return kv_prewidened ? 24 : 64; }
-FA4JIT_HD constexpr int consumerRegisters(bool kv_prewidened) { return kv_prewidened ? 240 : 216; }
-static_assert(kWarpgroupThreads * producerRegisters(true) + 2 * kWarpgroupThreads * consumerRegisters(true) <= 384 * 168,
+// A CTA's query rows (block_m) are its consumer warpgroups' 64 each: two (128 rows) or three
+// (192 rows: a third warp per scheduler to issue while the other two wait on their softmax's
+// dependency chains, FlashAttention-3's choice at D = 64), after one producer warpgroup.
+FA4JIT_HD constexpr int consumerWarpgroups(int block_m) { return block_m / kRowsPerConsumer; }
+FA4JIT_HD constexpr int ctaThreads(int block_m) { return (1 + consumerWarpgroups(block_m)) * kWarpgroupThreads; }
+// setmaxnreg budgets, filling the launch allocation (65536 / threads per thread, a multiple of 8).
+// Two consumers: with in-kernel widening the producer widens FP4 with 4 loads in flight and
+// spills below 64: 128 * 64 + 256 * 216 = 63488 <= 384 * 168; with one producer thread (prewidened
+// or tensor-map tiles, bulk or TMA copies) it keeps 24: 128 * 24 + 256 * 240 = 64512, room for O
+// at D = 256 beside S and BF16 P. Three consumers (one producer thread only): 128 * 32 + 384 * 160
+// = 65536 = 512 * 128 (FlashAttention-3's split).
+FA4JIT_HD constexpr int producerRegisters(bool one_thread, int consumers) {
+  return consumers == 3 ? 32 : one_thread ? 24 : 64;
+}
+FA4JIT_HD constexpr int consumerRegisters(bool one_thread, int consumers) {
+  return consumers == 3 ? 160 : one_thread ? 240 : 216;
+}
+static_assert(kWarpgroupThreads * producerRegisters(true, 2) + 2 * kWarpgroupThreads * consumerRegisters(true, 2) <=
+                  384 * 168,
               "register split exceeds the launch allocation");
-static_assert(kWarpgroupThreads * producerRegisters(false) + 2 * kWarpgroupThreads * consumerRegisters(false) <= 384 * 168,
+static_assert(kWarpgroupThreads * producerRegisters(false, 2) + 2 * kWarpgroupThreads * consumerRegisters(false, 2) <=
+                  384 * 168,
+              "register split exceeds the launch allocation");
+static_assert(kWarpgroupThreads * producerRegisters(true, 3) + 3 * kWarpgroupThreads * consumerRegisters(true, 3) <=
+                  512 * 128,
               "register split exceeds the launch allocation");
 
 // stage_bytes: one stage's K and V^T, the bulk-copied image; stage_stride: the distance between
@@ -43,15 +55,15 @@ constexpr int kRowSumRows = 8;
 constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 
 // Operands of elem_bytes each: 1 for the FP8-fed routes (E4M3), 2 for the bf16 route. The tiles
-// are the same shapes in bytes along the reduction dimension: Q [128][D], K [block_n][D] and
+// are the same shapes in bytes along the reduction dimension: Q [block_m][D], K [block_n][D] and
 // V^T [D][block_n] (plus the row-sum rows per column block). stage_bytes is the bulk-copied
 // image of a stage (widen_kv.cuh: K, then V^T's column blocks of head_dim rows each, no row-sum
 // rows); with one V^T column block or no row-sum rows the image is the stage as it lies in shared
 // memory. shared_bytes includes 1024 bytes of slack for aligning the dynamic shared-memory base at
 // run time.
-FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_n, int stages, int elem_bytes,
+FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, int block_n, int stages, int elem_bytes,
                                                    bool row_sum) {
-  const int q = operandTileBytes(kBlockRows, head_dim * elem_bytes);
+  const int q = operandTileBytes(block_m, head_dim * elem_bytes);
   const int k = operandTileBytes(block_n, head_dim * elem_bytes);
   const int v_blocks = operandColumnBlocks(block_n * elem_bytes);
   const int v_block_stride = (head_dim + (row_sum ? kRowSumRows : 0)) * kSwizzleBytes;

@@ -33,7 +33,7 @@ struct CtaBuffers {
 
 // Key tiles one work tile needs: up to the last visible key of its last row.
 template <class C, int kBlockN> FA4JIT_DEVICE int workTileKeyTiles(const attention::AttentionParams &p, int m0) {
-  const int last_row = (p.seqlen_q < m0 + kBlockRows ? p.seqlen_q : m0 + kBlockRows) - 1;
+  const int last_row = (p.seqlen_q < m0 + C::block_m ? p.seqlen_q : m0 + C::block_m) - 1;
   return (attention::visibleKeys<C::causal>(last_row, p.seqlen_q, p.seqlen_k) + kBlockN - 1) / kBlockN;
 }
 
@@ -67,7 +67,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
       mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
       mbarrierArriveExpectTx(cta.bar_q, static_cast<uint32_t>(L.q_bytes));
       if constexpr (C::kv_tensor_map)
-        tensorMapLoadTile<S::kHeadDim, kBlockRows>(cta.base + L.q_offset, &maps->q, m0, w.hq, w.b, cta.bar_q);
+        tensorMapLoadTile<S::kHeadDim, S::kBlockRows>(cta.base + L.q_offset, &maps->q, m0, w.hq, w.b, cta.bar_q);
       else
         bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes),
                     cta.bar_q);

@@ -8,7 +8,7 @@
 // Encoding of each map (the runtime's tensorMapGeometry does exactly this):
 //   a BF16 tensor [B][H][S][D] with element strides (batch, head, row, 1), dims innermost first
 //   {D, S, H, B}, byte strides {row * 2, head * 2, batch * 2}, box {64, rows, 1, 1} with rows =
-//   kBlockRows (128) for Q and block_n for K and V, element strides 1, no interleave,
+//   block_m (128 or 192) for Q and block_n for K and V, element strides 1, no interleave,
 //   CU_TENSOR_MAP_SWIZZLE_128B, L2 promotion 256 B, out-of-bound elements zero-filled (rows past
 //   seqlen read as zeros, which the kernel needs: P is 0 there and 0 * garbage could be NaN).
 // One box is one 128-byte column block of D (64 elements) of `rows` rows: D / 64 boxes per tile.
