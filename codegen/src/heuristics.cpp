@@ -85,7 +85,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
     t = mmaSyncTiles(s.attention.route, d);
     return s;
   }
-  // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup. S (block_n / 2 FP32 registers
+  // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup (3 at D = 64, below). S (block_n / 2 FP32 registers
   // per thread) next to O (D / 2): 128 keys fit beside D <= 128; at D = 256 a 128-key S spills
   // under the 224-register consumer budget, so 64 keys there. Ring depth: what fits well below
   // 227 KiB (D128: 3 x 32 KiB + 16 KiB of Q).
@@ -97,6 +97,16 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // nvfp8 -2% (D128) to -14% (D64), so it keeps 128.
   if (s.attention.route == Route::DirectP && d <= 128)
     t.block_n = 192;
+  // D = 64: three consumer warpgroups (192 query rows, 512 threads, 160 registers each) of 128-key
+  // tiles, FlashAttention-3's choice there: at D = 64 a score costs half the MMA time of D = 128 for
+  // the same softmax, and a third warp per scheduler issues while the other two wait on their
+  // softmax's dependency chains. Measured on the H200 (sixth session, call 3, 4k / 16k): nvfp8
+  // +23% / +31%, bf16 +23% / +21%, directp +10% / +9% (its 192-key tiles do not fit 160 registers).
+  if (d == 64) {
+    t.block_m = 192;
+    t.warps = 16;
+    t.block_n = 128;
+  }
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
   t.stages = d <= 128 ? 3 : 2;
@@ -180,7 +190,24 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
     in_kernel.attention.tile.persistent = false; // (the persistent producer is one thread)
     in_kernel.attention.tile.block_n = std::min(t.block_n, 128); // (its V^T: one column block)
+    in_kernel.attention.tile.block_m = 128; // (three consumers leave the producer one thread)
+    in_kernel.attention.tile.warps = 12;
     out.push_back(in_kernel);
+  }
+  // The other consumer count: two where the default has three, three (192 rows, the key tile that
+  // fits 160 registers: 128 keys at D = 64, 64 at D = 128) where it has two.
+  if (t.block_m == 192) {
+    KernelSpec two = base;
+    two.attention.tile.block_m = 128;
+    two.attention.tile.warps = 12;
+    two.attention.tile.block_n = base.attention.route == Route::DirectP ? 192 : 128;
+    out.push_back(two);
+  } else if (base.attention.head_dim <= 128 && t.kv_staging != KvStaging::InKernel) {
+    KernelSpec three = base;
+    three.attention.tile.block_m = 192;
+    three.attention.tile.warps = 16;
+    three.attention.tile.block_n = base.attention.head_dim <= 64 ? 128 : 64;
+    out.push_back(three);
   }
   return out;
 }

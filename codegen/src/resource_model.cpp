@@ -29,7 +29,7 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
     r.registers = kAttentionFixedRegisters;
     r.register_cap = kMaxRegistersPerThread;
   } else if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
-    r.registers = accumulators + kWgmmaFixedRegisters;
+    r.registers = accumulators + (a.tile.block_m == 192 ? kWgmmaFixedRegistersThreeConsumers : kWgmmaFixedRegisters);
     // (tensor maps: one producer thread as with prewidened tiles, so the same split)
     r.register_cap = a.tile.block_m == 192                    ? kWgmmaConsumerRegistersThreeConsumers
                      : a.tile.kv_staging != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened

@@ -91,11 +91,26 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec alu = w;
   alu.attention.tile.mma_row_sum = false;
   CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8);
-  // D = 64 keeps 128-byte rows (half used): Q 16 KiB, K 16 KiB, V^T [64][128] 8 KiB per stage.
+  // D = 64 keeps 128-byte rows (half used): three consumers' Q [192] 24 KiB, K 16 KiB, V^T [64][128]
+  // 8 KiB per stage.
   const KernelSpec w64 = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a),
                                               AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(attentionSharedBytes(w64.attention) == 1024 + 16384 + w64.attention.tile.stages * (16384 + 8192 + 1024) +
+  REQUIRE(w64.attention.tile.block_m == 192);
+  CHECK(w64.attention.tile.warps == 16);
+  CHECK(problems(w64).empty());
+  CHECK(attentionSharedBytes(w64.attention) == 1024 + 24576 + w64.attention.tile.stages * (16384 + 8192 + 1024) +
                                                    8 * (2 * w64.attention.tile.stages + 2));
+  KernelSpec bad_rows = w64;
+  bad_rows.attention.tile.warps = 12; // a producer warpgroup and one per 64 rows: 16
+  CHECK_THAT(problems(bad_rows), Catch::Contains("attention.tile.warps") && Catch::Contains("16"));
+  bad_rows = w64;
+  bad_rows.attention.tile.block_m = 256;
+  bad_rows.attention.tile.warps = 20;
+  CHECK_THAT(problems(bad_rows), Catch::Contains("attention.tile.block_m") && Catch::Contains("128 or 192"));
+  bad_rows = w64;
+  bad_rows.attention.tile.kv_staging = KvStaging::InKernel; // the producer warpgroup would need registers
+  bad_rows.attention.tile.persistent = false;
+  CHECK_THAT(problems(bad_rows), Catch::Contains("attention.tile.block_m") && Catch::Contains("one thread"));
   // The row-sum column needs FP8 P (one V^T column block) and PV's N = D + 8 within the wgmma's.
   KernelSpec wide = w;
   wide.attention.head_dim = 256;

@@ -142,6 +142,18 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK(estimateResources(wb).register_cap == kWgmmaConsumerRegistersPrewidened); // one producer thread too
   CHECK(estimateResources(wb).fits());
   CHECK(estimateResources(wb).registers == 256 / 2 + 64 / 2 + 64 / 4 + kWgmmaFixedRegisters);
+  // Three consumers (block_m 192, D = 64 default): 160 registers each; D = 128 fits 64-key tiles
+  // only (128 keys spill: CI's SASS check saw 192 bytes).
+  KernelSpec w3 = defaultAttentionSpec(Route::Nvfp8, 64, false, Target::Sm90a);
+  REQUIRE(w3.attention.tile.block_m == 192);
+  CHECK(estimateResources(w3).register_cap == kWgmmaConsumerRegistersThreeConsumers);
+  CHECK(estimateResources(w3).fits());
+  KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  w3d.attention.tile.block_m = 192;
+  w3d.attention.tile.warps = 16;
+  CHECK_FALSE(estimateResources(w3d).fits());
+  w3d.attention.tile.block_n = 64;
+  CHECK(estimateResources(w3d).fits());
   // tcgen05 on sm_100a: the TMEM planner decides.
   KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
   REQUIRE(usesTensorMemory(t));
