@@ -135,12 +135,20 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
     }
   }
   // The 192-key default (directp) cannot take the threshold classifier or softmax-twice (they
-  // spill there): such a variant runs on 128-key tiles unless it names its keys.
-  bool names_keys = false;
-  for (llvm::StringRef p : parts(variant))
+  // spill there): such a variant runs on 128-key tiles unless it names its keys; the three-consumer
+  // default (D64) cannot take the threshold classifier: such a variant runs on two consumers unless
+  // it names its rows.
+  bool names_keys = false, names_rows = false;
+  for (llvm::StringRef p : parts(variant)) {
     names_keys = names_keys || blockKeysVariant(p).has_value();
+    names_rows = names_rows || blockRowsVariant(p).has_value();
+  }
   if (!names_keys && a.tile.block_n == 192 && llvm::errorToBool(validateSpec(s)))
     a.tile.block_n = 128;
+  if (!names_rows && a.tile.block_m == 192 && llvm::errorToBool(validateSpec(s))) {
+    a.tile.block_m = 128;
+    a.tile.warps = 12;
+  }
   // A variant this shape cannot take (a ring too deep for its tiles' shared memory) is skipped
   // like an inapplicable one.
   if (llvm::Error e = validateSpec(s)) {

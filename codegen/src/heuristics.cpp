@@ -305,7 +305,9 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
           }
           for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
             out.push_back(std::move(alt));
-          if (r != Route::Bf16 && d <= 128) { // the other key tile: 192 (V^T of two column blocks) or 128
+          // the other key tile: 192 (V^T of two column blocks) or 128; three consumers have no room for
+          // more keys (their two-consumer alternative is in wgmmaScheduleAlternatives)
+          if (r != Route::Bf16 && d <= 128 && ws.attention.tile.block_m == 128) {
             KernelSpec other = ws;
             other.attention.tile.block_n = ws.attention.tile.block_n == 192 ? 128 : 192;
             out.push_back(other);
@@ -314,8 +316,11 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
               KernelSpec other = ws;
               other.attention.classifier.kind = k;
-              if (llvm::errorToBool(validateSpec(other))) // (the threshold classifier needs 128-key tiles)
+              if (llvm::errorToBool(validateSpec(other))) { // (the threshold classifier: 128 keys, two consumers)
                 other.attention.tile.block_n = 128;
+                other.attention.tile.block_m = 128;
+                other.attention.tile.warps = 12;
+              }
               out.push_back(other);
             }
           }

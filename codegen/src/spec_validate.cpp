@@ -116,6 +116,16 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.block_m == 192 && t.kv_staging == KvStaging::InKernel)
     r.fail("attention.tile.block_m", "192 needs prewidened or tensor-map K/V (three consumers leave the producer 32 "
                                      "registers: one thread moving tiles, not a warpgroup widening them)");
+  // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
+  // and 64 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill), and the threshold and
+  // mixed classifiers' search constants do not fit beside them (8 bytes spilled at D64).
+  if (t.block_m == 192 && (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 64)))
+    r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
+           a.head_dim <= 64 ? 128 : 64, " at head_dim ", a.head_dim, ", not ", t.block_n);
+  else if (t.block_m == 192 && a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
+           a.classifier.kind != ClassifierKind::Affine)
+    r.fail("attention.tile.block_m", "192 with the ", toString(a.classifier.kind), " classifier spills the three "
+           "consumers' 160 registers (the piecewise and affine ones fit)");
   if (t.block_n != 64 && t.block_n != 128 && t.block_n != 192)
     r.fail("attention.tile.block_n", t.block_n, " must be 64, 128 or 192 on wgmma-ws");
   else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
