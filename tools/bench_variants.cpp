@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/128/192, rows128/192, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/96/128/192, rows128/192, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -32,7 +32,7 @@ std::optional<int> ringDepthVariant(llvm::StringRef name) {
 // "keys64", "keys128", "keys192": the wgmma kernel's block_n (keys per tile).
 std::optional<int> blockKeysVariant(llvm::StringRef name) {
   int n = 0;
-  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 128 && n != 192))
+  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 96 && n != 128 && n != 192))
     return std::nullopt;
   return n;
 }

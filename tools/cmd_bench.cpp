@@ -39,7 +39,7 @@ const char kUsage[] =
     "                    names joined by '+' from serial, overlap (wgmma consumer order), in-kernel,\n"
     "                    prewidened (where FP4 K/V are widened), tensor-map (bf16 tiles by TMA\n"
     "                    tensor maps instead of a repacking pass), pingpong, no-pingpong, stages1..4\n"
-    "                    (wgmma ring depth), keys64, keys128, keys192 (wgmma keys per tile),\n"
+    "                    (wgmma ring depth), keys64, keys96, keys128, keys192 (wgmma keys per tile),\n"
     "                    rows128, rows192 (wgmma query rows per CTA: two or three consumers),\n"
     "                    mma-sum, alu-sum (l from the PV wgmma or the ALUs),\n"
     "                    persistent, per-tile (wgmma grid: one CTA per SM looping over work tiles,\n"

@@ -107,6 +107,15 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
     t.warps = 16;
     t.block_n = 128;
   }
+  // nvfp8 at D = 128: three consumers of 64-key tiles (S beside a 128-wide O in 160 registers).
+  // Measured on the H200 (sixth session, call 4): 4k +0%, 16k +5%, causal 16k +12%; its exp2 burst
+  // per tile halves into the MUFU pipe, and a third warp per scheduler issues beside it. directp
+  // lost 5-7% that way (its per-32-key-block terms weigh more on short tiles): it keeps two.
+  if (d == 128 && s.attention.route == Route::Nvfp8) {
+    t.block_m = 192;
+    t.warps = 16;
+    t.block_n = 64;
+  }
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
   t.stages = d <= 128 ? 3 : 2;
@@ -196,6 +205,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   }
   // The other consumer count: two where the default has three, three (192 rows, the key tile that
   // fits 160 registers: 128 keys at D = 64, 64 at D = 128) where it has two.
+  const bool fp8_d128 = base.attention.route != Route::Bf16 && base.attention.head_dim == 128;
   if (t.block_m == 192) {
     KernelSpec two = base;
     two.attention.tile.block_m = 128;
@@ -208,6 +218,17 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     three.attention.tile.warps = 16;
     three.attention.tile.block_n = base.attention.head_dim <= 64 ? 128 : 64;
     out.push_back(three);
+  }
+  if (t.block_m == 192 && fp8_d128 && t.block_n != 96) { // three consumers of 96-key tiles (fits at D128)
+    KernelSpec keys96 = base;
+    keys96.attention.tile.block_n = 96;
+    out.push_back(keys96);
+  } else if (t.block_m == 128 && fp8_d128 && t.kv_staging != KvStaging::InKernel) {
+    KernelSpec keys96 = base;
+    keys96.attention.tile.block_m = 192;
+    keys96.attention.tile.warps = 16;
+    keys96.attention.tile.block_n = 96;
+    out.push_back(keys96);
   }
   return out;
 }

@@ -119,15 +119,19 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
   // and 64 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill), and the threshold and
   // mixed classifiers' search constants do not fit beside them (8 bytes spilled at D64).
-  if (t.block_m == 192 && (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 64)))
+  if (t.block_m == 192 && (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 96)))
     r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
-           a.head_dim <= 64 ? 128 : 64, " at head_dim ", a.head_dim, ", not ", t.block_n);
+           a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
   else if (t.block_m == 192 && a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
            a.classifier.kind != ClassifierKind::Affine)
     r.fail("attention.tile.block_m", "192 with the ", toString(a.classifier.kind), " classifier spills the three "
            "consumers' 160 registers (the piecewise and affine ones fit)");
-  if (t.block_n != 64 && t.block_n != 128 && t.block_n != 192)
-    r.fail("attention.tile.block_n", t.block_n, " must be 64, 128 or 192 on wgmma-ws");
+  if (t.block_n != 64 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
+    r.fail("attention.tile.block_n", t.block_n, " must be 64, 96, 128 or 192 on wgmma-ws");
+  else if (t.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
+    r.fail("attention.tile.block_n", "96 exists for the FP8-fed routes at head_dim 128 only (the bf16 QK^T wgmmas are "
+                                     "N = 64, 128; the widening pass moves whole 128-thread rounds of a 96-key tile "
+                                     "at D = 128)");
   else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
     r.fail("attention.tile.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
                                      "consumers' registers) and prewidened K/V (V^T of two column blocks)");

@@ -192,8 +192,13 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   s.attention.tile.warps = 8;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.warps: 8"));
   s = w;
-  s.attention.tile.block_n = 96;
-  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_n: 96"));
+  s.attention.tile.block_n = 160;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_n: 160"));
+  s = w;
+  s.attention.tile.block_n = 96; // FP8-fed routes at D128 (the widening pass's rounds)
+  CHECK(problems(s).empty() == (s.attention.route != Route::Bf16 && s.attention.head_dim == 128));
+  s.attention.head_dim = 64;
+  CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_n") && Catch::Contains("96"));
   s = w;
   s.attention.tile.stages = 5;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.stages: 5"));

@@ -437,6 +437,12 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consume
     s.attention.tile.block_n = s.attention.head_dim <= 64 ? 128 : 64;
   };
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, three);
+  // 96-key tiles (QK^T's wgmma N = 96, three Direct-P blocks per tile) at D128.
+  runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
+    three(s);
+    if (s.attention.head_dim == 128)
+      s.attention.tile.block_n = 96;
+  });
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
                        {2, 70, 70, 400, 333, 128, false}};
   for (Route r : {Route::Nvfp8, Route::DirectP, Route::Bf16})

@@ -148,12 +148,14 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   REQUIRE(w3.attention.tile.block_m == 192);
   CHECK(estimateResources(w3).register_cap == kWgmmaConsumerRegistersThreeConsumers);
   CHECK(estimateResources(w3).fits());
-  KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
-  w3d.attention.tile.block_m = 192;
-  w3d.attention.tile.warps = 16;
-  CHECK_FALSE(estimateResources(w3d).fits());
-  w3d.attention.tile.block_n = 64;
+  KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a); // three consumers by default
+  REQUIRE(w3d.attention.tile.block_m == 192);
+  CHECK(w3d.attention.tile.block_n == 64);
   CHECK(estimateResources(w3d).fits());
+  w3d.attention.tile.block_n = 96;
+  CHECK(estimateResources(w3d).fits());
+  w3d.attention.tile.block_n = 128;
+  CHECK_FALSE(estimateResources(w3d).fits());
   // tcgen05 on sm_100a: the TMEM planner decides.
   KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
   REQUIRE(usesTensorMemory(t));

@@ -105,13 +105,18 @@ FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t 
         sm90_wgmma_m64n64k32_f32_e4m3_ss_zero(s, a, b);
       else
         sm90_wgmma_m64n64k32_f32_e4m3_ss(s, a, b, 1);
+    } else if constexpr (kBlockN == 96) {
+      if (kk == 0)
+        sm90_wgmma_m64n96k32_f32_e4m3_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n96k32_f32_e4m3_ss(s, a, b, 1);
     } else if constexpr (kBlockN == 128) {
       if (kk == 0)
         sm90_wgmma_m64n128k32_f32_e4m3_ss_zero(s, a, b);
       else
         sm90_wgmma_m64n128k32_f32_e4m3_ss(s, a, b, 1);
     } else {
-      static_assert(kBlockN == 192, "FP8 QK^T tiles of 64, 128 or 192 keys");
+      static_assert(kBlockN == 192, "FP8 QK^T tiles of 64, 96, 128 or 192 keys");
       if (kk == 0)
         sm90_wgmma_m64n192k32_f32_e4m3_ss_zero(s, a, b);
       else

@@ -98,8 +98,10 @@ template <class C> struct Sm90Traits {
   // One producer thread moves every tile (bulk copies of images or tensor-map loads); the rest of
   // the producer warpgroup exits after giving its registers back.
   static constexpr bool kOneThreadProducer = C::kv_prewidened || C::kv_tensor_map;
-  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 192 && !kBf16 && kHeadDim <= 128),
-                "block_n must be 64 or 128, or 192 for the FP8-fed routes at head_dim <= 128 (QK^T's wgmma N)");
+  static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 96 && !kBf16) ||
+                    (kBlockN == 192 && !kBf16 && kHeadDim <= 128),
+                "block_n must be 64 or 128, 96 for the FP8-fed routes, or 192 for them at head_dim <= 128 "
+                "(QK^T's wgmma N)");
   static_assert(kBlockN * kElemBytes <= kSwizzleBytes || C::kv_prewidened || kBf16 || !C::mma_row_sum,
                 "V^T of several column blocks with row-sum rows: only the prewidened images (the in-kernel "
                 "producer writes column blocks of head_dim rows)");
