@@ -107,14 +107,15 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
     t.warps = 16;
     t.block_n = 128;
   }
-  // nvfp8 at D = 128: three consumers of 64-key tiles (S beside a 128-wide O in 160 registers).
-  // Measured on the H200 (sixth session, call 4): 4k +0%, 16k +5%, causal 16k +12%; its exp2 burst
-  // per tile halves into the MUFU pipe, and a third warp per scheduler issues beside it. directp
-  // lost 5-7% that way (its per-32-key-block terms weigh more on short tiles): it keeps two.
-  if (d == 128 && s.attention.route == Route::Nvfp8) {
+  // The FP8-fed routes at D = 128: three consumers of 96-key tiles (S of 48 registers beside a
+  // 128-wide O in 160). Measured on the H200 (sixth session, call 5; 4k / 16k / 32k, non-causal
+  // and causal) against two consumers of 128 (nvfp8) or 192 (directp) keys: nvfp8 +12% / +11% /
+  // +12% and +14% / +18% / +11%, directp +2% / +2% / +1% and +8% / +2% / +2%. 64-key tiles gained
+  // less (nvfp8 0 to +5%) or lost (directp -5 to -7%: its per-32-key-block terms weigh more).
+  if (d == 128 && s.attention.route != Route::Bf16) {
     t.block_m = 192;
     t.warps = 16;
-    t.block_n = 64;
+    t.block_n = 96;
   }
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.

@@ -76,9 +76,22 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
 }
 
 TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
-  const KernelSpec w192 = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
+  // directp's default at D128 (measured): three consumers of 96-key tiles. Q [192][128] + 3 stages x
+  // (K [96][128] + V^T [128 + 8 row-sum rows][128]: one column block) + 8 mbarriers + 1024 slack.
+  const KernelSpec def = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
                                                AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(w192.attention.tile.block_n == 192); // directp's default at D <= 128 (measured)
+  CHECK(def.attention.tile.block_m == 192);
+  CHECK(def.attention.tile.warps == 16);
+  CHECK(def.attention.tile.block_n == 96);
+  CHECK(problems(def).empty());
+  CHECK(attentionSharedBytes(def.attention) == 1024 + 24576 + 3 * (12288 + 17408) + 8 * 8);
+  CHECK(wgmmaStageBytes(def.attention) == 12288 + 16384);
+  // Its two-consumer alternative: 192-key tiles.
+  KernelSpec w192 = def;
+  w192.attention.tile.block_m = 128;
+  w192.attention.tile.warps = 12;
+  w192.attention.tile.block_n = 192;
+  CHECK(problems(w192).empty());
   KernelSpec w = w192;
   w.attention.tile.block_n = 128;
   REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);

@@ -218,6 +218,17 @@ const Case kCases[] = {
     {1, 2, 2, 256, 512, 64, false, Pattern::EqualScores},
 };
 
+// The wgmma kernel with two consumer warpgroups (128 rows) where the default has three (D64, and the
+// FP8-fed routes at D128), on the two-consumer kernel's key tile; other kernels are left alone.
+void twoConsumers(KernelSpec &s) {
+  TileSpec &t = s.attention.tile;
+  if (t.schedule != AttentionSchedule::WgmmaWarpSpecialized || t.block_m == 128)
+    return;
+  t.block_m = 128;
+  t.warps = 12;
+  t.block_n = s.attention.route == Route::DirectP ? 192 : 128;
+}
+
 // Both FP8-fed routes on every case, on one schedule (and variant).
 void runFp8Routes(uint64_t seed, AttentionSchedule schedule, const std::function<void(KernelSpec &)> &tweak = {}) {
   for (Route r : {Route::Nvfp8, Route::DirectP})
@@ -261,6 +272,26 @@ TEST_CASE("forward matches the CPU model and FP64: bf16 route on the wgmma sched
   }
 }
 
+// Two consumer warpgroups where the default has three (D64 every route, D128 the FP8-fed ones), the
+// tuner's alternative there: every case, persistent and per-tile.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, two consumers where three are the default",
+          "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (const bool flip : {false, true}) {
+    auto two = [flip](KernelSpec &s) {
+      twoConsumers(s);
+      if (flip)
+        s.attention.tile.persistent = !s.attention.tile.persistent;
+    };
+    runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, two);
+    for (const Case &c : kCases)
+      if (c.head_dim == 64)
+        runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, two);
+  }
+}
+
 // The tuner's alternative for bf16: tiles repacked by the widening pass (V^T, K-major) and bulk-copied,
 // on the persistent grid and with one CTA per work tile.
 TEST_CASE("forward matches the CPU model and FP64: bf16 wgmma kernel on repacked tiles", "[gpu][forward]") {
@@ -287,6 +318,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V
     return;
   runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
                [](KernelSpec &s) {
+                 twoConsumers(s); // (three consumers leave the producer one thread)
                  s.attention.tile.kv_staging = KvStaging::InKernel;
                  s.attention.tile.persistent = false; // the persistent producer is one thread
                  s.attention.tile.block_n = std::min(s.attention.tile.block_n, 128); // one V^T column block
@@ -375,6 +407,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, one CTA per w
 TEST_CASE("forward matches the CPU model and FP64: directp with the threshold classifier", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
   auto threshold = [](KernelSpec &s) {
+    twoConsumers(s); // (it spills beside three consumers' 160 registers)
     s.attention.classifier.kind = ClassifierKind::Threshold;
     s.attention.tile.block_n = std::min(s.attention.tile.block_n, 128); // (it spills beside 192 keys)
   };
@@ -405,6 +438,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, 192-key tiles
     return;
   const uint64_t seed = freshSeed();
   auto wide = [](KernelSpec &s) {
+    twoConsumers(s);
     if (s.attention.head_dim <= 128)
       s.attention.tile.block_n = 192;
   };

@@ -150,9 +150,9 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK(estimateResources(w3).fits());
   KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a); // three consumers by default
   REQUIRE(w3d.attention.tile.block_m == 192);
-  CHECK(w3d.attention.tile.block_n == 64);
+  CHECK(w3d.attention.tile.block_n == 96);
   CHECK(estimateResources(w3d).fits());
-  w3d.attention.tile.block_n = 96;
+  w3d.attention.tile.block_n = 64;
   CHECK(estimateResources(w3d).fits());
   w3d.attention.tile.block_n = 128;
   CHECK_FALSE(estimateResources(w3d).fits());
