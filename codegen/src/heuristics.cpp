@@ -181,6 +181,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;
     free_running.attention.tile.pingpong = false;
+    if (t.block_m == 192 && t.block_n == 96) // (spills without the turns: 64-key tiles there)
+      free_running.attention.tile.block_n = 64;
     out.push_back(free_running);
   } else if (t.overlap) { // taking turns where the default does not (causal: where counts agree)
     KernelSpec turns = base;
@@ -351,8 +353,11 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
                                      StageAblation::SkipPv, StageAblation::SoftmaxTwice}) {
               KernelSpec v = ws;
               v.attention.tile.ablation = ab;
-              if (llvm::errorToBool(validateSpec(v))) // (softmax-twice needs 128-key tiles)
+              if (llvm::errorToBool(validateSpec(v))) { // (softmax-twice: two consumers, 128-key tiles)
                 v.attention.tile.block_n = 128;
+                v.attention.tile.block_m = 128;
+                v.attention.tile.warps = 12;
+              }
               out.push_back(v);
             }
           }

@@ -126,6 +126,11 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
            a.classifier.kind != ClassifierKind::Affine)
     r.fail("attention.tile.block_m", "192 with the ", toString(a.classifier.kind), " classifier spills the three "
            "consumers' 160 registers (the piecewise and affine ones fit)");
+  else if (t.block_m == 192 && t.ablation == StageAblation::SoftmaxTwice)
+    r.fail("attention.tile.block_m", "192 with softmax-twice spills (two tiles' pending P in 160 registers)");
+  else if (t.block_m == 192 && t.block_n == 96 && t.overlap && !t.pingpong && !a.causal)
+    r.fail("attention.tile.block_m", "192 with 96-key tiles spills without the consumers' turns in the non-causal "
+           "overlapped loop (CI's SASS check: 288 bytes); take pingpong or 64-key tiles");
   if (t.block_n != 64 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
     r.fail("attention.tile.block_n", t.block_n, " must be 64, 96, 128 or 192 on wgmma-ws");
   else if (t.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
