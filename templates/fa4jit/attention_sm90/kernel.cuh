@@ -1,6 +1,7 @@
 #pragma once
 // Forward attention, warp-specialized wgmma path (sm_90a only): FP8 wgmma for the FP8-fed routes
-// (nvfp8, directp), BF16 wgmma for the bf16 route (whose K/V are always prewidened: repacked). Numerics: docs/NUMERICS.md, exactly as the mma.sync path (attention/kernel.cuh): the
+// (nvfp8, directp), BF16 wgmma for the bf16 route (whose tiles come by TMA tensor maps, or
+// repacked by a pass). Numerics: docs/NUMERICS.md, exactly as the mma.sync path (attention/kernel.cuh): the
 // score scaling, mask, online softmax with range guard, P builders and epilogue are that path's
 // functions, applied to the same per-warp fragments (wgmma.cuh: a warpgroup's accumulator is its
 // four warps' m16n8 fragments side by side).
@@ -32,14 +33,14 @@
 // ==================================================================================================
 //
 // Schedule: for each work tile of the CTA (work_tiles.cuh; one, or with `persistent` several),
-// warpgroup 0 (producer, setmaxnreg.dec; producer_role.cuh) provides Q (widened, or its image
-// bulk-copied) and fills a `stages`-deep ring of K / V^T tiles (full/empty mbarriers per stage;
-// fence.proxy.async before each release because wgmma reads shared memory through the async
-// proxy). Warpgroups 1 and 2 (consumers, consumer_role.cuh,
-// setmaxnreg.inc) own 64 query rows each: S = Q K^T by wgmma from shared memory, softmax and P in
-// registers, O += P V^T by wgmma with P as the register A operand (consumer.cuh, serial or with
-// the softmax overlapping the previous tile's PV). The two consumers also run out of phase on
-// their own (one's softmax overlaps the other's MMAs). Causal consumers skip the tiles beyond
+// warpgroup 0 (producer, setmaxnreg.dec; producer_role.cuh) provides Q (widened, its image
+// bulk-copied, or by tensor map) and fills a `stages`-deep ring of K / V^T tiles (full/empty
+// mbarriers per stage; fence.proxy.async before each release because wgmma reads shared memory
+// through the async proxy). Warpgroups 1 .. block_m / 64 (two or three consumers,
+// consumer_role.cuh, setmaxnreg.inc) own 64 query rows each: S = Q K^T by wgmma from shared memory,
+// softmax and P in registers, O += P V^T by wgmma with P as the register A operand (consumer.cuh,
+// serial or with the softmax overlapping the previous tile's PV). The consumers also run out of
+// phase on their own (one's softmax overlaps the others' MMAs). Causal consumers skip the tiles beyond
 // their last visible key (they still release the stage).
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/epilogue.cuh"

@@ -26,7 +26,7 @@ FA4JIT_DEVICE void namedBarrierArrive(int id, int threads) {
 }
 
 // Warpgroup register budgets: the producer gives registers back, the consumers take them (the
-// totals must fit the 64K-register file at 384 threads).
+// totals must fit the 64K-register file at 384 or 512 threads; layout.cuh).
 template <int kRegs> FA4JIT_DEVICE void warpgroupRegDealloc() {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
