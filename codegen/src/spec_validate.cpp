@@ -87,6 +87,23 @@ void checkWidening(const char *field, Widening w, const TargetLimits &lim, Targe
     r.fail(field, "E4M3 widening needs FP8 tensor cores (sm_89 or newer), target is ", toString(t));
 }
 
+// The wgmma kernel's register-tight tiles (three consumers of 160 registers, or S of 192 keys):
+// the threshold and mixed classifiers' search constants and softmax-twice's second pending P
+// spill there (CI's SASS check); the piecewise and affine classifiers fit. False when it failed.
+bool checkTightRegisters(const AttentionSpec &a, const char *field, const char *tiles, Rules &r) {
+  if (a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
+      a.classifier.kind != ClassifierKind::Affine) {
+    r.fail(field, tiles, " with the ", toString(a.classifier.kind), " classifier spills the consumers' registers (its "
+           "search constants beside S; the piecewise and affine ones fit)");
+    return false;
+  }
+  if (a.tile.ablation == StageAblation::SoftmaxTwice) {
+    r.fail(field, tiles, " with softmax-twice spills (two tiles' pending P)");
+    return false;
+  }
+  return true;
+}
+
 // The warp-specialized wgmma kernel (templates/fa4jit/attention_sm90): FP8 wgmma (BF16 wgmma for
 // the bf16 route) with Q, K and V^T in 128-byte-swizzled shared memory, one producer and two
 // consumer warpgroups of 64 rows.
@@ -117,20 +134,16 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.block_m", "192 needs prewidened or tensor-map K/V (three consumers leave the producer 32 "
                                      "registers: one thread moving tiles, not a warpgroup widening them)");
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
-  // and 64 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill), and the threshold and
-  // mixed classifiers' search constants do not fit beside them (8 bytes spilled at D64).
-  if (t.block_m == 192 && (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 96)))
-    r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
-           a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
-  else if (t.block_m == 192 && a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
-           a.classifier.kind != ClassifierKind::Affine)
-    r.fail("attention.tile.block_m", "192 with the ", toString(a.classifier.kind), " classifier spills the three "
-           "consumers' 160 registers (the piecewise and affine ones fit)");
-  else if (t.block_m == 192 && t.ablation == StageAblation::SoftmaxTwice)
-    r.fail("attention.tile.block_m", "192 with softmax-twice spills (two tiles' pending P in 160 registers)");
-  else if (t.block_m == 192 && t.block_n == 96 && t.overlap && !t.pingpong && !a.causal)
-    r.fail("attention.tile.block_m", "192 with 96-key tiles spills without the consumers' turns in the non-causal "
-           "overlapped loop (CI's SASS check: 288 bytes); take pingpong or 64-key tiles");
+  // and 96 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill).
+  if (t.block_m == 192) {
+    if (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 96))
+      r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
+             a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
+    else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) && t.block_n == 96 &&
+             t.overlap && !t.pingpong && !a.causal)
+      r.fail("attention.tile.block_m", "192 with 96-key tiles spills without the consumers' turns in the non-causal "
+             "overlapped loop (CI's SASS check: 288 bytes); take pingpong or 64-key tiles");
+  }
   if (t.block_n != 64 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
     r.fail("attention.tile.block_n", t.block_n, " must be 64, 96, 128 or 192 on wgmma-ws");
   else if (t.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
@@ -140,12 +153,8 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
     r.fail("attention.tile.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
                                      "consumers' registers) and prewidened K/V (V^T of two column blocks)");
-  else if (t.block_n == 192 && a.route == Route::DirectP && a.classifier.kind != ClassifierKind::Piecewise &&
-           a.classifier.kind != ClassifierKind::Affine)
-    r.fail("attention.tile.block_n", "192 with the ", toString(a.classifier.kind), " classifier spills the consumers' "
-           "registers (its search constants beside 192 keys of S; the piecewise and affine ones fit)");
-  else if (t.block_n == 192 && t.ablation == StageAblation::SoftmaxTwice)
-    r.fail("attention.tile.block_n", "192 with softmax-twice spills (two tiles' pending P)");
+  else if (t.block_n == 192)
+    checkTightRegisters(a, "attention.tile.block_n", "192", r);
   if (t.stages < 1 || t.stages > 4)
     r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
   else if (t.overlap && t.stages < 2)

@@ -41,24 +41,14 @@ template <int kBlockN> FA4JIT_DEVICE uint64_t nMajorValueDescriptor(uint32_t v_l
 template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_t (&pa)[POperand<C>::kSteps][4],
                            uint32_t v_lo) {
-  if constexpr (C::kv_tensor_map) {
-    static_assert(POperand<C>::kBf16, "tensor maps: the bf16 route");
-#pragma unroll
-    for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
-      const uint64_t desc = nMajorValueDescriptor<kBlockN>(v_lo, kb);
-      if constexpr (kHeadDim == 64)
-        sm90_wgmma_m64n64k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
-      else if constexpr (kHeadDim == 128)
-        sm90_wgmma_m64n128k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
-      else
-        sm90_wgmma_m64n256k16_f32_bf16_rs_tn(o, pa[kb], desc, 1);
-    }
-    return;
-  }
+  static_assert(!C::kv_tensor_map || POperand<C>::kBf16, "tensor maps: the bf16 route");
+  constexpr int kTransB = C::kv_tensor_map ? 1 : 0; // V [keys][D] read N-major
 #pragma unroll
   for (int kb = 0; kb < POperand<C>::kSteps; ++kb) {
     // V^T's column blocks hold head_dim rows, and the row-sum rows with mma_row_sum (layout.cuh).
-    const uint64_t desc = operandDescriptor<kHeadDim + (C::mma_row_sum ? kRowSumRows : 0)>(v_lo, 0, kb);
+    const uint64_t desc = C::kv_tensor_map
+                              ? nMajorValueDescriptor<kBlockN>(v_lo, kb)
+                              : operandDescriptor<kHeadDim + (C::mma_row_sum ? kRowSumRows : 0)>(v_lo, 0, kb);
     if constexpr (C::mma_row_sum) { // N = head_dim + 8: V^T's rows continue into the row-sum rows
       if constexpr (kHeadDim == 64)
         sm90_wgmma_m64n72k32_f32_e4m3_rs(o, pa[kb], desc, 1);
@@ -66,11 +56,11 @@ FA4JIT_DEVICE void issuePV(float (&o)[OAccumulator<C>::kTiles][4], const uint32_
         sm90_wgmma_m64n136k32_f32_e4m3_rs(o, pa[kb], desc, 1);
     } else if constexpr (POperand<C>::kBf16) {
       if constexpr (kHeadDim == 64)
-        sm90_wgmma_m64n64k16_f32_bf16_rs(o, pa[kb], desc, 1);
+        sm90_wgmma_m64n64k16_f32_bf16_rs<kTransB>(o, pa[kb], desc, 1);
       else if constexpr (kHeadDim == 128)
-        sm90_wgmma_m64n128k16_f32_bf16_rs(o, pa[kb], desc, 1);
+        sm90_wgmma_m64n128k16_f32_bf16_rs<kTransB>(o, pa[kb], desc, 1);
       else
-        sm90_wgmma_m64n256k16_f32_bf16_rs(o, pa[kb], desc, 1);
+        sm90_wgmma_m64n256k16_f32_bf16_rs<kTransB>(o, pa[kb], desc, 1);
     } else {
       if constexpr (kHeadDim == 64)
         sm90_wgmma_m64n64k32_f32_e4m3_rs(o, pa[kb], desc, 1);
