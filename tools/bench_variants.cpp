@@ -57,8 +57,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
-          p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" || p == "mma-sum" ||
-          p == "alu-sum" || p == "persistent" || p == "per-tile")
+          p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
+          p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
       if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p))
         continue;

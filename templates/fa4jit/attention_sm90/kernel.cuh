@@ -10,8 +10,8 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent` and `static constexpr
-//     StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 or 192
+//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent` and
+//     `static constexpr StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 or 192
 //     and warps == block_m / 16 + 4 (one producer and two or three consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 32 * warps, Sm90Traits<Cfg>::kSharedBytes == the
 //     generator's byte count (layout.cuh).
@@ -151,8 +151,8 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
 
   if (tid == 0) {
     for (int s = 0; s < S::kStages; ++s) {
-      // In-kernel widening: every producer thread arrives; prewidened: one arrive with the
-      // bulk copy's byte count.
+      // In-kernel widening: every producer thread arrives; one producer thread (prewidened or
+      // tensor maps): one arrive with the copy's byte count.
       mbarrierInit(cta.bar_full + 8 * s, S::kOneThreadProducer ? 1 : kWarpgroupThreads);
       mbarrierInit(cta.bar_empty + 8 * s, S::kConsumers * 4);
     }
@@ -182,7 +182,8 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
     // ---------------- producer ----------------
     // With in-kernel widening the registers go back first (the consumers wait on Q anyway);
     // prewidened, the one-work-tile kernel widens Q with the launch's registers and the
-    // bulk-copy loop needs few; the persistent kernel copies every Q (its image, widen_q.cuh).
+    // bulk-copy loop needs few; the persistent kernel copies every Q (its image, widen_q.cuh), and
+    // the tensor-map kernel loads every Q by TMA.
     if constexpr (!S::kOneThreadProducer)
       warpgroupRegDealloc<producerRegisters(false, S::kConsumers)>();
     if constexpr (!C::persistent && !C::kv_tensor_map) {

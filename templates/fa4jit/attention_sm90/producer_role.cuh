@@ -51,6 +51,27 @@ FA4JIT_DEVICE void loadKvByTensorMaps(const CtaBuffers &cta, const AttentionTens
   tensorMapLoadTile<S::kHeadDim, S::kBlockN>(v_dst, &maps->v, key0, hkv, b, bar);
 }
 
+// The stage's prewidened image (widen_kv.cuh) by bulk copies, on the stage's full mbarrier.
+template <class C, class S> FA4JIT_DEVICE void copyKvImage(const CtaBuffers &cta, int stage, const uint8_t *src) {
+  constexpr Sm90Layout L = S::kLayout;
+  const uint32_t bar = cta.bar_full + 8 * stage;
+  const uint32_t dst = cta.base + L.k_offset + stage * L.stage_stride;
+  mbarrierArriveExpectTx(bar, static_cast<uint32_t>(L.stage_bytes));
+  if constexpr (L.v_blocks == 1 || !C::mma_row_sum) { // the image is the stage as it lies
+    bulkCopyG2S(dst, src, static_cast<uint32_t>(L.stage_bytes), bar);
+  } else {
+    // K and V^T's first column block, then each further block to its place past the previous
+    // block's row-sum rows.
+    constexpr uint32_t kVBlock = S::kHeadDim * kSwizzleBytes;
+    constexpr uint32_t kToV = static_cast<uint32_t>(L.v_offset - L.k_offset);
+    constexpr uint32_t kFirst = kToV + kVBlock;
+    bulkCopyG2S(dst, src, kFirst, bar);
+#pragma unroll
+    for (int blk = 1; blk < L.v_blocks; ++blk)
+      bulkCopyG2S(dst + kToV + blk * L.v_block_stride, src + kFirst + (blk - 1) * kVBlock, kVBlock, bar);
+  }
+}
+
 template <class C, class S>
 FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuffers &cta, int ptid,
                                const AttentionTensorMaps *maps) {
@@ -73,43 +94,20 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
                     cta.bar_q);
       q_parity ^= 1u;
     }
-    if constexpr (C::kv_tensor_map) {
-      const int hkv = w.hkv(p);
+    if constexpr (S::kOneThreadProducer) {
+      // One thread moves each stage: its prewidened image by bulk copies, or K and V by tensor maps.
+      const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
+                              static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
+      const int hkv = w.hkv(p); // (a division: once per work tile)
       for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
         const int stage = at.stage;
         mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
         if constexpr (C::ablation == StageAblation::SkipLoads)
           mbarrierArrive(cta.bar_full + 8 * stage);
-        else
+        else if constexpr (C::kv_tensor_map)
           loadKvByTensorMaps<S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b);
-      }
-    } else if constexpr (C::kv_prewidened) {
-      const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
-                              static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
-      for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
-        const int stage = at.stage;
-        mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
-        if constexpr (C::ablation == StageAblation::SkipLoads) {
-          mbarrierArrive(cta.bar_full + 8 * stage);
-        } else {
-          const uint32_t dst = cta.base + L.k_offset + stage * L.stage_stride;
-          const uint8_t *src = images + static_cast<int64_t>(tile) * L.stage_bytes;
-          mbarrierArriveExpectTx(cta.bar_full + 8 * stage, static_cast<uint32_t>(L.stage_bytes));
-          if constexpr (S::kLayout.v_blocks == 1 || !C::mma_row_sum) { // the image is the stage as it lies
-            bulkCopyG2S(dst, src, static_cast<uint32_t>(L.stage_bytes), cta.bar_full + 8 * stage);
-          } else {
-            // K and V^T's first column block, then each further block to its place past the
-            // previous block's row-sum rows.
-            constexpr uint32_t kVBlock = S::kHeadDim * kSwizzleBytes;
-            constexpr uint32_t kToV = static_cast<uint32_t>(S::kLayout.v_offset - S::kLayout.k_offset);
-            constexpr uint32_t kFirst = kToV + kVBlock;
-            bulkCopyG2S(dst, src, kFirst, cta.bar_full + 8 * stage);
-#pragma unroll
-            for (int blk = 1; blk < S::kLayout.v_blocks; ++blk)
-              bulkCopyG2S(dst + kToV + blk * S::kLayout.v_block_stride, src + kFirst + (blk - 1) * kVBlock, kVBlock,
-                          cta.bar_full + 8 * stage);
-          }
-        }
+        else
+          copyKvImage<C, S>(cta, stage, images + static_cast<int64_t>(tile) * L.stage_bytes);
       }
     } else {
       // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.

@@ -37,7 +37,8 @@ inline constexpr int kMaxRegistersPerThread = 255;
 inline constexpr int kRegisterFileEntries = 64 * 1024;
 // wgmma-ws: consumers raise their budget with setmaxnreg (attention_sm90/layout.cuh's
 // consumerRegisters): 240 with prewidened K/V (the producer keeps 24), 216 with in-kernel widening
-// (the producer keeps 64); 160 with three consumers (block_m 192; the producer keeps 32). The fixed part is smaller than mma.sync's (no per-thread K fragments:
+// (the producer keeps 64); 160 with three consumers (block_m 192; the producer keeps 32). The
+// fixed part is smaller than mma.sync's (no per-thread K fragments:
 // wgmma reads K from shared memory).
 inline constexpr int kWgmmaConsumerRegistersPrewidened = 240;
 inline constexpr int kWgmmaConsumerRegistersInKernel = 216;
