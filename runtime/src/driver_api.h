@@ -6,6 +6,8 @@
 // exactly the ABI version these headers declare.
 #include <cuda.h>
 
+#include "llvm/Support/Error.h"
+
 #define FA4JIT_DRIVER_FUNCTIONS(X)                                                                 \
   X(cuGetErrorName)                                                                                \
   X(cuGetErrorString)                                                                              \
@@ -49,5 +51,9 @@ struct DriverApi {
   FA4JIT_DRIVER_FUNCTIONS(FA4JIT_DRIVER_MEMBER)
 #undef FA4JIT_DRIVER_MEMBER
 };
+
+// A CUresult as an error naming the call, the result's name and its description (CudaDriver::check,
+// and the callers that hold only the function table).
+llvm::Error checkDriverResult(const DriverApi &api, int cu_result, const char *call);
 
 } // namespace fa4jit::runtime

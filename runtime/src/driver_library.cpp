@@ -32,18 +32,22 @@ std::string CudaDriver::driverVersionString() const {
   return std::to_string(driver_version_ / 1000) + "." + std::to_string(driver_version_ % 1000 / 10);
 }
 
-llvm::Error CudaDriver::check(int cu_result, const char *call) const {
+llvm::Error checkDriverResult(const DriverApi &api, int cu_result, const char *call) {
   if (cu_result == CUDA_SUCCESS)
     return llvm::Error::success();
   const char *name = nullptr, *text = nullptr;
   auto result = static_cast<CUresult>(cu_result);
-  if (api_->cuGetErrorName(result, &name) != CUDA_SUCCESS)
+  if (api.cuGetErrorName(result, &name) != CUDA_SUCCESS)
     name = nullptr;
-  if (api_->cuGetErrorString(result, &text) != CUDA_SUCCESS)
+  if (api.cuGetErrorString(result, &text) != CUDA_SUCCESS)
     text = nullptr;
   return error(fmt::format("{0} failed: {1} ({2})", call,
                              name ? name : ("CUresult " + std::to_string(cu_result)).c_str(),
                              text ? text : "no description"));
+}
+
+llvm::Error CudaDriver::check(int cu_result, const char *call) const {
+  return checkDriverResult(*api_, cu_result, call);
 }
 
 llvm::Expected<std::unique_ptr<CudaDriver>> CudaDriver::load(const DriverSearch &search) {

@@ -2,8 +2,6 @@
 
 #include "driver_api.h"
 
-#include "fa4jit/attention_sm90/layout.cuh"
-
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
@@ -54,16 +52,8 @@ llvm::Error encodeOne(const DriverApi &api, const TensorDesc &tensor, int box_ro
       &encoded, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, reinterpret_cast<void *>(tensor.data), geometry->dims.data(),
       geometry->byte_strides.data(), geometry->box.data(), element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
       CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (result != CUDA_SUCCESS) {
-    const char *name = nullptr, *text = nullptr;
-    if (api.cuGetErrorName(result, &name) != CUDA_SUCCESS)
-      name = nullptr;
-    if (api.cuGetErrorString(result, &text) != CUDA_SUCCESS)
-      text = nullptr;
-    return mapError(operand, llvm::formatv("cuTensorMapEncodeTiled failed: {0} ({1})",
-                                           name ? std::string(name) : "CUresult " + std::to_string(int(result)),
-                                           text ? text : "no description"));
-  }
+  if (llvm::Error e = checkDriverResult(api, result, "cuTensorMapEncodeTiled"))
+    return mapError(operand, llvm::toString(std::move(e)));
   std::memcpy(&out, &encoded, sizeof out);
   return llvm::Error::success();
 }
