@@ -5,6 +5,7 @@
 
 #include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/gaussian_rng.h"
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_reference.h"
 
@@ -124,6 +125,12 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
           auto add = [&](Route route, const std::string &cname, const ClassifierSpec &c) -> llvm::Error {
             spec.route = route;
             spec.classifier = c;
+            applyRouteNumericsDefaults(spec);
+            if (g.guard_slack_log2) {
+              spec.guard.slack_log2 = *g.guard_slack_log2;
+              if (route != Route::Bf16)
+                spec.operands.p_offset_log2 = 8 - static_cast<int>(std::ceil(*g.guard_slack_log2));
+            }
             auto m = cpu::runRouteModel(spec, p, mo);
             if (!m)
               return m.takeError();

@@ -5,6 +5,7 @@
 // the BF16 route.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct AccuracyGrid {
   std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
   std::vector<std::string> classifiers = {"piecewise", "threshold", "affine", "affine-a2", "mixed"};
   Widening qk_widening = Widening::E4m3; // how the models widen NVFP4 Q/K (NUMERICS.md §2.1)
+  // The range guard's slack (log2 units); unset: each route's default (applyRouteNumericsDefaults).
+  // The FP8-fed routes then feed P with offset 8 - ceil(slack), the most E4M3 allows.
+  std::optional<float> guard_slack_log2;
   int rows = 256;        // query rows sampled evenly over the sequence
   uint64_t seed = 1;
   int threads = 0;       // 0: all cores

@@ -16,7 +16,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/96/128/192, rows128/192, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -33,6 +33,15 @@ std::optional<int> ringDepthVariant(llvm::StringRef name) {
 std::optional<int> blockKeysVariant(llvm::StringRef name) {
   int n = 0;
   if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 96 && n != 128 && n != 192))
+    return std::nullopt;
+  return n;
+}
+
+// "slackN", N in [0, 4]: the range guard's slack in log2 units (rescale O only when a tile's max
+// passes the row max by more than N); nullopt for any other name.
+std::optional<int> guardSlackVariant(llvm::StringRef name) {
+  int n = 0;
+  if (!name.consume_front("slack") || name.getAsInteger(10, n) || n < 0 || n > 4)
     return std::nullopt;
   return n;
 }
@@ -60,7 +69,7 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
           p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile")
         continue;
-      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p))
+      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -113,10 +122,17 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma)
         return std::nullopt;
       a.tile.block_n = *n;
-    } else if (const std::optional<int> n = ringDepthVariant(p)) {
-      if (!wgmma || (*n < 2 && a.tile.overlap))
+    } else if (const std::optional<int> slack = guardSlackVariant(p)) {
+      // The sampled-anchor guard with N log2 units of slack; the FP8-fed routes feed P with offset
+      // 8 - N, the most that stays within E4M3 (spec_validate's offset + slack <= 8).
+      a.guard.kind = GuardKind::SampledAnchor;
+      a.guard.slack_log2 = static_cast<float>(*slack);
+      if (a.route != Route::Bf16)
+        a.operands.p_offset_log2 = 8 - *slack;
+    } else if (const std::optional<int> depth = ringDepthVariant(p)) {
+      if (!wgmma || (*depth < 2 && a.tile.overlap))
         return std::nullopt;
-      a.tile.stages = *n;
+      a.tile.stages = *depth;
     } else if (p == "threshold" || p == "affine" || p == "piecewise") {
       if (a.route != Route::DirectP)
         return std::nullopt;

@@ -18,6 +18,8 @@ namespace fa4jit::tools {
 //                             route's tiles arrive (repacked by a pass, or by TMA tensor maps) (KvStaging)
 //   pingpong | no-pingpong    whether the consumers take turns issuing wgmmas
 //   rows128 | rows192         query rows per wgmma CTA: two or three consumer warpgroups
+//   slack0 .. slack4          the range guard's slack (log2 units a tile max may pass the row max
+//                             before O is rescaled; FP8-fed P takes offset 8 - N)
 //   threshold | affine        the Direct-P classifier (affine: fitted to the shape's Gaussian scores)
 //   skip-loads | skip-qk | skip-softmax | skip-pv | softmax-twice   (StageAblation; wrong results)
 // Returns the changed spec, or nullopt where the variant does not apply to this route (affine on

@@ -38,6 +38,7 @@ const char kUsage[] =
     "  --causal LIST       0/1 or false/true                (default 0,1)\n"
     "  --routes LIST       bf16, nvfp8, directp             (default all)\n"
     "  --classifiers LIST  piecewise, threshold, affine, affine-a2, mixed (default all)\n"
+    "  --slack X         range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
     "  --qk-widening W     e4m3 or bf16: how NVFP4 Q/K reach the tensor core (default e4m3)\n"
     "  --seed N            seed of the inputs and of the fits (default 1)\n"
@@ -242,6 +243,10 @@ int runAccuracy(int argc, char **argv) {
     else if (a == "--qk-widening") {
       ok = val == "e4m3" || val == "bf16";
       grid.qk_widening = val == "bf16" ? Widening::Bf16 : Widening::E4m3;
+    } else if (a == "--slack") {
+      double slack = 0;
+      ok = parseDouble(val, slack) && slack >= 0.0 && slack <= 8.0;
+      grid.guard_slack_log2 = static_cast<float>(slack);
     } else if (a == "--rows")
       ok = parseInt(val, grid.rows);
     else if (a == "--threads")

@@ -41,6 +41,8 @@ const char kUsage[] =
     "                    tensor maps instead of a repacking pass), pingpong, no-pingpong, stages1..4\n"
     "                    (wgmma ring depth), keys64, keys96, keys128, keys192 (wgmma keys per tile),\n"
     "                    rows128, rows192 (wgmma query rows per CTA: two or three consumers),\n"
+    "                    slack0..slack4 (range-guard slack: O rescaled only when a tile max\n"
+    "                    passes the row max by more than that many log2 units),\n"
     "                    mma-sum, alu-sum (l from the PV wgmma or the ALUs),\n"
     "                    persistent, per-tile (wgmma grid: one CTA per SM looping over work tiles,\n"
     "                    or one CTA per work tile), piecewise, threshold,\n"

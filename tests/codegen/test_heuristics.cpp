@@ -98,6 +98,30 @@ TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
   CHECK(old.attention.operands.qk_widening == Widening::Bf16);
 }
 
+// The route numerics are the same on every target and schedule: nvfp8 rescales only past 3 log2
+// units of slack and feeds P with offset 5 (the most E4M3 allows beside P <= 8); the others
+// rescale on any increase with offset 8.
+TEST_CASE("route numerics: nvfp8's guard slack and P offset on every target", "[codegen][heuristics]") {
+  for (Target t : {Target::Sm89, Target::Sm90a, Target::Sm100a})
+    for (int d : {64, 128, 256})
+      for (Route r : {Route::Nvfp8, Route::DirectP}) {
+        INFO(toString(t) << " D" << d << " " << toString(r));
+        const KernelSpec s = defaultAttentionSpec(r, d, false, t);
+        CHECK(s.attention.guard.kind == GuardKind::SampledAnchor);
+        CHECK(s.attention.guard.slack_log2 == (r == Route::Nvfp8 ? kNvfp8GuardSlackLog2 : 0.0f));
+        CHECK(s.attention.operands.p_offset_log2 == (r == Route::Nvfp8 ? 5 : 8));
+        CHECK(specViolations(s).empty());
+        // the mma.sync alternative keeps the numerics
+        const KernelSpec m = withAttentionSchedule(s, AttentionSchedule::MmaSync);
+        CHECK(m.attention.guard.slack_log2 == s.attention.guard.slack_log2);
+        CHECK(m.attention.operands.p_offset_log2 == s.attention.operands.p_offset_log2);
+      }
+  // One more bit of offset would let P = 2^3 * 2^6 = 512 overflow E4M3 (448): refused.
+  KernelSpec over = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  over.attention.operands.p_offset_log2 += 1;
+  CHECK_FALSE(specViolations(over).empty());
+}
+
 TEST_CASE("quantizerFor produces the layouts the attention kernel reads", "[codegen][heuristics]") {
   KernelSpec a = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
   a.attention.operands.v_keys_permuted16 = true;

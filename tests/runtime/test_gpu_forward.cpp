@@ -496,6 +496,30 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consume
     }
 }
 
+// The range guard with slack (a tile max may pass the row max by up to 2 log2 units before O is
+// rescaled; the FP8-fed routes feed P with 2 fewer bits of offset): every route's default kernel and
+// the mma.sync kernel on every case, the huge-logit and dominant-key ones included, and the
+// persistent grid of several work tiles per CTA.
+TEST_CASE("forward matches the CPU model and FP64: range guard with slack", "[gpu][forward]") {
+  const uint64_t seed = freshSeed();
+  auto slack = [](KernelSpec &s) {
+    s.attention.guard.kind = GuardKind::SampledAnchor;
+    s.attention.guard.slack_log2 = 2.0f;
+    if (s.attention.route != Route::Bf16)
+      s.attention.operands.p_offset_log2 = 6;
+  };
+  const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false}};
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
+    for (const Case &c : kCases) {
+      runCase(r, c, seed, std::nullopt, slack);
+      if (r != Route::Bf16)
+        runCase(r, c, seed, AttentionSchedule::MmaSync, slack);
+    }
+    for (const Case &c : many)
+      runCase(r, c, seed, std::nullopt, slack);
+  }
+}
+
 namespace {
 // [B][H][S][D] -> [B][S][H][D] (the layout most callers hold: heads interleaved per token).
 std::vector<uint16_t> toBshd(const std::vector<uint16_t> &bhsd, int b, int h, int s, int d) {

@@ -83,6 +83,7 @@ TEST_CASE("accuracy rejects bad input with a clear error", "[cli][accuracy]") {
       {"--classifiers cubic", "unknown classifier 'cubic'"},
       {"--sigma nan", "sigma must be finite"},
       {"--rows", "needs a value"},
+      {"--slack -1", "bad value '-1' for --slack"},
       {"--frobnicate 1", "unknown option '--frobnicate'"},
       {"--calibrate /nonexistent/fa4jit.cal", "cannot read calibration file"},
   };

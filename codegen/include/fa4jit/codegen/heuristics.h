@@ -16,6 +16,13 @@ namespace fa4jit {
 // when non-causal at D <= 128); sm_100a FP8-fed routes: tcgen05; otherwise mma.sync.
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
 
+// The route's default range guard and P offset, the same on every target and schedule (the CPU
+// models and `fa4jit accuracy` take them from here too): nvfp8 lets a tile max pass the row max
+// by kNvfp8GuardSlackLog2 before O is rescaled, and feeds P as E4M3(P * 2^(8 - slack)); the other
+// routes rescale on any increase (RangeGuardSpec's defaults).
+constexpr float kNvfp8GuardSlackLog2 = 3.0f;
+void applyRouteNumericsDefaults(AttentionSpec &a);
+
 // `spec` moved to another schedule, with that schedule's default tiles for its head dim (the
 // numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.
 KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
