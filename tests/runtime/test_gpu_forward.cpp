@@ -198,7 +198,14 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // route's rel-L2 bound and the FP64 cosine floor; two-level FP32 accumulation would tighten it.
   // BF16 wgmma accumulates in FP32 like mma.sync (the reduced accumulator is FP8's): 1e-3 there too.
   const bool fp8_wgmma = wgmma && route != Route::Bf16;
-  const double lse_tol = !fp8_wgmma ? 1e-3 : route != Route::DirectP ? 5e-3 : affine ? 1e-1 : 2e-2;
+  // With the guard's slack (nvfp8's default, 3) the rescale is a threshold on S: where a tile max
+  // lies within S rounding of m + slack, kernel and model can choose differently, and their row max
+  // then differs by up to the slack, so every E4M3 rounding of that row's P falls independently
+  // instead of only now and then: up to 5.0e-3 measured on the H200 (seventh session, rows of
+  // 32-77 keys; 2.8e-3 with slack 0). O's rel-L2 and the FP64 cosine are unchanged.
+  const bool slack = spec->attention.guard.kind == GuardKind::SampledAnchor && spec->attention.guard.slack_log2 > 0.0f;
+  const double nvfp8_lse_tol = slack ? 1e-2 : 5e-3;
+  const double lse_tol = !fp8_wgmma ? 1e-3 : route != Route::DirectP ? nvfp8_lse_tol : affine ? 1e-1 : 2e-2;
   CHECK(lse_err <= lse_tol);
   // Rows of fewer than 32 keys, where one flip weighs most. Direct-P codes are at most 1 (the row
   // maximum's) and neighbouring codes differ by at most 2x, so one flip moves p by at most 0.5
