@@ -26,8 +26,9 @@ struct ConsumerRows {
 };
 
 // Phase A after the masking: the row max, then Direct-P's classification or the exponentiation (in
-// place in S, the multiplier folded into one FFMA per key) with l.
-template <class C, class CV>
+// place in S, the multiplier folded into one FFMA per key) with l. kAllVisible: the unmasked arm
+// (every key of the tile, hence of tile 0, visible to every row of the warpgroup).
+template <class C, class CV, bool kAllVisible>
 FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
                                bool first_tile) {
@@ -35,9 +36,9 @@ FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   constexpr bool kDirectP = C::route == attention::Route::DirectP;
   float block_max[T::kBlockN / 32][2], tile_max[2];
   attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
-  attention::advanceRowMax<CV>(st, s, tile_max, rows.score_mul, first_tile, rows.lane, o_scale);
+  attention::advanceRowMax<CV, kAllVisible>(st, s, tile_max, rows.score_mul, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
-    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st, rows.score_mul);
+    attention::classifyDirectP<CV, !C::mma_row_sum, kAllVisible>(pp, s, block_max, st, rows.score_mul);
   else if constexpr (POperand<C>::kBf16)
     attention::exponentiateBf16<CV>(s, st, rows.score_mul);
   else
@@ -64,9 +65,9 @@ FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
   // never overlapped the PV. Split, they run before it.
   if (key0 + T::kBlockN > rows.wg_unmasked) {
     attention::maskScores<CV>(s, rows.vis, key0, rows.lane);
-    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+    softmaxRest<C, CV, false>(s, pp, st, o_scale, rows, first_tile);
   } else {
-    softmaxRest<C, CV>(s, pp, st, o_scale, rows, first_tile);
+    softmaxRest<C, CV, true>(s, pp, st, o_scale, rows, first_tile);
   }
 }
 
