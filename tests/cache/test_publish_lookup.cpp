@@ -60,7 +60,7 @@ TEST_CASE("the on-disk layout is <root>/<key[0:2]>/<key>/ with a manifest, and p
   REQUIRE(static_cast<bool>(manifest));
   CHECK(manifest->key == key.digest);
   CHECK(manifest->files.size() == 3);
-  CHECK(manifest->writerVersion == "0.4.0");
+  CHECK(manifest->writerVersion == "0.5.0");
   CHECK(readFile(entry + "/spec.json") == sampleFiles("layout").at("spec.json"));
   std::vector<EntryInfo> ls = cache->list();
   REQUIRE(ls.size() == 1);

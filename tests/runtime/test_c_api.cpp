@@ -27,5 +27,5 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(std::string(fa4jit_last_error()).find("out is NULL") != std::string::npos);
   CHECK(fa4jit_forward(nullptr, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("must not be NULL") != std::string::npos);
-  CHECK(std::string(fa4jit_version()) == "0.4.0");
+  CHECK(std::string(fa4jit_version()) == "0.5.0");
 }

@@ -52,7 +52,7 @@ void fa4jit_engine_destroy(fa4jit_engine *engine);
 int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
 /* The message of the calling thread's last failed call ("" if none). */
 const char *fa4jit_last_error(void);
-/* "0.4.0" (the project version) */
+/* "0.5.0" (the project version) */
 const char *fa4jit_version(void);
 
 #ifdef __cplusplus
