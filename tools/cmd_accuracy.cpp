@@ -38,7 +38,7 @@ const char kUsage[] =
     "  --causal LIST       0/1 or false/true                (default 0,1)\n"
     "  --routes LIST       bf16, nvfp8, directp             (default all)\n"
     "  --classifiers LIST  piecewise, threshold, affine, affine-a2, mixed (default all)\n"
-    "  --slack X         range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
+    "  --slack X           range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
     "  --qk-widening W     e4m3 or bf16: how NVFP4 Q/K reach the tensor core (default e4m3)\n"
     "  --seed N            seed of the inputs and of the fits (default 1)\n"

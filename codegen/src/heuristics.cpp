@@ -50,9 +50,9 @@ void applyRouteNumericsDefaults(AttentionSpec &a) {
   // units): rows then rescale a few times instead of at every new maximum (FlashAttention-4's
   // conditional rescaling), and P <= 2^3 is fed with offset 5 to stay within E4M3 (448). Measured
   // on the H200 (seventh session, call 1, wgmma kernels at D128, 4k / 16k / 32k): +4% / +3% / +9%
-  // non-causal and +5% / +8% / +4% causal over slack 0; slack 1 and 2 gained less. Direct-P keeps
-  // slack 0: it gained 0-4% there, and its lower offset would move the fast path's floor (blocks
-  // within 2^-11 of the row max, p_directp.cuh) to 2^-8.
+  // non-causal and +5% / +8% / +4% causal over slack 0; slack 1 and 2 gained less. Direct-P
+  // keeps slack 0: it measured -2% to +4% there, and its lower offset would move the fast path's
+  // floor (blocks within 2^-11 of the row max, p_directp.cuh) to 2^-8.
   if (a.route == Route::Nvfp8) {
     a.guard.slack_log2 = kNvfp8GuardSlackLog2;
     a.operands.p_offset_log2 -= static_cast<int>(kNvfp8GuardSlackLog2);

@@ -117,13 +117,10 @@ template <class CV> struct PendingP {
 };
 
 // The block's floor magic: round-down add of max(max_b t - m, -2^20) onto 1.5 * 2^23, whose bits
-// are 0x4B400000 + floor(max_b t - m) (see classifyDirectP). kClamp false (a block of visible keys
-// only): no clamp. A block more than 2^22 below the row max then yields bits that read as a fed
-// exponent far below -5, so the thread takes the general tables, which clamp: that block feeds
-// zeros either way.
-template <bool kClamp = true> FA4JIT_DEVICE float directpFloorMagic(float block_max_acc, float mul, float m_use) {
+// are 0x4B400000 + floor(max_b t - m) (see classifyDirectP).
+FA4JIT_DEVICE float directpFloorMagic(float block_max_acc, float mul, float m_use) {
   const float block_max_x = scoreOf(block_max_acc, mul) - m_use; // not fused: score_terms.cuh
-  return __fadd_rd(kClamp ? fmaxf(block_max_x, -1048576.0f) : block_max_x, 12582912.0f);
+  return __fadd_rd(fmaxf(block_max_x, -1048576.0f), 12582912.0f);
 }
 // k = e_b + p_offset_log2 (e_b = floor - 2), the exponent of the block's fed E4M3 values
 // E2M1[c] * 2^k, from the block's floor magic.
@@ -174,8 +171,7 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
 //   bit 23 and up, which PRMT ignores and which no carry can bring down).
 // The others classify y = fma(acc, mul, bias) with the block's bias = -(m + e_b) (directpClassify).
 // kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum); the block sums are skipped.
-// kAllVisible: every key of the tile is visible to both rows (no block max is -inf).
-template <class C, bool kSumL = true, bool kAllVisible = false>
+template <class C, bool kSumL = true>
 FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTraits<C>::kSTiles][4],
                                    const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st,
                                    float mul) {
@@ -199,7 +195,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
         // A block without a visible key (block max -inf) needs no branch: it gets e_b = -2^20 - 2,
         // all its keys have acc = -inf and code 0 in every classifier, and its table is zeros.
-        const float floor_magic = directpFloorMagic<true>(block_max[kb][r], mul, st.m_use[r]);
+        const float floor_magic = directpFloorMagic(block_max[kb][r], mul, st.m_use[r]);
         // -e_f = -(floor - 2) exactly (an integer of at most 2^20 + 2), so the bias -(m + e_f)
         // is one FADD: (-e_f) - m rounds as -(m + e_f) does.
         const float neg_e_f = 12582914.0f - floor_magic;

@@ -52,7 +52,8 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
 // has a visible key at all, so the first tile with a visible key is always tile 0).
 // kAllVisible: every key of this tile and of tile 0 is visible to both rows (the wgmma consumers'
 // unmasked arm), so after tile 0 m is finite (no kernel consumes non-finite operands, NUMERICS.md
-// §1): the -inf cases fall away, and the rescale is a select instead of a branch.
+// §1): the -inf cases fall away. (The rescale stays a branch: a select with a predicated MUFU
+// spilled two register-tight variants in CI's compile-all.)
 template <class C, bool kAllVisible = false>
 FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
                                  const float (&tile_max)[2], float mul, bool first_tile, int lane,
