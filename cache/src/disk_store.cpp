@@ -53,6 +53,11 @@ llvm::Expected<std::unique_ptr<DiskStore>> DiskStore::openReadOnly(llvm::StringR
   return std::unique_ptr<DiskStore>(new DiskStore(root.str(), false));
 }
 
+void DiskStore::touch(llvm::StringRef key) const {
+  if (writable_) // utimensat creates nothing: an entry pruned meanwhile stays gone
+    llvm::consumeError(setModificationTime(entryDir(root_, key) + "/" + kLastUseName, std::chrono::system_clock::now()));
+}
+
 LoadResult DiskStore::load(llvm::StringRef key, bool touchLastUse) const {
   std::string dir = entryDir(root_, key);
   auto corrupt = [&](std::string why) {

@@ -39,6 +39,10 @@ public:
   // touchLastUse records the use for LRU (writable stores only).
   LoadResult load(llvm::StringRef key, bool touchLastUse) const;
 
+  // Records a use of the entry for LRU (writable stores; best effort, and nothing is created for
+  // an entry that is gone).
+  void touch(llvm::StringRef key) const;
+
   llvm::Expected<std::unique_ptr<FileLock>> lockKey(llvm::StringRef key, bool wait) const;
   // The caller holds lockKey(key.digest). If another writer's entry is already in place, ours
   // is discarded and that is success.

@@ -9,7 +9,8 @@
 namespace fa4jit::cache {
 
 KernelCache::KernelCache(const CacheConfig &config)
-    : config_(config), memory_(std::make_unique<MemoryLayer>(config.memoryMaxBytes)),
+    : config_(config), memory_(std::make_unique<MemoryLayer>(config.memoryMaxBytes, config.lastUseRefreshHits,
+                                                              config.lastUseRefreshSeconds)),
       keyMutexes_(std::make_unique<KeyMutexes>()) {}
 
 KernelCache::~KernelCache() = default;
@@ -116,11 +117,22 @@ EntryPtr KernelCache::recheckLocked(const DiskStore &user, llvm::StringRef diges
   return nullptr;
 }
 
+EntryPtr KernelCache::memoryHit(llvm::StringRef digest) {
+  bool refresh = false;
+  EntryPtr hit = memory_->get(digest, &refresh);
+  if (!hit)
+    return nullptr;
+  ++counters_.memoryHits;
+  // Entries of the user layer, loaded or produced here (a system entry is never pruned by us).
+  if (refresh && hit->layer != Layer::System)
+    if (auto user = userStore())
+      user->touch(digest);
+  return hit;
+}
+
 EntryPtr KernelCache::lookup(llvm::StringRef digest) {
-  if (EntryPtr hit = memory_->get(digest)) {
-    ++counters_.memoryHits;
+  if (EntryPtr hit = memoryHit(digest))
     return hit;
-  }
   bool userCorrupt = false;
   if (EntryPtr hit = loadUnlocked(digest, &userCorrupt))
     return hit;
@@ -137,16 +149,12 @@ EntryPtr KernelCache::lookup(llvm::StringRef digest) {
 }
 
 llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer produce) {
-  if (EntryPtr hit = memory_->get(key.digest)) {
-    ++counters_.memoryHits;
+  if (EntryPtr hit = memoryHit(key.digest))
     return hit;
-  }
   // Threads of this process queue here; processes queue on the key's file lock below.
   KeyMutexes::Guard guard(*keyMutexes_, key.digest);
-  if (EntryPtr hit = memory_->get(key.digest)) {
-    ++counters_.memoryHits;
+  if (EntryPtr hit = memoryHit(key.digest))
     return hit;
-  }
   bool userCorrupt = false;
   if (EntryPtr hit = loadUnlocked(key.digest, &userCorrupt))
     return hit;

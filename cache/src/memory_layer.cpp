@@ -1,14 +1,32 @@
 #include "memory_layer.h"
 
+#include <chrono>
+
 namespace fa4jit::cache {
 
-EntryPtr MemoryLayer::get(llvm::StringRef key) {
+namespace {
+int64_t unixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+} // namespace
+
+EntryPtr MemoryLayer::get(llvm::StringRef key, bool *refreshDue) {
+  *refreshDue = false;
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = index_.find(key);
   if (it == index_.end())
     return nullptr;
   order_.splice(order_.begin(), order_, it->second);
-  return *it->second;
+  Node &node = *it->second;
+  if (refreshHits_ != 0 && ++node.hits >= refreshHits_) {
+    node.hits = 0;
+    const int64_t now = unixNow();
+    if (now - node.refreshedAt >= static_cast<int64_t>(refreshSeconds_)) {
+      node.refreshedAt = now;
+      *refreshDue = true;
+    }
+  }
+  return node.entry;
 }
 
 void MemoryLayer::put(EntryPtr entry) {
@@ -17,11 +35,12 @@ void MemoryLayer::put(EntryPtr entry) {
   eraseLocked(entry->key);
   if (size > maxBytes_)
     return;
-  order_.push_front(entry);
-  index_[entry->key] = order_.begin();
+  const std::string key = entry->key;
+  order_.push_front(Node{std::move(entry), 0, unixNow()});
+  index_[key] = order_.begin();
   bytes_ += size;
   while (bytes_ > maxBytes_)
-    eraseLocked(order_.back()->key);
+    eraseLocked(order_.back().entry->key);
 }
 
 void MemoryLayer::erase(llvm::StringRef key) {
@@ -33,7 +52,7 @@ void MemoryLayer::eraseLocked(llvm::StringRef key) {
   auto it = index_.find(key);
   if (it == index_.end())
     return;
-  bytes_ -= (*it->second)->bytes();
+  bytes_ -= it->second->entry->bytes();
   order_.erase(it->second);
   index_.erase(it);
 }

@@ -6,6 +6,9 @@
 
 #include <set>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 using namespace fa4jit::cache;
 using namespace fa4jit::cache::test;
 
@@ -83,4 +86,63 @@ TEST_CASE("prune to an explicit size and clear report what they removed", "[cach
   CHECK(cache->list().empty());
   CHECK(cache->stat().memoryEntries == 0);
   CHECK(cache->lookup(sampleKey("4").digest) == nullptr);
+}
+
+namespace {
+int64_t lastUseSeconds(const std::string &root, const CacheKey &key) {
+  struct stat st {};
+  REQUIRE(::stat((entryPath(root, key.digest) + "/last_use").c_str(), &st) == 0);
+  return st.st_mtime;
+}
+void ageLastUse(const std::string &root, const CacheKey &key) {
+  const struct timespec old[2] = {{1000000000, 0}, {1000000000, 0}}; // 2001
+  REQUIRE(::utimensat(AT_FDCWD, (entryPath(root, key.digest) + "/last_use").c_str(), old, 0) == 0);
+}
+} // namespace
+
+// A long-lived process hits its kernels in memory; without a refresh their disk last_use would
+// age, and another process's prune would evict the hottest entries first.
+TEST_CASE("memory hits refresh the disk last_use of user entries, rate-limited", "[cache]") {
+  ScratchDir dir;
+  const std::string root = dir.sub("cache");
+  const CacheKey hot = sampleKey("hot"), cold = sampleKey("cold");
+  CacheConfig config = userConfig(root);
+  config.lastUseRefreshHits = 3;
+  config.lastUseRefreshSeconds = 0;
+  auto cache = KernelCache::open(config);
+  REQUIRE(static_cast<bool>(cache->publish(hot, sampleFiles("hot", 2000))));
+  REQUIRE(static_cast<bool>(cache->publish(cold, sampleFiles("cold", 2000))));
+  REQUIRE(cache->lookup(hot.digest) != nullptr); // in memory since its publish
+  ageLastUse(root, hot);
+  ageLastUse(root, cold);
+  REQUIRE(cache->lookup(hot.digest) != nullptr);
+  CHECK(lastUseSeconds(root, hot) == 1000000000); // two hits: not yet due
+  REQUIRE(cache->lookup(hot.digest) != nullptr);
+  CHECK(lastUseSeconds(root, hot) > 1000000000 + 3600); // the third: refreshed
+  CHECK(lastUseSeconds(root, cold) == 1000000000);
+  CHECK(cache->stat().counters.memoryHits >= 3);
+  // Pruned to one entry, the hot one survives although both were published alike.
+  cache->prune({cache->stat().user.bytes / 2 + 1});
+  CHECK(keysOnDisk(*cache).count(hot.digest) == 1);
+  CHECK(keysOnDisk(*cache).count(cold.digest) == 0);
+  // An entry pruned away is not recreated by a refresh.
+  for (int i = 0; i < 6; ++i)
+    REQUIRE(cache->lookup(cold.digest) != nullptr); // still in this process's memory
+  CHECK(keysOnDisk(*cache).count(cold.digest) == 0);
+
+  // Rate limit: with a minute between refreshes, a second due hit does not touch again; and
+  // with refreshing off nothing is touched at all.
+  for (const uint32_t hits : {1u, 0u}) {
+    ScratchDir d2;
+    const std::string r2 = d2.sub("cache");
+    CacheConfig c2 = userConfig(r2);
+    c2.lastUseRefreshHits = hits;
+    c2.lastUseRefreshSeconds = 60;
+    auto again = KernelCache::open(c2);
+    REQUIRE(static_cast<bool>(again->publish(hot, sampleFiles("hot", 2000))));
+    ageLastUse(r2, hot);
+    for (int i = 0; i < 4; ++i)
+      REQUIRE(again->lookup(hot.digest) != nullptr);
+    CHECK(lastUseSeconds(r2, hot) == 1000000000); // the publish counts as the last refresh
+  }
 }

@@ -16,6 +16,12 @@ struct CacheConfig {
   uint64_t maxBytes = uint64_t(4) << 30;
   // The in-process layer keeps at most this many bytes of entries.
   uint64_t memoryMaxBytes = uint64_t(512) << 20;
+  // A long-lived process finds its kernels in memory and would never mark them used on disk, so
+  // another process's prune (least recently used first) could evict the hottest ones. Every
+  // lastUseRefreshHits-th memory hit of a user-layer entry therefore refreshes its disk last_use,
+  // at most once per lastUseRefreshSeconds; 0 hits turns that off.
+  uint32_t lastUseRefreshHits = 1024;
+  uint32_t lastUseRefreshSeconds = 60;
   // No disk at all (FA4JIT_DISABLE_CACHE): every process compiles what it uses once.
   bool disableDisk = false;
 };

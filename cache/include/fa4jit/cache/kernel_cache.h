@@ -65,6 +65,8 @@ private:
   std::unique_ptr<FileLock> lockUserKey(llvm::StringRef digest, std::shared_ptr<const DiskStore> &user);
   // Without the key's lock; *userCorrupt tells whether the user entry failed verification.
   EntryPtr loadUnlocked(llvm::StringRef digest, bool *userCorrupt);
+  // The memory layer's hit (counted), refreshing the disk last_use of a user-layer entry when due.
+  EntryPtr memoryHit(llvm::StringRef digest);
   EntryPtr remember(std::shared_ptr<CacheEntry> entry);
   // With the key locked: a hit, or nullptr after removing a corrupt entry.
   EntryPtr recheckLocked(const DiskStore &user, llvm::StringRef digest);
