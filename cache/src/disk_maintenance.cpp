@@ -129,6 +129,7 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
       continue;
     }
     removeLocked(s.key);
+    (*lock)->removeFile(); // the key's lock file goes with it (key_lock.h: waiters start over)
     total -= s.bytes;
     ++report.entriesRemoved;
     report.bytesRemoved += s.bytes;

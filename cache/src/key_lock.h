@@ -13,6 +13,10 @@
 
 namespace fa4jit::cache {
 
+// A lock file may be unlinked by its holder (the prune of an entry removes the entry's lock file
+// too, so that locks/ does not grow forever). A waiter that then gets the flock holds it on an
+// inode no longer at the path, which a newcomer would not contend for: acquire() therefore checks,
+// once locked, that the path still names the inode it locked, and starts over if not.
 class FileLock {
 public:
   // wait=false returns nullptr when another holder has the lock.
@@ -20,10 +24,13 @@ public:
   ~FileLock();
   FileLock(const FileLock &) = delete;
   FileLock &operator=(const FileLock &) = delete;
+  // Unlinks the lock file, still holding it: the last act of a holder whose key is gone.
+  void removeFile();
 
 private:
-  explicit FileLock(int fd) : fd_(fd) {}
+  FileLock(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   int fd_;
+  std::string path_;
 };
 
 // One mutex per key, created on demand and dropped when nobody holds or waits for it.

@@ -2,7 +2,7 @@
 // Where things live in a cache root:
 //   <root>/<key[0:2]>/<key>/        an entry: its files, manifest.json, last_use
 //   <root>/tmp/<key>.<pid>.XXXXXX   a publish (or removal) in progress; renamed in or deleted
-//   <root>/locks/<key>.lock         the per-key lock file (flock)
+//   <root>/locks/<key>.lock         the per-key lock file (flock; removed with a pruned entry)
 // The temporary directories sit in the same root so that the final rename stays on one file
 // system and is atomic.
 #include "llvm/ADT/StringRef.h"

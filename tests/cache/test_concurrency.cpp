@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "llvm/Support/FileSystem.h"
+
+#include <chrono>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <thread>
@@ -132,4 +135,72 @@ TEST_CASE("threads of one process racing on a key produce it once", "[cache]") {
     CHECK(ok == 8);
   }
   CHECK(lineCount(counter) == 2);
+}
+
+// Prune removes an entry's lock file with it (so locks/ does not grow without bound). Producers
+// racing a pruner that empties the cache again and again must still never produce one key in two
+// processes at once: a waiter that gets the flock of a file its holder unlinked starts over on the
+// path's new file (key_lock.h). Each producer proves its exclusivity with an O_EXCL marker file.
+TEST_CASE("producers racing a pruner that removes lock files never overlap on a key", "[cache]") {
+  ScratchDir dir;
+  const std::string root = dir.sub("cache");
+  CacheConfig config = userConfig(root);
+  config.memoryMaxBytes = 0; // every lookup goes to the disk
+  const std::string violations = dir.sub("violations.txt");
+  auto exclusiveProducer = [&](const std::string &name) -> llvm::Expected<EntryFiles> {
+    const std::string marker = dir.sub("inside-" + name);
+    const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0) {
+      const int v = ::open(violations.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      if (v >= 0) {
+        (void)!::write(v, "x\n", 2);
+        ::close(v);
+      }
+    } else {
+      ::close(fd);
+    }
+    ::usleep(2000);
+    if (fd >= 0)
+      ::unlink(marker.c_str());
+    return sampleFiles(name);
+  };
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      auto cache = KernelCache::open(config);
+      bool ok = true;
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+      for (int n = 0; std::chrono::steady_clock::now() < until; ++n) {
+        if (i < 2) { // the pruners: empty the disk layer, lock files included
+          cache->prune({0});
+          continue;
+        }
+        const std::string name = "churn" + std::to_string(n % 2);
+        auto entry = cache->getOrCreate(sampleKey(name), [&] { return exclusiveProducer(name); });
+        ok = ok && entry && (*entry)->files == sampleFiles(name);
+        if (!entry)
+          llvm::consumeError(entry.takeError());
+      }
+      ::_exit(ok ? 0 : 1);
+    }
+    children.push_back(pid);
+  }
+  int failures = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  CHECK(failures == 0);
+  CHECK(lineCount(violations) == 0);
+  // A final prune leaves no lock file behind for the entries it removed.
+  auto cache = KernelCache::open(config);
+  cache->prune({0});
+  std::error_code ec;
+  int locks = 0;
+  for (llvm::sys::fs::directory_iterator it(root + "/locks", ec), end; !ec && it != end; it.increment(ec))
+    ++locks;
+  CHECK(locks == 0);
 }
