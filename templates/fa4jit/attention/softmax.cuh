@@ -52,32 +52,15 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
 // has a visible key at all, so the first tile with a visible key is always tile 0).
 // kAllVisible: every key of this tile and of tile 0 is visible to both rows (the wgmma consumers'
 // unmasked arm), so after tile 0 m is finite (no kernel consumes non-finite operands, NUMERICS.md
-// §1): the -inf cases fall away. (The rescale stays a branch: a select with a predicated MUFU
-// spilled two register-tight variants in CI's compile-all.)
+// §1): the -inf cases fall away.
 template <class C, bool kAllVisible = false>
 FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
                                  const float (&tile_max)[2], float mul, bool first_tile, int lane,
                                  float (&o_scale)[2]) {
   using T = AttentionTraits<C>;
   const int q = lane % 4;
-  if (kAllVisible && !first_tile) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float tile_max_t = tile_max[r] * mul;
-      const float m_new = C::guard == GuardKind::SampledAnchor
-                              ? (tile_max_t <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max_t)
-                              : fmaxf(st.m[r], tile_max_t);
-      o_scale[r] = 1.0f;
-      if (m_new != st.m[r]) { // exp2(m - m') only where m moved, as the definition
-        const float scale = exp2Hw(st.m[r] - m_new);
-        st.l[r] *= scale;
-        o_scale[r] = scale;
-        st.m[r] = m_new;
-      }
-      st.m_use[r] = st.m[r];
-    }
-    return;
-  }
+  // m may be -inf only before a visible key has been seen
+  const bool may_be_inf = !(kAllVisible && !first_tile);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float m_new;
@@ -99,12 +82,12 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
     }
     o_scale[r] = 1.0f;
     if (m_new != st.m[r]) {
-      const float scale = st.m[r] == negInf() ? 0.0f : exp2Hw(st.m[r] - m_new);
+      const float scale = may_be_inf && st.m[r] == negInf() ? 0.0f : exp2Hw(st.m[r] - m_new);
       st.l[r] *= scale;
       o_scale[r] = scale;
       st.m[r] = m_new;
     }
-    st.m_use[r] = st.m[r] == negInf() ? 0.0f : st.m[r];
+    st.m_use[r] = may_be_inf && st.m[r] == negInf() ? 0.0f : st.m[r];
   }
 }
 
