@@ -126,11 +126,8 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
             spec.route = route;
             spec.classifier = c;
             applyRouteNumericsDefaults(spec);
-            if (g.guard_slack_log2) {
-              spec.guard.slack_log2 = *g.guard_slack_log2;
-              if (route != Route::Bf16)
-                spec.operands.p_offset_log2 = 8 - static_cast<int>(std::ceil(*g.guard_slack_log2));
-            }
+            if (g.guard_slack_log2)
+              setGuardSlack(spec, *g.guard_slack_log2);
             auto m = cpu::runRouteModel(spec, p, mo);
             if (!m)
               return m.takeError();

@@ -2,6 +2,7 @@
 
 #include "accuracy_grid.h"
 
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -123,12 +124,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.block_n = *n;
     } else if (const std::optional<int> slack = guardSlackVariant(p)) {
-      // The sampled-anchor guard with N log2 units of slack; the FP8-fed routes feed P with offset
-      // 8 - N, the most that stays within E4M3 (spec_validate's offset + slack <= 8).
-      a.guard.kind = GuardKind::SampledAnchor;
-      a.guard.slack_log2 = static_cast<float>(*slack);
-      if (a.route != Route::Bf16)
-        a.operands.p_offset_log2 = 8 - *slack;
+      setGuardSlack(a, static_cast<float>(*slack));
     } else if (const std::optional<int> depth = ringDepthVariant(p)) {
       if (!wgmma || (*depth < 2 && a.tile.overlap))
         return std::nullopt;

@@ -2,6 +2,7 @@
 #include "fa4jit/codegen/heuristics.h"
 
 #include <cassert>
+#include <cmath>
 
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/sm100_attention.h"
@@ -53,10 +54,15 @@ void applyRouteNumericsDefaults(AttentionSpec &a) {
   // non-causal and +5% / +8% / +4% causal over slack 0; slack 1 and 2 gained less. Direct-P
   // keeps slack 0: it measured -2% to +4% there, and its lower offset would move the fast path's
   // floor (blocks within 2^-11 of the row max, p_directp.cuh) to 2^-8.
-  if (a.route == Route::Nvfp8) {
-    a.guard.slack_log2 = kNvfp8GuardSlackLog2;
-    a.operands.p_offset_log2 -= static_cast<int>(kNvfp8GuardSlackLog2);
-  }
+  if (a.route == Route::Nvfp8)
+    setGuardSlack(a, kNvfp8GuardSlackLog2);
+}
+
+void setGuardSlack(AttentionSpec &a, float slack_log2) {
+  a.guard.kind = GuardKind::SampledAnchor;
+  a.guard.slack_log2 = slack_log2;
+  if (a.route != Route::Bf16)
+    a.operands.p_offset_log2 = kMaxFp8POffsetPlusSlack - static_cast<int>(std::ceil(slack_log2));
 }
 
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target) {

@@ -13,9 +13,6 @@
 namespace fa4jit {
 namespace {
 
-// E4M3's largest finite value is 448 = 1.75 * 2^8: a P fed as E4M3(P * 2^offset) with P up to
-// 2^slack (nvfp8) or 6 * 2^(slack - 2) (Direct-P) stays finite iff offset + slack <= 8.
-constexpr int kMaxFp8POffsetPlusSlack = 8;
 // 6 * 448 * 2^-shift <= 448 needs shift >= log2(6); past 8 the smallest NVFP4 values
 // (0.5 * 2^-9 scale) flush in E4M3 and the widening stops being useful.
 constexpr int kMinQkWidenShift = 3;

@@ -509,12 +509,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consume
 // persistent grid of several work tiles per CTA.
 TEST_CASE("forward matches the CPU model and FP64: range guard with slack", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
-  auto slack = [](KernelSpec &s) {
-    s.attention.guard.kind = GuardKind::SampledAnchor;
-    s.attention.guard.slack_log2 = 2.0f;
-    if (s.attention.route != Route::Bf16)
-      s.attention.operands.p_offset_log2 = 6;
-  };
+  auto slack = [](KernelSpec &s) { setGuardSlack(s.attention, 2.0f); };
   // (the last: 192 work tiles of 700 keys, so that persistent CTAs run several through the
   // unmasked arm's lean row max)
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},

@@ -22,6 +22,9 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
 // routes rescale on any increase (RangeGuardSpec's defaults).
 constexpr float kNvfp8GuardSlackLog2 = 3.0f;
 void applyRouteNumericsDefaults(AttentionSpec &a);
+// The sampled-anchor guard with `slack_log2` of slack; the FP8-fed routes then feed P with the
+// largest offset E4M3 allows beside it, kMaxFp8POffsetPlusSlack - ceil(slack).
+void setGuardSlack(AttentionSpec &a, float slack_log2);
 
 // `spec` moved to another schedule, with that schedule's default tiles for its head dim (the
 // numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.

@@ -11,6 +11,10 @@
 
 namespace fa4jit {
 
+// E4M3's largest finite value is 448 = 1.75 * 2^8: a P fed as E4M3(P * 2^offset) with P up to
+// 2^slack (nvfp8) or 6 * 2^(slack - 2) (Direct-P) stays finite iff offset + ceil(slack) <= 8.
+constexpr int kMaxFp8POffsetPlusSlack = 8;
+
 // Limits of one target that the rules below use.
 struct TargetLimits {
   int max_shared_bytes; // dynamic shared memory per CTA (opt-in maximum)
