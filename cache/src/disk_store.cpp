@@ -93,8 +93,8 @@ LoadResult DiskStore::load(llvm::StringRef key, bool touchLastUse) const {
     entry->files.emplace(f.name, std::move(*data));
   }
   // Best effort: a lost update only makes the entry look older to prune.
-  if (touchLastUse && writable_)
-    llvm::consumeError(setModificationTime(dir + "/" + kLastUseName, std::chrono::system_clock::now()));
+  if (touchLastUse)
+    touch(key);
   return {LoadStatus::Hit, std::move(entry), ""};
 }
 

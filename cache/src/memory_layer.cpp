@@ -35,9 +35,8 @@ void MemoryLayer::put(EntryPtr entry) {
   eraseLocked(entry->key);
   if (size > maxBytes_)
     return;
-  const std::string key = entry->key;
   order_.push_front(Node{std::move(entry), 0, unixNow()});
-  index_[key] = order_.begin();
+  index_[order_.front().entry->key] = order_.begin();
   bytes_ += size;
   while (bytes_ > maxBytes_)
     eraseLocked(order_.back().entry->key);
