@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fcntl.h>
+#include <functional>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -37,6 +38,29 @@ size_t lineCount(const std::string &path) {
   return size_t(std::count(text.begin(), text.end(), '\n'));
 }
 
+// Forks n children; child i runs child(i) and exits 0 when it returns true. The parent runs
+// `started` once all are forked (say, to open a start gate), then waits for them all. Returns how
+// many failed.
+int runChildren(int n, const std::function<bool(int)> &child, const std::function<void()> &started = {}) {
+  std::vector<pid_t> children;
+  for (int i = 0; i < n; ++i) {
+    pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0)
+      ::_exit(child(i) ? 0 : 1);
+    children.push_back(pid);
+  }
+  if (started)
+    started();
+  int failures = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return failures;
+}
+
 } // namespace
 
 TEST_CASE("12 processes racing on a cold cache all succeed and the kernel is compiled once", "[cache]") {
@@ -47,31 +71,23 @@ TEST_CASE("12 processes racing on a cold cache all succeed and the kernel is com
   int gate[2];
   REQUIRE(::pipe(gate) == 0);
   constexpr int kProcesses = 12;
-  std::vector<pid_t> children;
-  for (int i = 0; i < kProcesses; ++i) {
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      ::close(gate[1]);
-      char c;
-      (void)!::read(gate[0], &c, 1); // returns when the parent closes the gate: all start together
-      auto cache = KernelCache::open(userConfig(root));
-      auto entry = cache->getOrCreate(key, [&] { return countingProducer(counter, "race"); });
-      bool ok = entry && (*entry)->files == sampleFiles("race") && cache->hasUserLayer();
-      if (!entry)
-        llvm::consumeError(entry.takeError());
-      ::_exit(ok ? 0 : 1);
-    }
-    children.push_back(pid);
-  }
-  ::close(gate[0]);
-  ::close(gate[1]);
-  int failures = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  const int failures = runChildren(
+      kProcesses,
+      [&](int) {
+        ::close(gate[1]);
+        char c;
+        (void)!::read(gate[0], &c, 1); // returns when the parent closes the gate: all start together
+        auto cache = KernelCache::open(userConfig(root));
+        auto entry = cache->getOrCreate(key, [&] { return countingProducer(counter, "race"); });
+        bool ok = entry && (*entry)->files == sampleFiles("race") && cache->hasUserLayer();
+        if (!entry)
+          llvm::consumeError(entry.takeError());
+        return ok;
+      },
+      [&] {
+        ::close(gate[0]);
+        ::close(gate[1]);
+      });
   CHECK(failures == 0);
   CHECK(lineCount(counter) == 1);
   auto cache = KernelCache::open(userConfig(root));
@@ -83,30 +99,18 @@ TEST_CASE("12 processes racing on a cold cache all succeed and the kernel is com
 TEST_CASE("8 processes racing on 4 keys compile each key once", "[cache]") {
   ScratchDir dir;
   std::string root = dir.sub("cache");
-  std::vector<pid_t> children;
-  for (int i = 0; i < 8; ++i) {
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      auto cache = KernelCache::open(userConfig(root));
-      bool ok = true;
-      for (int k = 0; k < 4; ++k) {
-        std::string name = "multi" + std::to_string((k + i) % 4);
-        auto entry = cache->getOrCreate(sampleKey(name), [&] { return countingProducer(dir.sub(name), name); });
-        ok = ok && entry && (*entry)->files == sampleFiles(name);
-        if (!entry)
-          llvm::consumeError(entry.takeError());
-      }
-      ::_exit(ok ? 0 : 1);
+  const int failures = runChildren(8, [&](int i) {
+    auto cache = KernelCache::open(userConfig(root));
+    bool ok = true;
+    for (int k = 0; k < 4; ++k) {
+      std::string name = "multi" + std::to_string((k + i) % 4);
+      auto entry = cache->getOrCreate(sampleKey(name), [&] { return countingProducer(dir.sub(name), name); });
+      ok = ok && entry && (*entry)->files == sampleFiles(name);
+      if (!entry)
+        llvm::consumeError(entry.takeError());
     }
-    children.push_back(pid);
-  }
-  int failures = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+    return ok;
+  });
   CHECK(failures == 0);
   for (int k = 0; k < 4; ++k)
     CHECK(lineCount(dir.sub("multi" + std::to_string(k))) == 1);
@@ -164,35 +168,23 @@ TEST_CASE("producers racing a pruner that removes lock files never overlap on a 
       ::unlink(marker.c_str());
     return sampleFiles(name);
   };
-  std::vector<pid_t> children;
-  for (int i = 0; i < 8; ++i) {
-    pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      auto cache = KernelCache::open(config);
-      bool ok = true;
-      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
-      for (int n = 0; std::chrono::steady_clock::now() < until; ++n) {
-        if (i < 2) { // the pruners: empty the disk layer, lock files included
-          cache->prune({0});
-          continue;
-        }
-        const std::string name = "churn" + std::to_string(n % 2);
-        auto entry = cache->getOrCreate(sampleKey(name), [&] { return exclusiveProducer(name); });
-        ok = ok && entry && (*entry)->files == sampleFiles(name);
-        if (!entry)
-          llvm::consumeError(entry.takeError());
+  const int failures = runChildren(8, [&](int i) {
+    auto cache = KernelCache::open(config);
+    bool ok = true;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    for (int n = 0; std::chrono::steady_clock::now() < until; ++n) {
+      if (i < 2) { // the pruners: empty the disk layer, lock files included
+        cache->prune({0});
+        continue;
       }
-      ::_exit(ok ? 0 : 1);
+      const std::string name = "churn" + std::to_string(n % 2);
+      auto entry = cache->getOrCreate(sampleKey(name), [&] { return exclusiveProducer(name); });
+      ok = ok && entry && (*entry)->files == sampleFiles(name);
+      if (!entry)
+        llvm::consumeError(entry.takeError());
     }
-    children.push_back(pid);
-  }
-  int failures = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    failures += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+    return ok;
+  });
   CHECK(failures == 0);
   CHECK(lineCount(violations) == 0);
   // A final prune leaves no lock file behind for the entries it removed.
