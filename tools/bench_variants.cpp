@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -30,10 +30,10 @@ std::optional<int> ringDepthVariant(llvm::StringRef name) {
   return n;
 }
 
-// "keys64", "keys128", "keys192": the wgmma kernel's block_n (keys per tile).
+// "keys64", "keys80", "keys96", "keys128", "keys192": the wgmma kernel's block_n (keys per tile).
 std::optional<int> blockKeysVariant(llvm::StringRef name) {
   int n = 0;
-  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 96 && n != 128 && n != 192))
+  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 80 && n != 96 && n != 128 && n != 192))
     return std::nullopt;
   return n;
 }

@@ -108,12 +108,16 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
     return s;
   }
   // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup (3 at D = 64, below). S (block_n / 2 FP32 registers
-  // per thread) next to O (D / 2): 128 keys fit beside D <= 128; at D = 256 a 128-key S spills
-  // under the 224-register consumer budget, so 64 keys there. Ring depth: what fits well below
-  // 227 KiB (D128: 3 x 32 KiB + 16 KiB of Q).
+  // per thread) next to O (D / 2). At D = 256 the FP8-fed routes take 128 keys too (S of 64
+  // registers beside O's 128 in the serial loop, no spills under NVRTC 13.0): each QK^T wgmma of
+  // N = 64 reads as many shared-memory bytes per FLOP as the SM can deliver, N = 128 half of that.
+  // Measured on the H200 (eighth session, calls 1-2; 4k / 16k / 32k, non-causal): nvfp8 +20% /
+  // +14% / +15%, directp +12% / +11% / +11% over 64 keys, causal alike. bf16's 128-key stages
+  // (64 KiB each for K and V) do not fit twice beside Q: 80 keys there (FlashAttention-3's tile at
+  // D = 256: two stages of 80 KiB beside 64 KiB of Q).
   t.warps = 12;
   t.block_m = 128;
-  t.block_n = d <= 128 ? 128 : 64;
+  t.block_n = d <= 128 || s.attention.route != Route::Bf16 ? 128 : 80;
   // directp at D <= 128: 192 keys (QK^T's wgmma N = 192, V^T in two column blocks). Measured on the
   // H200 (docs/PERF.md, fifth session call 5): directp +3-10% over 128 keys at D64/D128, 4k-32k;
   // nvfp8 -2% (D128) to -14% (D64), so it keeps 128.
@@ -216,6 +220,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec other = base;
     other.attention.tile.kv_staging =
         t.kv_staging == KvStaging::TensorMap ? KvStaging::Prewidened : KvStaging::TensorMap;
+    if (t.block_n == 80) // (the repacked V^T's rows are whole 128-byte blocks: 64 keys)
+      other.attention.tile.block_n = 64;
     out.push_back(other);
   }
   // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are never widened).
@@ -383,7 +389,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
               out.push_back(v);
             }
           }
-          if (ws.attention.tile.block_n == 128) { // D = 256 already runs 64 keys (and spills at 128)
+          if (ws.attention.tile.block_n == 128 || ws.attention.tile.block_n == 80) { // 64-key tiles
             KernelSpec n64 = ws;
             n64.attention.tile.block_n = 64;
             out.push_back(n64);

@@ -141,8 +141,12 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
       r.fail("attention.tile.block_m", "192 with 96-key tiles spills without the consumers' turns in the non-causal "
              "overlapped loop (CI's SASS check: 288 bytes); take pingpong or 64-key tiles");
   }
-  if (t.block_n != 64 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
-    r.fail("attention.tile.block_n", t.block_n, " must be 64, 96, 128 or 192 on wgmma-ws");
+  if (t.block_n != 64 && t.block_n != 80 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
+    r.fail("attention.tile.block_n", t.block_n, " must be 64, 80, 96, 128 or 192 on wgmma-ws");
+  else if (t.block_n == 80 && (a.route != Route::Bf16 || a.head_dim != 256 || t.kv_staging != KvStaging::TensorMap))
+    r.fail("attention.tile.block_n", "80 exists for the bf16 route at head_dim 256 with tensor-map K/V only (two "
+                                     "stages of 80 keys beside a 128-row Q fill 225 KiB; an FP8 PV's k-step is 32 "
+                                     "keys; the repacked V^T's rows are whole 128-byte blocks)");
   else if (t.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
     r.fail("attention.tile.block_n", "96 exists for the FP8-fed routes at head_dim 128 only (the bf16 QK^T wgmmas are "
                                      "N = 64, 128; the widening pass moves whole 128-thread rounds of a 96-key tile "
@@ -177,7 +181,10 @@ void checkAttention(const KernelSpec &s, Rules &r) {
 
   // Tiles.
   const TileSpec &t = a.tile;
-  if (t.block_n <= 0 || t.block_n % 32 != 0)
+  // (the bf16 wgmma kernel's 80-key tiles are a multiple of its k-step of 16: checkWgmmaSchedule)
+  const bool bf16_ws_80 = a.route == Route::Bf16 && t.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
+                          t.block_n == 80;
+  if (t.block_n <= 0 || (t.block_n % 32 != 0 && !bf16_ws_80))
     r.fail("attention.tile.block_n", t.block_n, " is not a positive multiple of 32 (the Direct-P block)");
   else if (t.block_n > 256)
     r.fail("attention.tile.block_n", t.block_n, " exceeds 256 (the largest MMA N)");
@@ -299,7 +306,9 @@ int swizzledTileBytes(int rows, int k_bytes) { return (k_bytes + 127) / 128 * ro
 
 int wgmmaStageBytes(const AttentionSpec &a) {
   const int e = wgmmaElementBytes(a);
-  return swizzledTileBytes(a.tile.block_n, a.head_dim * e) + swizzledTileBytes(a.head_dim, a.tile.block_n * e);
+  const int k = swizzledTileBytes(a.tile.block_n, a.head_dim * e);
+  // Tensor maps load V as it lies in the tensor, [block_n][D] (K's shape); otherwise V^T [D][block_n].
+  return k + (a.tile.kv_staging == KvStaging::TensorMap ? k : swizzledTileBytes(a.head_dim, a.tile.block_n * e));
 }
 
 int wgmmaQTileBytes(const AttentionSpec &a) {

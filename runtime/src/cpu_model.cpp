@@ -23,9 +23,11 @@ llvm::Error validateSpec(const AttentionSpec &spec, const AttentionShape &shape)
   if (spec.head_dim != shape.head_dim)
     return specError("spec head_dim %d differs from the tensors' head_dim %d", spec.head_dim,
                      shape.head_dim);
-  if (spec.tile.block_n <= 0 || spec.tile.block_n % 32 != 0)
-    return specError("tile.block_n %d must be a positive multiple of 32 (the Direct-P block)",
-                     spec.tile.block_n);
+  // (bf16 has no 32-key blocks: its wgmma kernel's 80-key tiles are whole k-steps of 16)
+  const int key_step = spec.route == Route::Bf16 ? 16 : 32;
+  if (spec.tile.block_n <= 0 || spec.tile.block_n % key_step != 0)
+    return specError("tile.block_n %d must be a positive multiple of %d (%s)", spec.tile.block_n, key_step,
+                     spec.route == Route::Bf16 ? "the BF16 k-step" : "the Direct-P block");
   if (spec.guard.kind == GuardKind::SampledAnchor && spec.guard.sample_stride < 1)
     return specError("guard.sample_stride %d must be >= 1", spec.guard.sample_stride);
   if (!std::isfinite(spec.guard.slack_log2) || spec.guard.slack_log2 < 0)

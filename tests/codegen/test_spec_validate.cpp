@@ -165,6 +165,27 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   }
   keys192.attention.classifier.kind = ClassifierKind::Affine; // fits
   CHECK(problems(keys192).empty());
+  // 80-key tiles: the bf16 route at D = 256 with tensor-map K/V, whose V lies [keys][D] like K:
+  // Q [128][512 B] + 2 x (K [80][512 B] + V [80][512 B]) + 6 mbarriers + slack = 225.05 KiB.
+  const KernelSpec keys80 = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a),
+                                                 AttentionSchedule::WgmmaWarpSpecialized);
+  REQUIRE(keys80.attention.tile.block_n == 80);
+  CHECK(problems(keys80).empty());
+  CHECK(wgmmaStageBytes(keys80.attention) == 2 * 40960);
+  CHECK(attentionSharedBytes(keys80.attention) == 1024 + 65536 + 2 * 81920 + 8 * 6);
+  CHECK(attentionSharedBytes(keys80.attention) <= 227 * 1024);
+  for (auto edit : {+[](KernelSpec &k) { k.attention.route = Route::Nvfp8; },
+                    +[](KernelSpec &k) { k.attention.head_dim = 128; },
+                    +[](KernelSpec &k) { k.attention.tile.kv_staging = KvStaging::Prewidened; }}) {
+    KernelSpec bad = keys80;
+    edit(bad);
+    if (bad.attention.route != Route::Bf16)
+      bad.attention.tile.kv_staging = KvStaging::Prewidened; // (tensor maps are bf16's alone)
+    CHECK_THAT(problems(bad), Catch::Contains("attention.tile.block_n") && Catch::Contains("80"));
+  }
+  KernelSpec keys80_sync = withAttentionSchedule(keys80, AttentionSchedule::MmaSync);
+  keys80_sync.attention.tile.block_n = 80; // not a whole number of 32-key k-steps there
+  CHECK_THAT(problems(keys80_sync), Catch::Contains("attention.tile.block_n") && Catch::Contains("multiple of 32"));
   // The persistent grid (the sm_90a default) needs the one-thread producer of prewidened tiles.
   CHECK(w.attention.tile.persistent);
   s = w;

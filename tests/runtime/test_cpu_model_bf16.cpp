@@ -99,10 +99,15 @@ TEST_CASE("route model rejects specs it cannot model", "[cpu_model]") {
   s.head_dim = 128;
   expectError(s, "differs from the tensors' head_dim 64");
   s = bf16Spec(64, false);
-  s.tile.block_n = 48;
-  expectError(s, "block_n 48");
+  s.tile.block_n = 40; // bf16 tiles are whole k-steps of 16 keys (the wgmma kernel's 80 at D256)
+  expectError(s, "block_n 40 must be a positive multiple of 16");
+  s.tile.block_n = 80;
+  CHECK(static_cast<bool>(runRouteModel(s, p.problem, {})));
   AttentionSpec d = bf16Spec(64, false);
   d.route = Route::DirectP;
+  d.tile.block_n = 48; // Direct-P's blocks are 32 keys
+  expectError(d, "block_n 48 must be a positive multiple of 32");
+  d.tile.block_n = 64;
   d.classifier.kind = ClassifierKind::Affine;
   d.classifier.alpha = 2;
   d.classifier.beta = -4;

@@ -280,6 +280,26 @@ TEST_CASE("forward matches the CPU model and FP64: bf16 route on the wgmma sched
   }
 }
 
+// D = 256 key tiles: the defaults run 128 keys (FP8-fed routes) and 80 (bf16, FlashAttention-3's
+// tile) on the serial loop; the tuner's alternatives are the 64-key tiles of every route and bf16's
+// 80-key tiles on the overlapped loop.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, D = 256 key tiles", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (const Case &c : kCases) {
+    if (c.head_dim != 256)
+      continue;
+    for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+              [](KernelSpec &s) { s.attention.tile.block_n = 64; });
+    runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+      REQUIRE(s.attention.tile.block_n == 80);
+      s.attention.tile.overlap = true;
+    });
+  }
+}
+
 // Two consumer warpgroups where the default has three (D64 every route, D128 the FP8-fed ones), the
 // tuner's alternative there: every case, persistent and per-tile.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, two consumers where three are the default",

@@ -125,23 +125,30 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   s.attention.tile.block_n = 128; // spilled on sm_90a: S beside a 256-wide O
   CHECK_FALSE(estimateResources(s).fits());
   CHECK(estimateResources(s).violations.at(0).find("registers") == 0);
-  // wgmma-ws consumers: 240 registers with prewidened K/V, 216 with in-kernel widening; D = 256
-  // with 128 keys does not fit either way.
+  // wgmma-ws consumers: 240 registers with prewidened K/V, 216 with in-kernel widening. D = 256
+  // with 128 FP8 keys fits the serial loop (P takes S's registers), not the overlapped one.
   KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
                                        AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(estimateResources(w).fits());
-  w.attention.tile.block_n = 128;
+  REQUIRE(w.attention.tile.block_n == 128);
+  REQUIRE_FALSE(w.attention.tile.overlap);
   CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersPrewidened);
+  CHECK(estimateResources(w).fits());
+  CHECK(estimateResources(w).registers == 256 / 2 + 128 / 2 + kWgmmaFixedRegisters);
+  w.attention.tile.overlap = true;
   CHECK_FALSE(estimateResources(w).fits());
+  w.attention.tile.overlap = false;
   w.attention.tile.kv_staging = KvStaging::InKernel;
   CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersInKernel);
-  // The bf16 wgmma kernel at D = 256: BF16 P takes twice FP8's registers; 64 keys fit in 240.
+  // The bf16 wgmma kernel at D = 256: BF16 P takes twice FP8's registers; 80 keys fit in 240.
   KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a),
                                         AttentionSchedule::WgmmaWarpSpecialized);
   CHECK(wb.attention.tile.kv_staging == KvStaging::TensorMap);
   CHECK(estimateResources(wb).register_cap == kWgmmaConsumerRegistersPrewidened); // one producer thread too
   CHECK(estimateResources(wb).fits());
-  CHECK(estimateResources(wb).registers == 256 / 2 + 64 / 2 + 64 / 4 + kWgmmaFixedRegisters);
+  REQUIRE(wb.attention.tile.block_n == 80); // (FlashAttention-3's tile at D = 256)
+  CHECK(estimateResources(wb).registers == 256 / 2 + 80 / 2 + kWgmmaFixedRegisters); // serial: P in S's registers
+  wb.attention.tile.overlap = true; // P of 80 keys beside S and O: 228 of 240
+  CHECK(estimateResources(wb).fits());
   // Three consumers (block_m 192, D = 64 default): 160 registers each; D = 128 fits 64-key tiles
   // only (128 keys spill: CI's SASS check saw 192 bytes).
   KernelSpec w3 = defaultAttentionSpec(Route::Nvfp8, 64, false, Target::Sm90a);

@@ -48,7 +48,9 @@ template <class C> struct AttentionTraits {
   // mma.sync path: one warp owns 16 query rows (the M of m16n8k*).
   static_assert(kBlockM == 16 * kWarps, "block_m must be 16 * warps on the mma.sync path");
   static_assert(kWarps >= 1 && kWarps <= 16, "warps must be in [1, 16]");
-  static_assert(kBlockN % 32 == 0 && kBlockN >= 32 && kBlockN <= 256,
+  // (the bf16 route's wgmma kernel also runs 80-key tiles: a multiple of its k-step of 16)
+  static_assert((kBlockN % 32 == 0 || (kRoute == Route::Bf16 && kBlockN % 16 == 0)) && kBlockN >= 32 &&
+                    kBlockN <= 256,
                 "block_n must be a multiple of 32 (the Direct-P block) in [32, 256]");
   static_assert(C::guard == GuardKind::OnlineExact || C::guard == GuardKind::SampledAnchor, "guard kind");
   static_assert(C::guard_sample_stride >= 1, "guard_sample_stride must be >= 1");

@@ -58,6 +58,7 @@ template <bool kCausal> FA4JIT_DEVICE int visibleKeys(int row, int seqlen_q, int
 
 template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p) {
   using T = AttentionTraits<C>;
+  static_assert(T::kBlockN % 32 == 0, "the mma.sync kernel's key tiles are whole 32-key k-steps");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
   static_assert(C::route == Route::Bf16, "FP8-fed routes need FP8 mma.sync (sm_89 or newer)");
 #endif

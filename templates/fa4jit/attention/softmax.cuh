@@ -22,10 +22,14 @@ FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
 
 // Row maxima of the (masked) accumulators over the tile (quad-reduced) and, when kBlocks, over each
 // 32-key block; times the multiplier they are the maxima of t (score_terms.cuh).
+// A tile of 80 keys (the bf16 wgmma kernel's, never Direct-P's) ends in a half block: its last
+// two n8 tiles enter the tile max on their own.
 template <class CV, bool kBlocks>
 FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
   constexpr int kBlocksPerTile = AttentionTraits<CV>::kBlockN / 32;
+  constexpr int kTailTiles = AttentionTraits<CV>::kSTiles - 4 * kBlocksPerTile;
+  static_assert(!kBlocks || kTailTiles == 0, "Direct-P's blocks are whole 32-key blocks");
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float tmax = negInf();
@@ -40,6 +44,9 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
       block_max[kb][r] = bmax;
       tmax = fmaxf(tmax, bmax);
     }
+#pragma unroll
+    for (int nt = 4 * kBlocksPerTile; nt < AttentionTraits<CV>::kSTiles; ++nt)
+      tmax = fmaxf(tmax, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
     tile_max[r] = kBlocks ? tmax : warpQuadMax(tmax);
   }
 }

@@ -83,7 +83,13 @@ FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t 
         sm90_wgmma_m64n64k16_f32_bf16_ss_zero(s, a, b);
       else
         sm90_wgmma_m64n64k16_f32_bf16_ss(s, a, b, 1);
+    } else if constexpr (kBlockN == 80) {
+      if (kk == 0)
+        sm90_wgmma_m64n80k16_f32_bf16_ss_zero(s, a, b);
+      else
+        sm90_wgmma_m64n80k16_f32_bf16_ss(s, a, b, 1);
     } else {
+      static_assert(kBlockN == 128, "BF16 QK^T tiles of 64, 80 or 128 keys");
       if (kk == 0)
         sm90_wgmma_m64n128k16_f32_bf16_ss_zero(s, a, b);
       else

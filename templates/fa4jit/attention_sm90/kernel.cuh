@@ -100,9 +100,9 @@ template <class C> struct Sm90Traits {
   // the producer warpgroup exits after giving its registers back.
   static constexpr bool kOneThreadProducer = C::kv_prewidened || C::kv_tensor_map;
   static_assert(kBlockN == 64 || kBlockN == 128 || (kBlockN == 96 && !kBf16) ||
-                    (kBlockN == 192 && !kBf16 && kHeadDim <= 128),
-                "block_n must be 64 or 128, 96 for the FP8-fed routes, or 192 for them at head_dim <= 128 "
-                "(QK^T's wgmma N)");
+                    (kBlockN == 192 && !kBf16 && kHeadDim <= 128) || (kBlockN == 80 && kBf16 && C::kv_tensor_map),
+                "block_n must be 64 or 128, 96 for the FP8-fed routes, 192 for them at head_dim <= 128, or 80 for "
+                "the bf16 route's tensor-map tiles (QK^T's wgmma N; PV's k-step of 16 or 32 keys)");
   static_assert(kBlockN * kElemBytes <= kSwizzleBytes || C::kv_prewidened || kBf16 || !C::mma_row_sum,
                 "V^T of several column blocks with row-sum rows: only the prewidened images (the in-kernel "
                 "producer writes column blocks of head_dim rows)");
@@ -114,7 +114,7 @@ template <class C> struct Sm90Traits {
   static_assert(kConsumers == 2 || kOneThreadProducer, "three consumers leave the producer 32 registers: one thread");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
   static constexpr Sm90Layout kLayout =
-      sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes, C::mma_row_sum);
+      sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes, C::mma_row_sum, C::kv_tensor_map);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 

@@ -60,15 +60,17 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 // image of a stage (widen_kv.cuh: K, then V^T's column blocks of head_dim rows each, no row-sum
 // rows); with one V^T column block or no row-sum rows the image is the stage as it lies in shared
 // memory. shared_bytes includes 1024 bytes of slack for aligning the dynamic shared-memory base at
-// run time.
+// run time. v_by_keys (tensor maps): V lies as in the tensor, [block_n][D] in K's shape, which
+// differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
+// against V^T's two column blocks of 32 KiB each at D = 256).
 FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, int block_n, int stages, int elem_bytes,
-                                                   bool row_sum) {
+                                                   bool row_sum, bool v_by_keys = false) {
   const int q = operandTileBytes(block_m, head_dim * elem_bytes);
   const int k = operandTileBytes(block_n, head_dim * elem_bytes);
   const int v_blocks = operandColumnBlocks(block_n * elem_bytes);
   const int v_block_stride = (head_dim + (row_sum ? kRowSumRows : 0)) * kSwizzleBytes;
-  const int image = k + v_blocks * head_dim * kSwizzleBytes;
-  const int stride = k + v_blocks * v_block_stride;
+  const int image = k + (v_by_keys ? k : v_blocks * head_dim * kSwizzleBytes);
+  const int stride = v_by_keys ? image : k + v_blocks * v_block_stride;
   const int barriers = q + stages * stride;
   return {0,      q,        q, q + k, image, stride, q + k + head_dim * kSwizzleBytes, barriers,
           kSwizzleAtom + barriers + 8 * (2 * stages + 2), v_blocks, v_block_stride};

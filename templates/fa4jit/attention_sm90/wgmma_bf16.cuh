@@ -37,6 +37,33 @@ FA4JIT_DEVICE void sm90_wgmma_m64n64k16_f32_bf16_ss_zero(float (&d)[8][4], uint6
 #endif
 }
 
+// D[64x80] (+)= A[64x16] * B[16x80], BF16 inputs, FP32 accumulate; A (Q) and B (K) from shared memory,
+// both K-major (imm-trans-a = imm-trans-b = 0). The D = 256 bf16 kernel's 80-key tiles: a wgmma of
+// N = 64 reads as many shared-memory bytes per FLOP as the SM delivers, N = 80 a fifth fewer.
+FA4JIT_DEVICE void sm90_wgmma_m64n80k16_f32_bf16_ss(float (&d)[10][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+#if defined(FA4JIT_SM90A)
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %42, 0;\n"
+               " wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]), "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3])
+               : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+#else
+  (void)d, (void)a_desc, (void)b_desc; (void)scale_d;
+#endif
+}
+
+// D[64x80] = A[64x16] * B[16x80], BF16 inputs, FP32; D overwritten through write-only registers (no
+// earlier definition of D feeds this wgmma). A (Q) and B (K) from shared memory, both K-major.
+FA4JIT_DEVICE void sm90_wgmma_m64n80k16_f32_bf16_ss_zero(float (&d)[10][4], uint64_t a_desc, uint64_t b_desc) {
+#if defined(FA4JIT_SM90A)
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %42, 0;\n"
+               " wgmma.mma_async.sync.aligned.m64n80k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1, 0, 0;\n}\n"
+               : "=f"(d[0][0]), "=f"(d[0][1]), "=f"(d[0][2]), "=f"(d[0][3]), "=f"(d[1][0]), "=f"(d[1][1]), "=f"(d[1][2]), "=f"(d[1][3]), "=f"(d[2][0]), "=f"(d[2][1]), "=f"(d[2][2]), "=f"(d[2][3]), "=f"(d[3][0]), "=f"(d[3][1]), "=f"(d[3][2]), "=f"(d[3][3]), "=f"(d[4][0]), "=f"(d[4][1]), "=f"(d[4][2]), "=f"(d[4][3]), "=f"(d[5][0]), "=f"(d[5][1]), "=f"(d[5][2]), "=f"(d[5][3]), "=f"(d[6][0]), "=f"(d[6][1]), "=f"(d[6][2]), "=f"(d[6][3]), "=f"(d[7][0]), "=f"(d[7][1]), "=f"(d[7][2]), "=f"(d[7][3]), "=f"(d[8][0]), "=f"(d[8][1]), "=f"(d[8][2]), "=f"(d[8][3]), "=f"(d[9][0]), "=f"(d[9][1]), "=f"(d[9][2]), "=f"(d[9][3])
+               : "l"(a_desc), "l"(b_desc), "n"(0));
+#else
+  (void)d, (void)a_desc, (void)b_desc;
+#endif
+}
+
 // D[64x128] (+)= A[64x16] * B[16x128], BF16 inputs, FP32 accumulate; A (Q) and B (K) from shared memory,
 // both K-major (imm-trans-a = imm-trans-b = 0).
 FA4JIT_DEVICE void sm90_wgmma_m64n128k16_f32_bf16_ss(float (&d)[16][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
