@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -68,7 +68,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
     for (llvm::StringRef p : parts(v)) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
           p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
-          p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile")
+          p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile" || p == "multicast" ||
+          p == "no-multicast")
         continue;
       if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p))
         continue;
@@ -102,6 +103,13 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || (p == "persistent" && a.tile.kv_staging == KvStaging::InKernel))
         return std::nullopt;
       a.tile.persistent = p == "persistent";
+      a.tile.kv_multicast = a.tile.kv_multicast && a.tile.persistent;
+    } else if (p == "multicast" || p == "no-multicast") {
+      // (multicast runs on the persistent grid: it turns that on where the default has it off)
+      if (!wgmma || (p == "multicast" && a.tile.kv_staging == KvStaging::InKernel))
+        return std::nullopt;
+      a.tile.kv_multicast = p == "multicast";
+      a.tile.persistent = a.tile.persistent || a.tile.kv_multicast;
     } else if (p == "mma-sum" || p == "alu-sum") {
       if (!wgmma)
         return std::nullopt;
@@ -114,6 +122,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
                           : p == "tensor-map" ? KvStaging::TensorMap
                                               : KvStaging::InKernel;
       a.tile.persistent = a.tile.persistent && a.tile.kv_staging != KvStaging::InKernel;
+      a.tile.kv_multicast = a.tile.kv_multicast && a.tile.persistent;
     } else if (const std::optional<int> m = blockRowsVariant(p)) {
       if (!wgmma || (*m == 192 && a.tile.kv_staging == KvStaging::InKernel))
         return std::nullopt;

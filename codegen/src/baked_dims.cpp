@@ -133,6 +133,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
     d.baked.push_back({"mma_row_sum", "bool", boolText(a.tile.mma_row_sum), "l summed by the PV wgmma (a ones row in V^T)"});
     d.baked.push_back({"persistent", "bool", boolText(a.tile.persistent),
                        "at most one CTA per SM, each looping over work tiles"});
+    d.baked.push_back({"kv_multicast", "bool", boolText(a.tile.kv_multicast),
+                       "two-CTA clusters, each CTA loading half of every K/V stage into both"});
     d.baked.push_back({"kv_prewidened", "bool", boolText(a.tile.kv_staging == KvStaging::Prewidened),
                        "K/V tiles widened by a separate pass, copied in bulk"});
     d.baked.push_back({"kv_tensor_map", "bool", boolText(a.tile.kv_staging == KvStaging::TensorMap),

@@ -169,7 +169,8 @@ std::string candidateLabel(const KernelSpec &spec) {
   if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
     label += std::string(a.tile.overlap ? " overlap" : " serial") + (a.tile.pingpong ? " pingpong" : "") +
              " " + toString(a.tile.kv_staging) +
-             (a.tile.mma_row_sum ? " mma-sum" : "") + (a.tile.persistent ? " persistent" : "");
+             (a.tile.mma_row_sum ? " mma-sum" : "") + (a.tile.persistent ? " persistent" : "") +
+             (a.tile.kv_multicast ? " multicast" : "");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);
   if (a.route == Route::DirectP) {

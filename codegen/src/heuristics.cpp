@@ -198,10 +198,16 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (t.persistent) { // one CTA per work tile, Q widened by its producer
     KernelSpec per_tile = base;
     per_tile.attention.tile.persistent = false;
+    per_tile.attention.tile.kv_multicast = false;
     out.push_back(per_tile);
+    KernelSpec multicast = base; // two-CTA clusters sharing each K/V stage, or not
+    multicast.attention.tile.kv_multicast = !t.kv_multicast;
+    out.push_back(multicast);
   } else if (t.kv_staging != KvStaging::InKernel) { // the persistent grid where it is not the default
     KernelSpec persistent = base;
     persistent.attention.tile.persistent = true;
+    out.push_back(persistent);
+    persistent.attention.tile.kv_multicast = true; // and its two-CTA clusters
     out.push_back(persistent);
   }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
@@ -229,6 +235,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec in_kernel = base;
     in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
     in_kernel.attention.tile.persistent = false; // (the persistent producer is one thread)
+    in_kernel.attention.tile.kv_multicast = false;
     in_kernel.attention.tile.block_n = std::min(t.block_n, 128); // (its V^T: one column block)
     in_kernel.attention.tile.block_m = 128; // (three consumers leave the producer one thread)
     in_kernel.attention.tile.warps = 12;

@@ -120,6 +120,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
       j.attribute("block_m", a.tile.block_m);
       j.attribute("block_n", a.tile.block_n);
       if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+        if (a.tile.kv_multicast) // absent means false (as persistent below)
+          j.attribute("kv_multicast", true);
         j.attribute("kv_staging", toString(a.tile.kv_staging));
         j.attribute("mma_row_sum", a.tile.mma_row_sum);
         j.attribute("overlap", a.tile.overlap);
@@ -344,6 +346,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("pingpong", a.tile.pingpong));
     FA4JIT_TRY(s.readBool("mma_row_sum", a.tile.mma_row_sum));
     FA4JIT_TRY(s.readBool("persistent", a.tile.persistent));
+    FA4JIT_TRY(s.readBool("kv_multicast", a.tile.kv_multicast));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -468,6 +471,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.pingpong = TileSpec{}.pingpong;
     a.tile.mma_row_sum = TileSpec{}.mma_row_sum;
     a.tile.persistent = TileSpec{}.persistent;
+    a.tile.kv_multicast = TileSpec{}.kv_multicast;
   }
   return s;
 }
@@ -494,6 +498,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
       x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
       x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
+      x.tile.kv_multicast == y.tile.kv_multicast &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

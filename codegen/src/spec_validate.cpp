@@ -169,6 +169,10 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.persistent && t.kv_staging == KvStaging::InKernel)
     r.fail("attention.tile.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
                                         "K/V tile; in-kernel widening keeps the producer warpgroup busy)");
+  if (t.kv_multicast && (!t.persistent || t.kv_staging == KvStaging::InKernel))
+    r.fail("attention.tile.kv_multicast", "needs the persistent grid with prewidened or tensor-map K/V (its two-CTA "
+                                          "clusters loop over pairs of m-blocks; one producer thread per CTA sends "
+                                          "half of each stage)");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -206,6 +210,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.mma_row_sum", "exists on wgmma-ws only");
   else if (t.persistent)
     r.fail("attention.tile.persistent", "exists on wgmma-ws only");
+  else if (t.kv_multicast)
+    r.fail("attention.tile.kv_multicast", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -28,6 +28,7 @@
   X(cuFuncSetAttribute)                                                                            \
   X(cuFuncGetAttribute)                                                                            \
   X(cuLaunchKernelEx)                                                                              \
+  X(cuOccupancyMaxActiveClusters)                                                                  \
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \

@@ -228,6 +228,18 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   }
   launch.block = {unsigned(entry.threads), 1, 1};
   launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
+  if (as.tile.kv_multicast) {
+    // Two-CTA clusters over pairs of m-blocks (attention_sm90/work_tiles.cuh), as many as can be
+    // resident at once: a second wave of clusters would wait for the first to finish its loop.
+    launch.cluster = {2, 1, 1};
+    auto resident = kern->maxActiveClusters(launch);
+    if (!resident)
+      return resident.takeError();
+    if (*resident < 1)
+      return fail(llvm::formatv("forward: no two-CTA cluster of {0} fits on the device", entry.name));
+    const std::uint64_t pairs = std::uint64_t((m_blocks + 1) / 2) * unsigned(p.heads_q) * unsigned(p.batch);
+    launch.grid = {unsigned(2 * std::min(pairs, std::uint64_t(*resident))), 1, 1};
+  }
   launch.stream = stream;
   if (tensor_maps) {
     // The kernel's second parameter, (const __grid_constant__ AttentionTensorMaps maps).

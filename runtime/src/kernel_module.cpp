@@ -90,6 +90,47 @@ llvm::Error Kernel::setMaxDynamicSharedMemory(int bytes) {
   return llvm::Error::success();
 }
 
+llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
+  const unsigned threads = config.block.x * config.block.y * config.block.z;
+  const unsigned cluster = config.cluster.x * config.cluster.y * config.cluster.z;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const ClusterOccupancy &c = cluster_occupancy_;
+    if (c.clusters >= 0 && c.threads == threads && c.cluster == cluster && c.shared == config.dynamic_shared_bytes)
+      return c.clusters;
+  }
+  bool needOptIn = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    needOptIn = config.dynamic_shared_bytes > kDefaultDynamicSharedLimit &&
+                config.dynamic_shared_bytes > static_cast<unsigned>(max_dynamic_shared_set_);
+  }
+  if (needOptIn) // (the occupancy of a kernel not yet allowed its shared memory would be 0)
+    if (llvm::Error e = setMaxDynamicSharedMemory(static_cast<int>(config.dynamic_shared_bytes)))
+      return std::move(e);
+  CUlaunchConfig launch{};
+  launch.gridDimX = config.cluster.x, launch.gridDimY = config.cluster.y, launch.gridDimZ = config.cluster.z;
+  launch.blockDimX = config.block.x, launch.blockDimY = config.block.y, launch.blockDimZ = config.block.z;
+  launch.sharedMemBytes = config.dynamic_shared_bytes;
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = config.cluster.x;
+  attribute.value.clusterDim.y = config.cluster.y;
+  attribute.value.clusterDim.z = config.cluster.z;
+  launch.attrs = &attribute;
+  launch.numAttrs = 1;
+  int clusters = 0;
+  CudaDriver &driver = module_->driver_;
+  if (llvm::Error e = driver.check(
+          driver.api().cuOccupancyMaxActiveClusters(&clusters, static_cast<CUfunction>(function_), &launch),
+          "cuOccupancyMaxActiveClusters"))
+    return error(llvm::toString(std::move(e)) + fmt::format(" for kernel {0} (cluster {1}x{2}x{3})", info_.name,
+                                                             config.cluster.x, config.cluster.y, config.cluster.z));
+  std::lock_guard<std::mutex> lock(mutex_);
+  cluster_occupancy_ = {threads, cluster, config.dynamic_shared_bytes, clusters};
+  return clusters;
+}
+
 llvm::Error Kernel::launch(const LaunchConfig &config, llvm::ArrayRef<void *> args) {
   const DeviceInfo &device = module_->device_;
   const uint64_t threads = uint64_t(config.block.x) * config.block.y * config.block.z;

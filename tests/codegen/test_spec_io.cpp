@@ -229,6 +229,11 @@ TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[code
   REQUIRE(w.attention.tile.persistent);
   CHECK(changed([](TileSpec &t) { t.persistent = false; }));
   CHECK(toJson(w).find("\"persistent\":true") != std::string::npos);
+  CHECK(toJson(w).find("kv_multicast") == std::string::npos); // absent means false
+  CHECK(changed([](TileSpec &t) { t.kv_multicast = true; }));
+  KernelSpec mc = w;
+  mc.attention.tile.kv_multicast = true;
+  CHECK(toJson(mc).find("\"kv_multicast\":true") != std::string::npos);
   // The mma.sync template has none of these choices: the canonical form drops them.
   KernelSpec m = withAttentionSchedule(w, AttentionSchedule::MmaSync);
   KernelSpec m2 = m;
@@ -236,6 +241,7 @@ TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[code
   m2.attention.tile.pingpong = true;
   m2.attention.tile.kv_staging = KvStaging::Prewidened;
   m2.attention.tile.persistent = true;
+  m2.attention.tile.kv_multicast = true;
   CHECK(specHash(m) == specHash(m2));
   CHECK(toJson(m).find("kv_staging") == std::string::npos);
   for (StageAblation a : {StageAblation::None, StageAblation::SkipLoads, StageAblation::SkipQk,

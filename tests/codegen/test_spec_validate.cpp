@@ -193,6 +193,15 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.persistent") && Catch::Contains("prewidened"));
   s.attention.tile.persistent = false;
   CHECK(problems(s).empty());
+  // Two-CTA clusters sharing each K/V stage: the persistent grid with a one-thread producer only.
+  KernelSpec mc = w;
+  mc.attention.tile.kv_multicast = true;
+  CHECK(problems(mc).empty());
+  mc.attention.tile.persistent = false;
+  CHECK_THAT(problems(mc), Catch::Contains("attention.tile.kv_multicast") && Catch::Contains("persistent"));
+  mc.attention.tile.persistent = true;
+  mc.attention.tile.kv_staging = KvStaging::InKernel;
+  CHECK_THAT(problems(mc), Catch::Contains("attention.tile.kv_multicast"));
   // Tensor maps: the bf16 route's own tensors only (FP4 K/V must be widened to E4M3).
   s = w;
   s.attention.tile.kv_staging = KvStaging::TensorMap;

@@ -13,6 +13,7 @@
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/p_directp.cuh"
 #include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/consumer_mma.cuh"
 #include "fa4jit/attention_sm90/consumer_softmax.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -97,11 +98,18 @@ FA4JIT_DEVICE void fenceSoftmaxResults(float (&s)[AttentionTraits<CV>::kSTiles][
   asm volatile("" : "+f"(st.l[0]), "+f"(st.l[1])::"memory");
 }
 
-// The stage's buffers may be refilled: one arrive per consumer warp.
-FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
+// The stage's buffers may be refilled: one arrive per consumer warp, with kv_multicast on the
+// empty mbarriers of both CTAs of the cluster (both producers write into this CTA's stage).
+template <class C> FA4JIT_DEVICE void releaseStage(const RingView &ring, int stage, int lane) {
   __syncwarp();
-  if (lane == 0)
-    mbarrierArrive(ring.empty(stage));
+  if (lane == 0) {
+    if constexpr (C::kv_multicast) {
+      mbarrierArriveCluster(ring.empty(stage), 0);
+      mbarrierArriveCluster(ring.empty(stage), 1);
+    } else {
+      mbarrierArrive(ring.empty(stage));
+    }
+  }
 }
 
 // The persistent kernel's Q buffer may be refilled once this consumer's last QK^T of the work
@@ -151,7 +159,7 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
   sm90_wgmma_wait<0>();
   sm90_fence_regs(o);
   sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
-  releaseStage(ring, prev, rows.lane);
+  releaseStage<C>(ring, prev, rows.lane);
   attention::rescaleRows(o, o_scale);
   packP<C, CV>(pa, pp, s, st);
 }
@@ -193,7 +201,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
       sm90_wgmma_wait<0>();
       sm90_fence_regs(o);
       sm90_fence_regs(pa);
-      releaseStage(ring, stage, rows.lane);
+      releaseStage<C>(ring, stage, rows.lane);
     }
   } else if (n_mine > 0) {
     static_assert(kStages >= 2, "overlap holds two stages per consumer");
@@ -236,14 +244,14 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_wgmma_wait<0>();
     sm90_fence_regs(o);
     sm90_fence_regs(pa);
-    releaseStage(ring, last, rows.lane);
+    releaseStage<C>(ring, last, rows.lane);
   }
   if (n_mine <= 0) // no row of this consumer sees a key: Q is not read at all
     q_release.arrive(rows.lane);
   // Tiles beyond this consumer's causal limit: nothing to compute, the stage is still released.
   for (int tile = n_mine; tile < n_tiles; ++tile, at.advance()) {
     mbarrierWait(ring.full(at.stage), at.parity);
-    releaseStage(ring, at.stage, rows.lane);
+    releaseStage<C>(ring, at.stage, rows.lane);
   }
 }
 

@@ -28,7 +28,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   uint32_t q_parity = 0u;
   forEachWorkTile<C>(p, [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
-    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
+    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
     const int wg_row0 = m0 + c * kRowsPerConsumer;
     // Keys consumer cc's rows see. Non-causal ping-pong runs every tile in both consumers, even in

@@ -10,7 +10,7 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent` and
+//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent`, `kv_multicast` and
 //     `static constexpr StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 or 192
 //     and warps == block_m / 16 + 4 (one producer and two or three consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 32 * warps, Sm90Traits<Cfg>::kSharedBytes == the
@@ -30,6 +30,9 @@
 //   With `kv_tensor_map` (bf16 only) no pass runs: the entry takes the tensor maps as a second
 //   argument, (const AttentionParams p, const __grid_constant__ AttentionTensorMaps maps), and
 //   calls attentionForwardSm90<Cfg>(p, &maps) (tensor_maps.cuh).
+//   With `static constexpr bool kv_multicast` (persistent only; cluster.cuh) the launch has
+//   clusters of 2 CTAs along x and an even grid of at most 2 * ceil(ceil(Sq / block_m) / 2) * Hq * B
+//   CTAs, no more than can be resident at once.
 // ==================================================================================================
 //
 // Schedule: for each work tile of the CTA (work_tiles.cuh; one, or with `persistent` several),
@@ -51,6 +54,7 @@
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention/scores.cuh"
 #include "fa4jit/attention/softmax.cuh"
+#include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/consumer.cuh"
 #include "fa4jit/attention_sm90/consumer_role.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -113,6 +117,8 @@ template <class C> struct Sm90Traits {
                 "the persistent kernel's producer is one thread: prewidened or tensor-map K/V");
   static_assert(kConsumers == 2 || kOneThreadProducer, "three consumers leave the producer 32 registers: one thread");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
+  static_assert(!C::kv_multicast || (C::persistent && kOneThreadProducer),
+                "kv_multicast: the persistent grid of two-CTA clusters, one producer thread moving each half stage");
   static constexpr Sm90Layout kLayout =
       sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes, C::mma_row_sum, C::kv_tensor_map);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
@@ -154,7 +160,8 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
       // In-kernel widening: every producer thread arrives; one producer thread (prewidened or
       // tensor maps): one arrive with the copy's byte count.
       mbarrierInit(cta.bar_full + 8 * s, S::kOneThreadProducer ? 1 : kWarpgroupThreads);
-      mbarrierInit(cta.bar_empty + 8 * s, S::kConsumers * 4);
+      // (kv_multicast: both CTAs' consumer warps release each stage, cluster.cuh)
+      mbarrierInit(cta.bar_empty + 8 * s, S::kConsumers * 4 * (C::kv_multicast ? kClusterCtas : 1));
     }
     // Persistent or tensor maps: one arrive with Q's copy per work tile, released by every
     // consumer warp; otherwise every producer thread arrives once its share of Q is widened.
@@ -176,7 +183,10 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
       fenceProxyAsyncShared();
     }
   }
-  __syncthreads();
+  if constexpr (C::kv_multicast)
+    clusterSync(); // (also every thread of this CTA) the peer's mbarriers exist before any multicast
+  else
+    __syncthreads();
 
   if (wg == 0) {
     // ---------------- producer ----------------

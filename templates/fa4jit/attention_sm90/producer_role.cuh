@@ -12,6 +12,7 @@
 //      the tensors as they are (tensor_maps.cuh); V lands [keys][D], which PV reads N-major.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/producer.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
@@ -37,38 +38,68 @@ template <class C, int kBlockN> FA4JIT_DEVICE int workTileKeyTiles(const attenti
   return (attention::visibleKeys<C::causal>(last_row, p.seqlen_q, p.seqlen_k) + kBlockN - 1) / kBlockN;
 }
 
+// Which of a stage's tiles this CTA's producer loads: both, or with kv_multicast its half (rank
+// 0 K, rank 1 V / V^T: the same bytes), multicast into both CTAs of the cluster.
+struct StageShare {
+  bool k, v;
+};
+template <class C> FA4JIT_DEVICE StageShare stageShare(int rank) {
+  if constexpr (C::kv_multicast)
+    return {rank == 0, rank != 0};
+  else
+    return {true, true};
+}
+
 // The stage's K and V tiles of keys key0.. by tensor maps: K [block_n][D] and V [block_n][D],
-// each D / 64 boxes (out-of-range keys arrive as zeros), on the stage's full mbarrier.
-template <class S>
+// each D / 64 boxes (out-of-range keys arrive as zeros), on the stage's full mbarrier (which
+// waits for both tiles, whichever CTA sends them).
+template <class C, class S>
 FA4JIT_DEVICE void loadKvByTensorMaps(const CtaBuffers &cta, const AttentionTensorMaps *maps, int stage, int key0,
-                                      int hkv, int b) {
+                                      int hkv, int b, StageShare share) {
   constexpr Sm90Layout L = S::kLayout;
   const uint32_t bar = cta.bar_full + 8 * stage;
   const uint32_t k_dst = cta.base + L.k_offset + stage * L.stage_stride;
   const uint32_t v_dst = cta.base + L.v_offset + stage * L.stage_stride;
   mbarrierArriveExpectTx(bar, static_cast<uint32_t>(L.stage_bytes));
-  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(k_dst, &maps->k, key0, hkv, b, bar);
-  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(v_dst, &maps->v, key0, hkv, b, bar);
+  if (share.k)
+    tensorMapLoadTile<S::kHeadDim, S::kBlockN, C::kv_multicast>(k_dst, &maps->k, key0, hkv, b, bar);
+  if (share.v)
+    tensorMapLoadTile<S::kHeadDim, S::kBlockN, C::kv_multicast>(v_dst, &maps->v, key0, hkv, b, bar);
+}
+
+template <class C> FA4JIT_DEVICE void copyImagePart(uint32_t dst, const uint8_t *src, uint32_t bytes, uint32_t bar) {
+  if constexpr (C::kv_multicast)
+    bulkCopyG2SMulticast(dst, src, bytes, bar);
+  else
+    bulkCopyG2S(dst, src, bytes, bar);
 }
 
 // The stage's prewidened image (widen_kv.cuh) by bulk copies, on the stage's full mbarrier.
-template <class C, class S> FA4JIT_DEVICE void copyKvImage(const CtaBuffers &cta, int stage, const uint8_t *src) {
+template <class C, class S>
+FA4JIT_DEVICE void copyKvImage(const CtaBuffers &cta, int stage, const uint8_t *src, StageShare share) {
   constexpr Sm90Layout L = S::kLayout;
   const uint32_t bar = cta.bar_full + 8 * stage;
   const uint32_t dst = cta.base + L.k_offset + stage * L.stage_stride;
+  constexpr uint32_t kToV = static_cast<uint32_t>(L.v_offset - L.k_offset);
   mbarrierArriveExpectTx(bar, static_cast<uint32_t>(L.stage_bytes));
   if constexpr (L.v_blocks == 1 || !C::mma_row_sum) { // the image is the stage as it lies
-    bulkCopyG2S(dst, src, static_cast<uint32_t>(L.stage_bytes), bar);
+    if (share.k && share.v) {
+      copyImagePart<C>(dst, src, static_cast<uint32_t>(L.stage_bytes), bar);
+    } else if (share.k) {
+      copyImagePart<C>(dst, src, kToV, bar);
+    } else {
+      copyImagePart<C>(dst + kToV, src + kToV, static_cast<uint32_t>(L.stage_bytes) - kToV, bar);
+    }
   } else {
-    // K and V^T's first column block, then each further block to its place past the previous
-    // block's row-sum rows.
+    // K, then each of V^T's column blocks to its place past the previous block's row-sum rows.
     constexpr uint32_t kVBlock = S::kHeadDim * kSwizzleBytes;
-    constexpr uint32_t kToV = static_cast<uint32_t>(L.v_offset - L.k_offset);
-    constexpr uint32_t kFirst = kToV + kVBlock;
-    bulkCopyG2S(dst, src, kFirst, bar);
+    if (share.k)
+      copyImagePart<C>(dst, src, kToV, bar);
+    if (share.v) {
 #pragma unroll
-    for (int blk = 1; blk < L.v_blocks; ++blk)
-      bulkCopyG2S(dst + kToV + blk * L.v_block_stride, src + kFirst + (blk - 1) * kVBlock, kVBlock, bar);
+      for (int blk = 0; blk < L.v_blocks; ++blk)
+        copyImagePart<C>(dst + kToV + blk * L.v_block_stride, src + kToV + blk * kVBlock, kVBlock, bar);
+    }
   }
 }
 
@@ -80,18 +111,23 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
   const int tiles_per_head = (sk + S::kBlockN - 1) / S::kBlockN;
   RingCursor<S::kStages> at;
   uint32_t q_parity = 0u;
+  const StageShare share = stageShare<C>(C::kv_multicast ? clusterCtaRank() : 0);
   forEachWorkTile<C>(p, [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
-    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, m0);
+    const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows);
     if constexpr (C::persistent || C::kv_tensor_map) {
       // (the consumers of the previous work tile have released Q; the first wait passes)
       mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
-      mbarrierArriveExpectTx(cta.bar_q, static_cast<uint32_t>(L.q_bytes));
-      if constexpr (C::kv_tensor_map)
-        tensorMapLoadTile<S::kHeadDim, S::kBlockRows>(cta.base + L.q_offset, &maps->q, m0, w.hq, w.b, cta.bar_q);
-      else
-        bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes),
-                    cta.bar_q);
+      if (C::kv_multicast && m0 >= p.seqlen_q) { // (a pair's empty second half: no Q image to copy)
+        mbarrierArrive(cta.bar_q);
+      } else {
+        mbarrierArriveExpectTx(cta.bar_q, static_cast<uint32_t>(L.q_bytes));
+        if constexpr (C::kv_tensor_map)
+          tensorMapLoadTile<S::kHeadDim, S::kBlockRows>(cta.base + L.q_offset, &maps->q, m0, w.hq, w.b, cta.bar_q);
+        else
+          bulkCopyG2S(cta.base + L.q_offset, qImage<S>(p, head_q, w.m_block), static_cast<uint32_t>(L.q_bytes),
+                      cta.bar_q);
+      }
       q_parity ^= 1u;
     }
     if constexpr (S::kOneThreadProducer) {
@@ -105,9 +141,9 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
         if constexpr (C::ablation == StageAblation::SkipLoads)
           mbarrierArrive(cta.bar_full + 8 * stage);
         else if constexpr (C::kv_tensor_map)
-          loadKvByTensorMaps<S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b);
+          loadKvByTensorMaps<C, S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b, share);
         else
-          copyKvImage<C, S>(cta, stage, images + static_cast<int64_t>(tile) * L.stage_bytes);
+          copyKvImage<C, S>(cta, stage, images + static_cast<int64_t>(tile) * L.stage_bytes, share);
       }
     } else {
       // In-kernel widening (FP8-fed routes): every producer thread widens its share of each tile.
@@ -127,6 +163,12 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
       }
     }
   });
+  if constexpr (C::kv_multicast) {
+    // Every stage's last release, the peer's consumers' remote arrives included, before this CTA
+    // may finish (cluster.cuh); a stage never filled passes at once.
+    for (int s = 0; s < S::kStages; ++s, at.advance())
+      mbarrierWait(cta.bar_empty + 8 * at.stage, at.parity ^ 1u);
+  }
 }
 
 } // namespace fa4jit::device::attention_sm90

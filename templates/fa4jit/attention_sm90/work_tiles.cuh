@@ -7,13 +7,20 @@
 // instead of costing each tile its own CTA launch, and the grid has no partial last wave.
 // Work tile t: the m-block varies fastest, so the CTAs running at once share their heads' K/V in
 // L2; causal grids visit each head's m-blocks longest first (the last rows see the most keys).
+// With `kv_multicast` (cluster.cuh) the unit is a pair of adjacent m-blocks of one head, one per
+// CTA of a two-CTA cluster (rank 0 the even block): both CTAs run the pair's K/V tiles through
+// their rings, as many as the pair's later block needs (key_m_block); with an odd number of
+// m-blocks the last pair's second CTA has no rows (m_block == qBlocks) and only takes part in the
+// loads and releases.
 #include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
 struct WorkTile {
   int m_block, hq, b, rows; // rows: block_m
+  int key_m_block;          // the m-block whose visible keys set the ring's tile count
   FA4JIT_DEVICE int m0() const { return m_block * rows; }
   // The kv head the query head reads (GQA), and both heads' indices over batch x heads.
   FA4JIT_DEVICE int hkv(const attention::AttentionParams &p) const { return hq / (p.heads_q / p.heads_kv); }
@@ -31,17 +38,39 @@ FA4JIT_DEVICE int workTileCount(const attention::AttentionParams &p, int rows) {
 template <bool kCausal> FA4JIT_DEVICE WorkTile workTileOf(int t, const attention::AttentionParams &p, int rows) {
   const int blocks = qBlocks(p, rows);
   const int within = t % blocks, head = t / blocks;
-  return {kCausal ? blocks - 1 - within : within, head % p.heads_q, head / p.heads_q, rows};
+  const int m_block = kCausal ? blocks - 1 - within : within;
+  return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
+}
+
+// The multicast units: pairs of m-blocks, ceil(qBlocks / 2) per (batch, query head).
+FA4JIT_DEVICE int pairUnitCount(const attention::AttentionParams &p, int rows) {
+  return (qBlocks(p, rows) + 1) / 2 * p.heads_q * p.batch;
+}
+
+template <bool kCausal>
+FA4JIT_DEVICE WorkTile pairWorkTileOf(int u, int rank, const attention::AttentionParams &p, int rows) {
+  const int blocks = qBlocks(p, rows), pairs = (blocks + 1) / 2;
+  const int within = u % pairs, head = u / pairs;
+  const int pair = kCausal ? pairs - 1 - within : within;
+  const int last = 2 * pair + 1 < blocks ? 2 * pair + 1 : blocks - 1;
+  return {2 * pair + rank, head % p.heads_q, head / p.heads_q, rows, last};
 }
 
 // Runs fn(WorkTile) for each work tile of this CTA, in order.
 template <class C, class Fn> FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn) {
-  if constexpr (C::persistent) {
+  if constexpr (C::kv_multicast) {
+    static_assert(C::persistent, "kv_multicast: the persistent grid's clusters loop over pairs of m-blocks");
+    const int units = pairUnitCount(p, C::block_m), rank = clusterCtaRank();
+    const int clusters = static_cast<int>(gridDim.x) / kClusterCtas;
+    for (int u = static_cast<int>(blockIdx.x) / kClusterCtas; u < units; u += clusters)
+      fn(pairWorkTileOf<C::causal>(u, rank, p, C::block_m));
+  } else if constexpr (C::persistent) {
     const int count = workTileCount(p, C::block_m);
     for (int t = static_cast<int>(blockIdx.x); t < count; t += static_cast<int>(gridDim.x))
       fn(workTileOf<C::causal>(t, p, C::block_m));
   } else {
-    fn(WorkTile{static_cast<int>(blockIdx.x), static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), C::block_m});
+    const int m_block = static_cast<int>(blockIdx.x);
+    fn(WorkTile{m_block, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), C::block_m, m_block});
   }
 }
 

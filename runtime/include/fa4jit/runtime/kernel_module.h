@@ -40,6 +40,10 @@ public:
   // args[i] points at the i-th kernel parameter's value (as cuLaunchKernelEx wants). Checks the
   // block against __launch_bounds__ and shared memory against the device before launching.
   llvm::Error launch(const LaunchConfig &config, llvm::ArrayRef<void *> args);
+  // How many clusters of config.cluster can be resident on the device at once with this block and
+  // shared memory (cuOccupancyMaxActiveClusters; the grid is ignored): a persistent grid of
+  // clusters larger than this would run a second wave. Remembered per (block, cluster, shared).
+  llvm::Expected<int> maxActiveClusters(const LaunchConfig &config);
 
 private:
   friend class KernelModule;
@@ -49,6 +53,10 @@ private:
   void *function_; // CUfunction
   CubinKernelInfo info_;
   int max_dynamic_shared_set_ = 48 * 1024;
+  struct ClusterOccupancy {
+    unsigned threads = 0, cluster = 0, shared = 0;
+    int clusters = -1;
+  } cluster_occupancy_;
   std::mutex mutex_;
 };
 

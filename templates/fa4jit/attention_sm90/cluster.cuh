@@ -1,0 +1,51 @@
+#pragma once
+// Two-CTA clusters of the wgmma attention kernel (config `kv_multicast`): the two CTAs of a cluster
+// run adjacent m-blocks of one (batch, query head), so they read the same K/V tiles; each producer
+// loads one half of every stage (K, or V^T / V) and multicasts it into both CTAs' shared memory,
+// which halves the ring's L2 reads. A stage may then be refilled only once the consumers of both
+// CTAs have released it: each consumer warp arrives on its own CTA's empty mbarrier and on the
+// peer's (through the cluster's shared window), and each producer, before it exits, waits for the
+// last release of every stage, so that no arrive ever targets a CTA that has finished.
+#include "fa4jit/common.cuh"
+
+namespace fa4jit::device::attention_sm90 {
+
+constexpr int kClusterCtas = 2;
+constexpr uint16_t kClusterMask = 0x3u; // multicast to both CTAs of the cluster
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+FA4JIT_DEVICE int clusterCtaRank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return static_cast<int>(r);
+}
+
+// Every thread of both CTAs: the mbarriers each initialized are visible to the other before
+// either sends a multicast or a remote arrive.
+FA4JIT_DEVICE void clusterSync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+
+// Release-arrive on the mbarrier at the same offset of CTA `rank` of the cluster (`bar`: this CTA's
+// shared-window address of it).
+FA4JIT_DEVICE void mbarrierArriveCluster(uint32_t bar, int rank) {
+  asm volatile("{\n .reg .b32 remote;\n"
+               " mapa.shared::cluster.u32 remote, %0, %1;\n"
+               " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+               "r"(rank)
+               : "memory");
+}
+
+// `bytes` from global memory into shared memory at `smem_dst` of both CTAs of the cluster, each
+// completing on its own mbarrier at `bar` (the same offsets in every CTA).
+FA4JIT_DEVICE void bulkCopyG2SMulticast(uint32_t smem_dst, const void *gmem_src, uint32_t bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, "
+               "[%3], %4;\n" ::"r"(smem_dst),
+               "l"(gmem_src), "r"(bytes), "r"(bar), "h"(kClusterMask)
+               : "memory");
+}
+#endif
+
+} // namespace fa4jit::device::attention_sm90
