@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/resource_model.h"
 #include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -188,6 +189,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (!t.overlap && t.stages >= 2) { // the overlapped loop where the default is serial
     KernelSpec overlapped = base;
     overlapped.attention.tile.overlap = true;
+    if (!estimateResources(overlapped).fits()) // (P of the previous tile beside S: 64 keys at D = 256)
+      overlapped.attention.tile.block_n = 64;
     out.push_back(overlapped);
   }
   if (t.mma_row_sum) { // l summed on the ALUs from the decoded P bytes
@@ -239,6 +242,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     in_kernel.attention.tile.block_n = std::min(t.block_n, 128); // (its V^T: one column block)
     in_kernel.attention.tile.block_m = 128; // (three consumers leave the producer one thread)
     in_kernel.attention.tile.warps = 12;
+    if (!estimateResources(in_kernel).fits()) // (its consumers have 216 registers: 64 keys at D = 256)
+      in_kernel.attention.tile.block_n = 64;
     out.push_back(in_kernel);
   }
   // The other consumer count: two where the default has three, three (192 rows, the key tile that
