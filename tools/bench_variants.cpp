@@ -106,7 +106,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       a.tile.kv_multicast = a.tile.kv_multicast && a.tile.persistent;
     } else if (p == "multicast" || p == "no-multicast") {
       // (multicast runs on the persistent grid: it turns that on where the default has it off)
-      if (!wgmma || (p == "multicast" && a.tile.kv_staging == KvStaging::InKernel))
+      if (!wgmma || (p == "multicast" && a.tile.kv_staging != KvStaging::Prewidened))
         return std::nullopt;
       a.tile.kv_multicast = p == "multicast";
       a.tile.persistent = a.tile.persistent || a.tile.kv_multicast;

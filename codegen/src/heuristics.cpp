@@ -203,14 +203,9 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     per_tile.attention.tile.persistent = false;
     per_tile.attention.tile.kv_multicast = false;
     out.push_back(per_tile);
-    KernelSpec multicast = base; // two-CTA clusters sharing each K/V stage, or not
-    multicast.attention.tile.kv_multicast = !t.kv_multicast;
-    out.push_back(multicast);
   } else if (t.kv_staging != KvStaging::InKernel) { // the persistent grid where it is not the default
     KernelSpec persistent = base;
     persistent.attention.tile.persistent = true;
-    out.push_back(persistent);
-    persistent.attention.tile.kv_multicast = true; // and its two-CTA clusters
     out.push_back(persistent);
   }
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns

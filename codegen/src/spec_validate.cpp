@@ -169,10 +169,11 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.persistent && t.kv_staging == KvStaging::InKernel)
     r.fail("attention.tile.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
                                         "K/V tile; in-kernel widening keeps the producer warpgroup busy)");
-  if (t.kv_multicast && (!t.persistent || t.kv_staging == KvStaging::InKernel))
-    r.fail("attention.tile.kv_multicast", "needs the persistent grid with prewidened or tensor-map K/V (its two-CTA "
-                                          "clusters loop over pairs of m-blocks; one producer thread per CTA sends "
-                                          "half of each stage)");
+  if (t.kv_multicast && (!t.persistent || t.kv_staging != KvStaging::Prewidened))
+    r.fail("attention.tile.kv_multicast", "needs the persistent grid with prewidened K/V (its two-CTA clusters loop "
+                                          "over pairs of m-blocks; one producer thread per CTA sends half of each "
+                                          "stage); with tensor-map tiles the bf16 kernel gave wrong rows on the H200 "
+                                          "(docs/PERF.md, eighth session), so it is refused there");
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {

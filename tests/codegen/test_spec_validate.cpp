@@ -202,6 +202,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   mc.attention.tile.persistent = true;
   mc.attention.tile.kv_staging = KvStaging::InKernel;
   CHECK_THAT(problems(mc), Catch::Contains("attention.tile.kv_multicast"));
+  KernelSpec mcb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a),
+                                         AttentionSchedule::WgmmaWarpSpecialized);
+  REQUIRE(mcb.attention.tile.kv_staging == KvStaging::TensorMap);
+  mcb.attention.tile.kv_multicast = true; // (wrong rows on the H200: refused)
+  CHECK_THAT(problems(mcb), Catch::Contains("attention.tile.kv_multicast") && Catch::Contains("tensor-map"));
   // Tensor maps: the bf16 route's own tensors only (FP4 K/V must be widened to E4M3).
   s = w;
   s.attention.tile.kv_staging = KvStaging::TensorMap;
