@@ -9,7 +9,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <ctime>
@@ -210,8 +209,7 @@ int runCache(int argc, char **argv) {
     return 2;
   }
   // Diagnostics go to stderr, so that stdout stays parseable with --json.
-  spdlog::set_default_logger(spdlog::stderr_color_mt("fa4jit-cache-cli"));
-  spdlog::set_level(config->logLevel);
+  spdlog::set_level(config->logLevel); // (main put the default logger on stderr)
   std::unique_ptr<KernelCache> cache = KernelCache::open(config->cache);
   // stat reports a missing user layer; the others would silently act on nothing.
   if (args.op != "stat" && !cache->hasUserLayer()) {

@@ -2,6 +2,11 @@
 // registers itself in the table in subcommands.h.
 #include "subcommands.h"
 
+#include "fa4jit/runtime/config.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -15,6 +20,14 @@ int main(int argc, char **argv) {
       std::printf("  %-10s %s\n", c.name, c.summary);
     std::printf("\n'fa4jit <command> --help' describes a command.\n");
     return argc < 2 ? 2 : 0;
+  }
+  // FA4JIT_LOG_LEVEL for every command, on stderr (stdout stays parseable with --json); a bad
+  // value is the command's own error to report, when it loads the configuration.
+  if (llvm::Expected<fa4jit::runtime::RuntimeConfig> config = fa4jit::runtime::loadConfig()) {
+    spdlog::set_default_logger(spdlog::stderr_color_mt("fa4jit-cli"));
+    spdlog::set_level(config->logLevel);
+  } else {
+    llvm::consumeError(config.takeError());
   }
   for (const auto &c : table)
     if (!std::strcmp(argv[1], c.name))
