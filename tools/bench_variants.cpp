@@ -94,9 +94,9 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma)
         return std::nullopt;
       a.tile.overlap = p == "overlap";
-      a.tile.pingpong = a.tile.pingpong && a.tile.overlap;
+      a.tile.pingpong = a.tile.pingpong && a.tile.overlap; // (the serial loop's turns: `pingpong` after it)
     } else if (p == "pingpong" || p == "no-pingpong") {
-      if (!wgmma || (p == "pingpong" && !a.tile.overlap))
+      if (!wgmma)
         return std::nullopt;
       a.tile.pingpong = p == "pingpong";
     } else if (p == "persistent" || p == "per-tile") {

@@ -163,9 +163,6 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.mma_row_sum && (a.route == Route::Bf16 || a.head_dim > 128))
     r.fail("attention.tile.mma_row_sum", "needs an FP8-fed route and head_dim <= 128 (PV's N = head_dim + 8 <= 136; "
                                          "the wgmma's N stops at 256)");
-  if (t.pingpong && !t.overlap)
-    r.fail("attention.tile.pingpong", "needs overlap (the consumers take turns issuing the overlapped loop's "
-                                      "wgmma groups)");
   if (t.persistent && t.kv_staging == KvStaging::InKernel)
     r.fail("attention.tile.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
                                         "K/V tile; in-kernel widening keeps the producer warpgroup busy)");

@@ -407,8 +407,8 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   CHECK(problems(s).empty());
   CHECK_FALSE(defaultAttentionSpec(Route::Nvfp8, 128, true, Target::Sm90a).attention.tile.pingpong); // measured
   s = w;
-  s.attention.tile.overlap = false;
-  CHECK_THAT(problems(s), Catch::Contains("attention.tile.pingpong"));
+  s.attention.tile.overlap = false; // the serial loop takes turns too: at each QK^T and each PV
+  CHECK(problems(s).empty());
   // The choices exist on wgmma-ws only.
   const KernelSpec mma = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm89);
   REQUIRE(mma.attention.tile.schedule == AttentionSchedule::MmaSync);

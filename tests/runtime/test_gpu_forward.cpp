@@ -297,6 +297,9 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, D = 256 key t
       REQUIRE(s.attention.tile.block_n == 80);
       s.attention.tile.overlap = true;
     });
+    for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) // the serial loop taking turns
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+              [](KernelSpec &s) { s.attention.tile.pingpong = true; });
   }
 }
 
@@ -380,14 +383,17 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
                [](KernelSpec &s) { s.attention.tile.mma_row_sum = false; });
 }
 
-// The consumer loop without the softmax/PV overlap (the tuner may pick it).
+// The consumer loop without the softmax/PV overlap (the tuner may pick it), with and without the
+// consumers taking turns at each QK^T and PV.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
-  runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
-    s.attention.tile.overlap = false;
-    s.attention.tile.pingpong = false; // turn-taking needs the overlapped loop
-  });
+  const uint64_t seed = freshSeed();
+  for (const bool turns : {false, true})
+    runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, [turns](KernelSpec &s) {
+      s.attention.tile.overlap = false;
+      s.attention.tile.pingpong = turns;
+    });
 }
 
 // The affine classifier in its evaluated form (directp.cuh: one FMA with the row/block addend):

@@ -56,7 +56,8 @@ struct RingView {
   FA4JIT_DEVICE uint32_t empty(int stage) const { return bar_empty + 8 * stage; }
 };
 
-// The consumers' turn-taking (config `pingpong`, FlashAttention-3's warp-scheduler barriers):
+// The consumers' turn-taking (config `pingpong`, FlashAttention-3's warp-scheduler barriers; in the
+// overlapped loop one issue point per tile, in the serial loop two: its QK^T and its PV):
 // before each wgmma issue point a consumer waits on its own named barrier, after it it arrives on
 // the next consumer's (round robin over the two or three), so the tensor core serves them in turn
 // and one's softmax meets the others' MMAs. Every consumer has `points` issue points; the last one
@@ -179,13 +180,21 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
   PendingP<CV> pp;
   float o_scale[2];
   if constexpr (!C::overlap) {
+    // Issue points with ping-pong: each tile's QK^T and its PV (the consumers alternate on both).
+    PingPong turns{consumer, consumerWarpgroups(C::block_m), 2 * n_mine, 0, take_turns};
+    if constexpr (C::pingpong)
+      turns.start();
     for (int tile = 0; tile < n_mine; ++tile, at.advance()) {
       const int stage = at.stage;
       mbarrierWait(ring.full(stage), at.parity);
       sm90_fence_regs(s);
+      if constexpr (C::pingpong)
+        turns.beforeIssue();
       sm90_wgmma_fence();
       issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(stage));
       sm90_wgmma_commit();
+      if constexpr (C::pingpong)
+        turns.afterIssue();
       sm90_wgmma_wait<0>();
       sm90_fence_regs(s);
       if (tile == n_mine - 1)
@@ -195,9 +204,13 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
       attention::rescaleRows(o, o_scale);
       sm90_fence_regs(o);
       sm90_fence_regs(pa);
+      if constexpr (C::pingpong)
+        turns.beforeIssue();
       sm90_wgmma_fence();
       issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(stage));
       sm90_wgmma_commit();
+      if constexpr (C::pingpong)
+        turns.afterIssue();
       sm90_wgmma_wait<0>();
       sm90_fence_regs(o);
       sm90_fence_regs(pa);

@@ -112,7 +112,6 @@ template <class C> struct Sm90Traits {
                 "producer writes column blocks of head_dim rows)");
   static_assert(kStages >= 1 && kStages <= 4, "stages must be in [1, 4]");
   static_assert(!C::overlap || kStages >= 2, "overlap holds two stages per consumer: stages >= 2");
-  static_assert(!C::pingpong || C::overlap, "ping-pong needs the overlapped consumer loop");
   static_assert(!C::persistent || kOneThreadProducer,
                 "the persistent kernel's producer is one thread: prewidened or tensor-map K/V");
   static_assert(kConsumers == 2 || kOneThreadProducer, "three consumers leave the producer 32 registers: one thread");
