@@ -161,7 +161,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // consumers can take turns in the work tiles where their tile counts agree (consumer_role.cuh),
   // but measured on the H200 that was -7% for nvfp8 (D64, D128 16k), within noise for directp and
   // +8% / -3% for bf16 in two runs (fifth session): the tuner's alternative there, not the default.
-  t.pingpong = t.overlap && !s.attention.causal && d <= 128;
+  // The serial loop takes turns too (at each QK^T and PV): at D = 256 +4-7% for bf16 (4k / 16k,
+  // causal +3-4%), -6% to -9% for the FP8-fed routes (eighth session, call 11), so bf16 only.
+  t.pingpong = (t.overlap && !s.attention.causal && d <= 128) || (s.attention.route == Route::Bf16 && d == 256);
   // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
   // (docs/PERF.md). N = D + 8 must stay <= 256.
@@ -214,7 +216,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     if (t.block_m == 192 && t.block_n == 96) // (spills without the turns: 64-key tiles there)
       free_running.attention.tile.block_n = 64;
     out.push_back(free_running);
-  } else if (t.overlap) { // taking turns where the default does not (causal: where counts agree)
+  } else { // taking turns where the default does not (causal: where counts agree; the serial loop too)
     KernelSpec turns = base;
     turns.attention.tile.pingpong = true;
     out.push_back(turns);
