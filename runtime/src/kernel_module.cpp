@@ -90,6 +90,27 @@ llvm::Error Kernel::setMaxDynamicSharedMemory(int bytes) {
   return llvm::Error::success();
 }
 
+llvm::Error Kernel::allowDynamicShared(unsigned bytes) {
+  bool needOptIn = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    needOptIn = bytes > kDefaultDynamicSharedLimit && bytes > static_cast<unsigned>(max_dynamic_shared_set_);
+  }
+  return needOptIn ? setMaxDynamicSharedMemory(static_cast<int>(bytes)) : llvm::Error::success();
+}
+
+namespace {
+// The launch attribute of a thread-block cluster of these dimensions.
+CUlaunchAttribute clusterDimension(const Dim3 &cluster) {
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = cluster.x;
+  attribute.value.clusterDim.y = cluster.y;
+  attribute.value.clusterDim.z = cluster.z;
+  return attribute;
+}
+} // namespace
+
 llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
   const unsigned threads = config.block.x * config.block.y * config.block.z;
   const unsigned cluster = config.cluster.x * config.cluster.y * config.cluster.z;
@@ -99,24 +120,14 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
     if (c.clusters >= 0 && c.threads == threads && c.cluster == cluster && c.shared == config.dynamic_shared_bytes)
       return c.clusters;
   }
-  bool needOptIn = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    needOptIn = config.dynamic_shared_bytes > kDefaultDynamicSharedLimit &&
-                config.dynamic_shared_bytes > static_cast<unsigned>(max_dynamic_shared_set_);
-  }
-  if (needOptIn) // (the occupancy of a kernel not yet allowed its shared memory would be 0)
-    if (llvm::Error e = setMaxDynamicSharedMemory(static_cast<int>(config.dynamic_shared_bytes)))
-      return std::move(e);
+  // (the occupancy of a kernel not yet allowed its shared memory would be 0)
+  if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
+    return std::move(e);
   CUlaunchConfig launch{};
   launch.gridDimX = config.cluster.x, launch.gridDimY = config.cluster.y, launch.gridDimZ = config.cluster.z;
   launch.blockDimX = config.block.x, launch.blockDimY = config.block.y, launch.blockDimZ = config.block.z;
   launch.sharedMemBytes = config.dynamic_shared_bytes;
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attribute.value.clusterDim.x = config.cluster.x;
-  attribute.value.clusterDim.y = config.cluster.y;
-  attribute.value.clusterDim.z = config.cluster.z;
+  CUlaunchAttribute attribute = clusterDimension(config.cluster);
   launch.attrs = &attribute;
   launch.numAttrs = 1;
   int clusters = 0;
@@ -145,15 +156,8 @@ llvm::Error Kernel::launch(const LaunchConfig &config, llvm::ArrayRef<void *> ar
                                info_.name, shared, config.dynamic_shared_bytes,
                                info_.static_shared_bytes, device.max_shared_per_block_optin,
                                device.name));
-  bool needOptIn = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    needOptIn = config.dynamic_shared_bytes > kDefaultDynamicSharedLimit &&
-                config.dynamic_shared_bytes > static_cast<unsigned>(max_dynamic_shared_set_);
-  }
-  if (needOptIn)
-    if (llvm::Error e = setMaxDynamicSharedMemory(static_cast<int>(config.dynamic_shared_bytes)))
-      return e;
+  if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
+    return e;
 
   CUlaunchConfig launch{};
   launch.gridDimX = config.grid.x;
@@ -166,10 +170,7 @@ llvm::Error Kernel::launch(const LaunchConfig &config, llvm::ArrayRef<void *> ar
   launch.hStream = static_cast<CUstream>(config.stream);
   CUlaunchAttribute attribute{};
   if (config.cluster.x * config.cluster.y * config.cluster.z > 1) {
-    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = config.cluster.x;
-    attribute.value.clusterDim.y = config.cluster.y;
-    attribute.value.clusterDim.z = config.cluster.z;
+    attribute = clusterDimension(config.cluster);
     launch.attrs = &attribute;
     launch.numAttrs = 1;
   }

@@ -46,6 +46,9 @@ public:
   llvm::Expected<int> maxActiveClusters(const LaunchConfig &config);
 
 private:
+  // Opts the kernel in to `bytes` of dynamic shared memory where that is above the default 48 KiB
+  // and above what it was allowed so far.
+  llvm::Error allowDynamicShared(unsigned bytes);
   friend class KernelModule;
   Kernel(KernelModule *module, void *function, CubinKernelInfo info)
       : module_(module), function_(function), info_(std::move(info)) {}
