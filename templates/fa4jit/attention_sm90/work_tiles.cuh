@@ -15,46 +15,9 @@
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/work_tile_order.cuh"
 
 namespace fa4jit::device::attention_sm90 {
-
-struct WorkTile {
-  int m_block, hq, b, rows; // rows: block_m
-  int key_m_block;          // the m-block whose visible keys set the ring's tile count
-  FA4JIT_DEVICE int m0() const { return m_block * rows; }
-  // The kv head the query head reads (GQA), and both heads' indices over batch x heads.
-  FA4JIT_DEVICE int hkv(const attention::AttentionParams &p) const { return hq / (p.heads_q / p.heads_kv); }
-  FA4JIT_DEVICE int headQ(const attention::AttentionParams &p) const { return b * p.heads_q + hq; }
-  FA4JIT_DEVICE int headKv(const attention::AttentionParams &p) const { return b * p.heads_kv + hkv(p); }
-};
-
-FA4JIT_DEVICE int qBlocks(const attention::AttentionParams &p, int rows) { return (p.seqlen_q + rows - 1) / rows; }
-
-// Every work tile of the launch: qBlocks x Hq x B.
-FA4JIT_DEVICE int workTileCount(const attention::AttentionParams &p, int rows) {
-  return qBlocks(p, rows) * p.heads_q * p.batch;
-}
-
-template <bool kCausal> FA4JIT_DEVICE WorkTile workTileOf(int t, const attention::AttentionParams &p, int rows) {
-  const int blocks = qBlocks(p, rows);
-  const int within = t % blocks, head = t / blocks;
-  const int m_block = kCausal ? blocks - 1 - within : within;
-  return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
-}
-
-// The multicast units: pairs of m-blocks, ceil(qBlocks / 2) per (batch, query head).
-FA4JIT_DEVICE int pairUnitCount(const attention::AttentionParams &p, int rows) {
-  return (qBlocks(p, rows) + 1) / 2 * p.heads_q * p.batch;
-}
-
-template <bool kCausal>
-FA4JIT_DEVICE WorkTile pairWorkTileOf(int u, int rank, const attention::AttentionParams &p, int rows) {
-  const int blocks = qBlocks(p, rows), pairs = (blocks + 1) / 2;
-  const int within = u % pairs, head = u / pairs;
-  const int pair = kCausal ? pairs - 1 - within : within;
-  const int last = 2 * pair + 1 < blocks ? 2 * pair + 1 : blocks - 1;
-  return {2 * pair + rank, head % p.heads_q, head / p.heads_q, rows, last};
-}
 
 // Runs fn(WorkTile) for each work tile of this CTA, in order.
 template <class C, class Fn> FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn) {
