@@ -39,7 +39,7 @@ template <class C, int kBlockN> FA4JIT_DEVICE int workTileKeyTiles(const attenti
 }
 
 // Which of a stage's tiles this CTA's producer loads: both, or with kv_multicast its half (rank
-// 0 K, rank 1 V / V^T: the same bytes), multicast into both CTAs of the cluster.
+// 0 K, rank 1 V^T: the same bytes), multicast into both CTAs of the cluster.
 struct StageShare {
   bool k, v;
 };
@@ -51,20 +51,17 @@ template <class C> FA4JIT_DEVICE StageShare stageShare(int rank) {
 }
 
 // The stage's K and V tiles of keys key0.. by tensor maps: K [block_n][D] and V [block_n][D],
-// each D / 64 boxes (out-of-range keys arrive as zeros), on the stage's full mbarrier (which
-// waits for both tiles, whichever CTA sends them).
-template <class C, class S>
+// each D / 64 boxes (out-of-range keys arrive as zeros), on the stage's full mbarrier.
+template <class S>
 FA4JIT_DEVICE void loadKvByTensorMaps(const CtaBuffers &cta, const AttentionTensorMaps *maps, int stage, int key0,
-                                      int hkv, int b, StageShare share) {
+                                      int hkv, int b) {
   constexpr Sm90Layout L = S::kLayout;
   const uint32_t bar = cta.bar_full + 8 * stage;
   const uint32_t k_dst = cta.base + L.k_offset + stage * L.stage_stride;
   const uint32_t v_dst = cta.base + L.v_offset + stage * L.stage_stride;
   mbarrierArriveExpectTx(bar, static_cast<uint32_t>(L.stage_bytes));
-  if (share.k)
-    tensorMapLoadTile<S::kHeadDim, S::kBlockN, C::kv_multicast>(k_dst, &maps->k, key0, hkv, b, bar);
-  if (share.v)
-    tensorMapLoadTile<S::kHeadDim, S::kBlockN, C::kv_multicast>(v_dst, &maps->v, key0, hkv, b, bar);
+  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(k_dst, &maps->k, key0, hkv, b, bar);
+  tensorMapLoadTile<S::kHeadDim, S::kBlockN>(v_dst, &maps->v, key0, hkv, b, bar);
 }
 
 template <class C> FA4JIT_DEVICE void copyImagePart(uint32_t dst, const uint8_t *src, uint32_t bytes, uint32_t bar) {
@@ -141,7 +138,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
         if constexpr (C::ablation == StageAblation::SkipLoads)
           mbarrierArrive(cta.bar_full + 8 * stage);
         else if constexpr (C::kv_tensor_map)
-          loadKvByTensorMaps<C, S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b, share);
+          loadKvByTensorMaps<S>(cta, maps, stage, tile * S::kBlockN, hkv, w.b);
         else
           copyKvImage<C, S>(cta, stage, images + static_cast<int64_t>(tile) * L.stage_bytes, share);
       }

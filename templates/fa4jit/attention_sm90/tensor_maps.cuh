@@ -48,33 +48,14 @@ FA4JIT_DEVICE void tensorMapLoad(uint32_t smem_dst, const TensorMap *map, int d0
 #endif
 }
 
-// The same box into both CTAs of the cluster (cluster.cuh), each completing on its own mbarrier
-// at the same offset.
-FA4JIT_DEVICE void tensorMapLoadMulticast(uint32_t smem_dst, const TensorMap *map, int d0, int row, int head,
-                                          int batch, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster "
-               "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(smem_dst),
-               "l"(reinterpret_cast<uint64_t>(map)), "r"(d0), "r"(row), "r"(head), "r"(batch), "r"(bar),
-               "h"(static_cast<uint16_t>(0x3u))
-               : "memory");
-#else
-  (void)smem_dst, (void)map, (void)d0, (void)row, (void)head, (void)batch, (void)bar;
-#endif
-}
-
 // A tile of `rows` rows from `row0` of (head, batch): the D / 64 boxes of its 128-byte column
-// blocks, rows * 128 bytes apart (smem_desc.cuh's layout); kMulticast: into both CTAs of the cluster.
-template <int kHeadDim, int kRows, bool kMulticast = false>
+// blocks, rows * 128 bytes apart (smem_desc.cuh's layout).
+template <int kHeadDim, int kRows>
 FA4JIT_DEVICE void tensorMapLoadTile(uint32_t smem_dst, const TensorMap *map, int row0, int head, int batch,
                                      uint32_t bar) {
 #pragma unroll
-  for (int c = 0; c < kHeadDim / kTensorMapBoxColumns; ++c) {
-    if constexpr (kMulticast)
-      tensorMapLoadMulticast(smem_dst + c * kRows * 128, map, c * kTensorMapBoxColumns, row0, head, batch, bar);
-    else
-      tensorMapLoad(smem_dst + c * kRows * 128, map, c * kTensorMapBoxColumns, row0, head, batch, bar);
-  }
+  for (int c = 0; c < kHeadDim / kTensorMapBoxColumns; ++c)
+    tensorMapLoad(smem_dst + c * kRows * 128, map, c * kTensorMapBoxColumns, row0, head, batch, bar);
 }
 #endif
 

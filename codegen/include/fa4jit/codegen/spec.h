@@ -116,7 +116,7 @@ struct TileSpec {
   // written by a Q widening pass) while finishing the current one (FlashAttention-3's persistent
   // tile scheduler). attention_sm90/work_tiles.cuh.
   bool persistent = false;
-  // wgmma-ws, persistent: two-CTA clusters running adjacent m-blocks of one head; each CTA's
+  // wgmma-ws, persistent, prewidened: two-CTA clusters running adjacent m-blocks of one head; each CTA's
   // producer loads half of every K/V stage and multicasts it into both CTAs, which halves the
   // ring's L2 reads (attention_sm90/cluster.cuh).
   bool kv_multicast = false;
