@@ -162,7 +162,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // but measured on the H200 that was -7% for nvfp8 (D64, D128 16k), within noise for directp and
   // +8% / -3% for bf16 in two runs (fifth session): the tuner's alternative there, not the default.
   // The serial loop takes turns too (at each QK^T and PV): at D = 256 +4-7% for bf16 (4k / 16k,
-  // causal +3-4%), -6% to -9% for the FP8-fed routes (eighth session, call 11), so bf16 only.
+  // causal +3-4%), -1% to -9% for the FP8-fed routes (eighth session, call 11), so bf16 only.
   t.pingpong = (t.overlap && !s.attention.causal && d <= 128) || (s.attention.route == Route::Bf16 && d == 256);
   // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
