@@ -5,8 +5,12 @@
 
 #include "fa4jit/attention_sm90/work_tile_order.cuh"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 #include <tuple>
+#include <vector>
 
 namespace {
 
@@ -71,7 +75,98 @@ template <bool kCausal> void checkPairs(const da::AttentionParams &p, int rows) 
     CHECK(ds::pairWorkTileOf<kCausal>(0, 1, p, rows).key_m_block == blocks - 1);
 }
 
+// The grid of one CTA per work tile: every m-block once; with causal masking, groups of heads,
+// each group's m-blocks never growing. Returns the tiles' lengths (key m-blocks + 1) in order.
+template <bool kCausal> std::vector<int> checkGrid(const da::AttentionParams &p, int rows, int bytes_per_key) {
+  std::map<Key, int> seen;
+  std::vector<int> lengths;
+  const int blocks = ds::qBlocks(p, rows), most = ds::causalGroupHeads(p, bytes_per_key);
+  REQUIRE(most >= 1);
+  REQUIRE(most <= p.heads_q * p.batch);
+  const ds::CausalGroups groups = ds::CausalGroups::of(p.heads_q * p.batch, most);
+  int previous_m = blocks, previous_head = -1, group_first = 0, group_end = 0, group_count = 0;
+  for (int t = 0; t < ds::workTileCount(p, rows); ++t) {
+    const ds::WorkTile w = ds::gridWorkTileOf<kCausal>(t, p, rows, bytes_per_key);
+    REQUIRE(w.m_block >= 0);
+    REQUIRE(w.m_block < blocks);
+    REQUIRE(w.hq < p.heads_q);
+    REQUIRE(w.b < p.batch);
+    CHECK(w.key_m_block == w.m_block);
+    const int head = w.b * p.heads_q + w.hq;
+    if (kCausal) {
+      if (head >= group_end) { // a new group, the next heads, starts with its longest tiles
+        CHECK(head == group_end);
+        CHECK(w.m_block == blocks - 1);
+        group_first = group_end;
+        group_end = group_first + groups.base + (group_count < groups.extra ? 1 : 0);
+        ++group_count;
+        CHECK(group_end - group_first <= most);
+      } else {
+        CHECK(head >= group_first);
+        CHECK(w.m_block <= previous_m);
+        CHECK((w.m_block < previous_m || head == previous_head + 1)); // the group's heads fastest
+      }
+      previous_m = w.m_block, previous_head = head;
+    } else {
+      CHECK(w.m_block == t % blocks); // the block's own m-block and head
+      CHECK(head == t / blocks);
+    }
+    ++seen[{w.b, w.hq, w.m_block}];
+    lengths.push_back(w.key_m_block + 1);
+  }
+  CHECK(seen.size() == static_cast<std::size_t>(blocks * p.heads_q * p.batch));
+  for (const auto &[key, count] : seen)
+    CHECK(count == 1);
+  if (kCausal) {
+    CHECK(group_count == groups.count);
+    CHECK(group_end == p.heads_q * p.batch);
+  }
+  return lengths;
+}
+
+// The makespan of a greedy hand-out of tiles (in order, each to the first SM free) over the ideal.
+double greedyMakespan(const std::vector<int> &lengths, int sms) {
+  std::priority_queue<long long, std::vector<long long>, std::greater<>> free_at;
+  for (int i = 0; i < sms; ++i)
+    free_at.push(0);
+  long long total = 0, end = 0;
+  for (const int l : lengths) {
+    const long long start = free_at.top();
+    free_at.pop();
+    free_at.push(start + l);
+    end = std::max(end, start + l);
+    total += l;
+  }
+  return static_cast<double>(end) * sms / static_cast<double>(total);
+}
+
 } // namespace
+
+TEST_CASE("work tiles: the causal grid hands out balanced work, its groups' K/V fit L2", "[work_tiles]") {
+  // The benchmark shapes (batch x heads x seqlen = 524288, 192-row m-blocks, 256 bytes per key:
+  // D128 FP8 K and V images) on the H200's 132 SMs.
+  // Modelled: 1.003-1.008 for 256 bytes per key, up to 1.032 for 512 and 1.038 for 1024 (one
+  // head per group: each head's m-blocks longest first).
+  for (const int seqlen : {4096, 8192, 16384, 32768})
+    for (const int bytes_per_key : {256, 512, 1024}) {
+    INFO("seqlen " << seqlen << " bytes per key " << bytes_per_key);
+    da::AttentionParams p = shape(1, 524288 / seqlen, seqlen);
+    const std::vector<int> lengths = checkGrid<true>(p, 192, bytes_per_key);
+    CHECK(greedyMakespan(lengths, 132) < (bytes_per_key == 256 ? 1.01 : 1.04));
+    const int most = ds::causalGroupHeads(p, bytes_per_key);
+    if (most > 1)
+      CHECK(static_cast<long long>(most) * seqlen * bytes_per_key <= 24ll << 20);
+    // The order before (the block's own m-block: each head's shortest first) ends with the last
+    // heads' longest tiles: 1.06 of the ideal.
+    std::vector<int> block_order;
+    for (int t = 0; t < ds::workTileCount(p, 192); ++t)
+      block_order.push_back(ds::gridWorkTileOf<false>(t, p, 192, bytes_per_key).m_block + 1);
+    CHECK(greedyMakespan(block_order, 132) > 1.05);
+  }
+  // Rows too long for any group: one head per group.
+  CHECK(ds::causalGroupHeads(shape(2, 8, 1 << 20), 1024) == 1);
+  CHECK(ds::causalGroupHeads(shape(2, 3, 128), 256) == 6); // every head fits
+}
 
 TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[work_tiles]") {
   for (const int rows : {128, 192})
@@ -83,5 +178,9 @@ TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[wor
         checkPlain<true>(p, rows);
         checkPairs<false>(p, rows);
         checkPairs<true>(p, rows);
+        for (const int bytes_per_key : {256, 512, 1024 << 10}) { // (the last: one head per group)
+          checkGrid<false>(p, rows, bytes_per_key);
+          checkGrid<true>(p, rows, bytes_per_key);
+        }
       }
 }

@@ -26,7 +26,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   const QRelease q_release{C::persistent ? cta.bar_q_empty : 0u};
   int ring_tiles = 0; // K/V tiles of the previous work tiles: where this one's start in the ring
   uint32_t q_parity = 0u;
-  forEachWorkTile<C>(p, [&](const WorkTile w) {
+  forEachWorkTile<C, S>(p, [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;

@@ -153,7 +153,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   // (R2UR) before every wgmma.
   const int wg = __shfl_sync(0xffffffffu, tid / kWarpgroupThreads, 0);
   if constexpr (!C::persistent)
-    if (static_cast<int>(blockIdx.x) * S::kBlockRows >= p.seqlen_q)
+    if (launchWorkTile<C, S>(p).m0() >= p.seqlen_q)
       return;
 
   if (tid == 0) {
@@ -198,8 +198,8 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
     if constexpr (!S::kOneThreadProducer)
       warpgroupRegDealloc<producerRegisters(false, S::kConsumers)>();
     if constexpr (!C::persistent && !C::kv_tensor_map) {
-      produceQTile<C, S::kHeadDim, S::kBlockRows>(smem + L.q_offset, p, static_cast<int>(blockIdx.x) * S::kBlockRows,
-                                               static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), tid);
+      const WorkTile w = launchWorkTile<C, S>(p);
+      produceQTile<C, S::kHeadDim, S::kBlockRows>(smem + L.q_offset, p, w.m0(), w.hq, w.b, tid);
       fenceProxyAsyncShared();
       mbarrierArrive(cta.bar_q);
     }

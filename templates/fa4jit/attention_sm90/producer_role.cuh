@@ -109,7 +109,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
   RingCursor<S::kStages> at;
   uint32_t q_parity = 0u;
   const StageShare share = stageShare<C>(C::kv_multicast ? clusterCtaRank() : 0);
-  forEachWorkTile<C>(p, [&](const WorkTile w) {
+  forEachWorkTile<C, S>(p, [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows);
     if constexpr (C::persistent || C::kv_tensor_map) {

@@ -6,7 +6,9 @@
 // prologue (Q load, the first K/V tiles) and epilogue then overlap its neighbouring work tiles
 // instead of costing each tile its own CTA launch, and the grid has no partial last wave.
 // Work tile t: the m-block varies fastest, so the CTAs running at once share their heads' K/V in
-// L2; causal grids visit each head's m-blocks longest first (the last rows see the most keys).
+// L2; causal grids visit each head's m-blocks longest first (the last rows see the most keys), and
+// with one CTA per work tile in groups of heads, all m-blocks of a group longest first
+// (work_tile_order.cuh: the hardware's greedy hand-out then ends balanced).
 // With `kv_multicast` (cluster.cuh) the unit is a pair of adjacent m-blocks of one head, one per
 // CTA of a two-CTA cluster (rank 0 the even block): both CTAs run the pair's K/V tiles through
 // their rings, as many as the pair's later block needs (key_m_block); with an odd number of
@@ -19,8 +21,15 @@
 
 namespace fa4jit::device::attention_sm90 {
 
+// The work tile of this CTA in the grid of one CTA per work tile.
+template <class C, class S> FA4JIT_DEVICE WorkTile launchWorkTile(const attention::AttentionParams &p) {
+  const int linear = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  return gridWorkTileOf<C::causal>(linear, p, C::block_m, S::kLayout.stage_bytes / S::kBlockN);
+}
+
 // Runs fn(WorkTile) for each work tile of this CTA, in order.
-template <class C, class Fn> FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn) {
+template <class C, class S, class Fn>
+FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn) {
   if constexpr (C::kv_multicast) {
     static_assert(C::persistent, "kv_multicast: the persistent grid's clusters loop over pairs of m-blocks");
     const int units = pairUnitCount(p, C::block_m), rank = clusterCtaRank();
@@ -32,8 +41,7 @@ template <class C, class Fn> FA4JIT_DEVICE void forEachWorkTile(const attention:
     for (int t = static_cast<int>(blockIdx.x); t < count; t += static_cast<int>(gridDim.x))
       fn(workTileOf<C::causal>(t, p, C::block_m));
   } else {
-    const int m_block = static_cast<int>(blockIdx.x);
-    fn(WorkTile{m_block, static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), C::block_m, m_block});
+    fn(launchWorkTile<C, S>(p));
   }
 }
 
