@@ -227,6 +227,22 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
                                 work, as.tile.block_m));
     const std::uint64_t sms = device_.sm_count > 0 ? std::uint64_t(device_.sm_count) : 1u;
     launch.grid = {unsigned(std::min(work, sms)), 1, 1};
+    if (as.causal && !as.tile.kv_multicast) {
+      // The grid hands its work tiles out from two counters (attention_sm90/work_tiles.cuh), whose
+      // tickets run up to work + grid.
+      if (work + sms > std::uint64_t(INT32_MAX))
+        return fail(llvm::formatv("forward: {0} work tiles exceed the persistent causal kernel's tickets", work));
+      if (workspace_->work_counter.size() == 0) {
+        auto counter = runtime::DeviceBuffer::allocate(driver_, 2 * sizeof(std::int32_t));
+        if (!counter)
+          return counter.takeError();
+        const std::int32_t zeros[2] = {0, 0}; // (a synchronous copy: done before any stream's launch)
+        if (auto err = counter->copyFromHost(zeros, sizeof(zeros)))
+          return err;
+        workspace_->work_counter = std::move(*counter);
+      }
+      p.work_counter = workspace_->work_counter.address();
+    }
   }
   launch.block = {unsigned(entry.threads), 1, 1};
   launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);

@@ -42,6 +42,10 @@ struct AttentionParams {
   // 128-row Q block, [B*Hq][ceil(Sq / 128)][Q tile bytes], written by its Q widening entry point;
   // 0 for every other kernel.
   uint64_t q_tiles;
+  // The persistent causal wgmma kernel (attention_sm90/work_tiles.cuh): two int32 counters, the
+  // next work tile's ticket and the CTAs finished; zero before each launch, left zero after it (so
+  // one launch at a time per counter). 0 for every other kernel.
+  uint64_t work_counter;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -63,7 +67,7 @@ struct AttentionParams {
 //   grid  = (ceil(seqlen_q / block_m), heads_q, batch), block = (warps * 32, 1, 1),
 //   dynamic shared memory = attentionSharedBytes(...) below (opt in above 48 KiB with
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-static_assert(sizeof(AttentionParams) == 14 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
+static_assert(sizeof(AttentionParams) == 15 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
 static_assert(alignof(AttentionParams) == 8, "AttentionParams alignment changed");
 
 // Shared-memory bytes of one CTA. Rows are padded by 16 bytes so that the 8 rows a quad-group of

@@ -1,7 +1,8 @@
 #pragma once
 // Warpgroups 1 and 2 of the wgmma attention kernel: for each work tile of the CTA (work_tiles.cuh)
 // a consumer takes its 64 query rows through the ring (consumer.cuh) and writes O and the LSE of
-// those rows (the mma.sync path's epilogue). The ring position and the Q phase run on across work
+// those rows (the mma.sync path's epilogue); in the persistent causal grid, for each work tile its
+// producer hands out (work_tiles.cuh). The ring position and the Q phase run on across work
 // tiles; with `persistent` the consumer releases Q (q_empty) as soon as its last S of the tile is
 // complete, so the next tile's Q arrives during this tile's last softmax, PV and epilogue.
 #include "fa4jit/attention/config.cuh"
@@ -26,7 +27,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   const QRelease q_release{C::persistent ? cta.bar_q_empty : 0u};
   int ring_tiles = 0; // K/V tiles of the previous work tiles: where this one's start in the ring
   uint32_t q_parity = 0u;
-  forEachWorkTile<C, S>(p, [&](const WorkTile w) {
+  auto consumeTile = [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
@@ -89,7 +90,11 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     }
     attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_factor, o_rows, p.o_row_stride,
                                lse_rows, row_base, sq, lane);
-  });
+  };
+  if constexpr (S::kHandsOutWork)
+    receiveWorkTiles<C>(p, cta.work_slot, cta.bar_q, q_parity, consumeTile);
+  else
+    forEachWorkTile<C, S>(p, consumeTile);
 }
 
 } // namespace fa4jit::device::attention_sm90

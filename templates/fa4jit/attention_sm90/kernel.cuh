@@ -120,8 +120,10 @@ template <class C> struct Sm90Traits {
   static_assert(!C::kv_multicast || (C::persistent && C::kv_prewidened),
                 "kv_multicast: the persistent grid of two-CTA clusters, one producer thread copying each half "
                 "stage of the prewidened images");
-  static constexpr Sm90Layout kLayout =
-      sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes, C::mma_row_sum, C::kv_tensor_map);
+  // The persistent causal grid hands its work tiles out at run time (work_tiles.cuh).
+  static constexpr bool kHandsOutWork = handsOutWorkTiles<C>();
+  static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes,
+                                                            C::mma_row_sum, C::kv_tensor_map, kHandsOutWork);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
@@ -145,6 +147,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   cta.bar_empty = cta.bar_full + 8 * S::kStages;  // [stages]
   cta.bar_q = cta.bar_empty + 8 * S::kStages;
   cta.bar_q_empty = cta.bar_q + 8;
+  cta.work_slot = reinterpret_cast<int *>(smem + L.work_slot_offset); // (kernels that hand out work tiles)
 
   const int tid = static_cast<int>(threadIdx.x);
   // Broadcast from lane 0 (CUTLASS's canonical_warp_group_idx): the compiler then knows the

@@ -30,6 +30,7 @@ struct CtaBuffers {
   uint8_t *smem;     // 1024-byte aligned base
   uint32_t base;     // its shared-window address
   uint32_t bar_full, bar_empty, bar_q, bar_q_empty;
+  int *work_slot; // the handed-out work tile's index (work_tiles.cuh), published with Q on bar_q
 };
 
 // Key tiles one work tile needs: up to the last visible key of its last row.
@@ -109,12 +110,14 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
   RingCursor<S::kStages> at;
   uint32_t q_parity = 0u;
   const StageShare share = stageShare<C>(C::kv_multicast ? clusterCtaRank() : 0);
-  forEachWorkTile<C, S>(p, [&](const WorkTile w) {
+  auto produceTile = [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows);
     if constexpr (C::persistent || C::kv_tensor_map) {
       // (the consumers of the previous work tile have released Q; the first wait passes)
       mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
+      if constexpr (S::kHandsOutWork)
+        publishWorkTile(cta.work_slot, w, p); // (released to the consumers by the arrive on bar_q below)
       if (C::kv_multicast && m0 >= p.seqlen_q) { // (a pair's empty second half: no Q image to copy)
         mbarrierArrive(cta.bar_q);
       } else {
@@ -159,7 +162,17 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
         mbarrierArrive(cta.bar_full + 8 * stage);
       }
     }
-  });
+  };
+  if constexpr (S::kHandsOutWork) {
+    handOutWorkTiles<C, S>(p, produceTile);
+    // The end: one past the last tile, once the consumers have read the last index (q_empty).
+    mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
+    publishEnd(cta.work_slot);
+    mbarrierArrive(cta.bar_q);
+    finishHandingOut(p);
+  } else {
+    forEachWorkTile<C, S>(p, produceTile);
+  }
   if constexpr (C::kv_multicast) {
     // Every stage's last release, the peer's consumers' remote arrives included, before this CTA
     // may finish (cluster.cuh); a stage never filled passes at once.

@@ -18,8 +18,74 @@
 #include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/work_tile_order.cuh"
+#include "fa4jit/mbarrier.cuh"
 
 namespace fa4jit::device::attention_sm90 {
+
+// The persistent causal grid hands its work tiles out at run time (FlashAttention-3's dynamic
+// persistent scheduler): causal tiles differ in length, and a static stride (tile i, i + grid, ...)
+// gave each CTA the same m-block of every head it visited, the longest to some, the shortest to
+// others. Here CTA i starts with tile i of the grouped longest-first order (work_tile_order.cuh);
+// whenever its producer starts a work tile it takes a ticket for the next one from the launch's
+// counter (AttentionParams::work_counter), so the SMs that finish first take the next tiles, as the
+// hardware's hand-out of one CTA per work tile does, without a CTA launch per tile.
+// The producer publishes each tile (m-block and head: the consumers keep no decoding state beside
+// their registers' main loop) in shared memory (work_slot) before it arrives on Q's mbarrier and
+// after the consumers have released the previous Q (q_empty), so consumers read it once Q is
+// there; m-block -1, published without a Q copy, ends their loop. The last CTA to finish resets
+// the counter to zero for the next launch.
+template <class C> FA4JIT_HD constexpr bool handsOutWorkTiles() {
+  return C::persistent && C::causal && !C::kv_multicast;
+}
+
+template <class C, class S> FA4JIT_DEVICE int causalGroupHeadsOf(const attention::AttentionParams &p) {
+  return causalGroupHeads(p, S::kLayout.stage_bytes / S::kBlockN);
+}
+
+// The producer's thread: fn(work tile) for each work tile it hands its CTA, in order.
+template <class C, class S, class Fn>
+FA4JIT_DEVICE void handOutWorkTiles(const attention::AttentionParams &p, Fn &&fn) {
+  int *counter = reinterpret_cast<int *>(p.work_counter);
+  const int count = workTileCount(p, C::block_m), group = causalGroupHeadsOf<C, S>(p);
+  for (int t = static_cast<int>(blockIdx.x); t < count;) {
+    // (taken before the tile's loads, whose waits hide the atomic's round trip to L2)
+    const int next = atomicAdd(counter, 1) + static_cast<int>(gridDim.x);
+    fn(causalWorkTileOf(t, p, C::block_m, group));
+    t = next;
+  }
+}
+
+// The slot's two words: the work tile's m-block (-1: no more) and head (b * Hq + hq).
+FA4JIT_DEVICE void publishWorkTile(int *work_slot, const WorkTile &w, const attention::AttentionParams &p) {
+  work_slot[0] = w.m_block;
+  work_slot[1] = w.b * p.heads_q + w.hq;
+}
+FA4JIT_DEVICE void publishEnd(int *work_slot) { work_slot[0] = -1; }
+
+// The producer's thread, after its last work tile (and the end published): the launch's last CTA
+// to get here, when every ticket has been taken, zeroes the counters for the next launch.
+FA4JIT_DEVICE void finishHandingOut(const attention::AttentionParams &p) {
+  int *counter = reinterpret_cast<int *>(p.work_counter);
+  if (atomicAdd(counter + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    atomicExch(counter, 0);
+    atomicExch(counter + 1, 0);
+  }
+}
+
+// A consumer: fn(work tile) for each index its producer publishes, until one past the last tile.
+// q_parity is the phase of bar_q this work tile's Q completes (fn waits on it again and flips it).
+template <class C, class Fn>
+FA4JIT_DEVICE void receiveWorkTiles(const attention::AttentionParams &p, const int *work_slot, uint32_t bar_q,
+                                    const uint32_t &q_parity, Fn &&fn) {
+  for (;;) {
+    mbarrierWait(bar_q, q_parity);
+    const volatile int *slot = work_slot;
+    const int m_block = slot[0], head = slot[1];
+    if (m_block < 0)
+      return;
+    fn(WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block});
+  }
+}
 
 // The work tile of this CTA in the grid of one CTA per work tile.
 template <class C, class S> FA4JIT_DEVICE WorkTile launchWorkTile(const attention::AttentionParams &p) {
@@ -37,6 +103,7 @@ FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn)
     for (int u = static_cast<int>(blockIdx.x) / kClusterCtas; u < units; u += clusters)
       fn(pairWorkTileOf<C::causal>(u, rank, p, C::block_m));
   } else if constexpr (C::persistent) {
+    static_assert(!handsOutWorkTiles<C>(), "the handed-out order: handOutWorkTiles and receiveWorkTiles");
     const int count = workTileCount(p, C::block_m);
     for (int t = static_cast<int>(blockIdx.x); t < count; t += static_cast<int>(gridDim.x))
       fn(workTileOf<C::causal>(t, p, C::block_m));

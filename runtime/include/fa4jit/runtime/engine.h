@@ -151,6 +151,9 @@ private:
     // Q tile images of the persistent wgmma kernel (TileSpec::persistent), likewise. Neither is
     // used by KvStaging::TensorMap kernels, which load Q, K and V tiles from the tensors by TMA.
     runtime::DeviceBuffer q_tiles;
+    // The persistent causal wgmma kernel's two work-tile counters (attention_sm90/work_tiles.cuh):
+    // zeroed once when allocated; each launch leaves them zero for the next.
+    runtime::DeviceBuffer work_counter;
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;
