@@ -170,10 +170,12 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
   // A persistent grid of one CTA per SM looping over the work tiles: each CTA's Q load and first
   // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh). Measured
-  // on the H200 (docs/PERF.md, fifth session): non-causal +5-8% at 4k keys, +-3% beyond; causal
-  // 2-11% slower than the hardware's dynamic assignment of one CTA per work tile (the static
-  // longest-first striding balances worse), so causal kernels keep that.
-  t.persistent = !s.attention.causal;
+  // on the H200 (docs/PERF.md, fifth session): non-causal +5-8% at 4k keys, +-3% beyond. Causal
+  // grids hand their work tiles out at run time (work_tiles.cuh); against one CTA per work tile
+  // (ninth session, call 2) the FP8-fed routes gained at D64 (4k +9-13%, 16k -2 to +5%) and D256
+  // (4k +16-25%, 16k +4%); at D128 4k +5-9% but 16k -4 to -7%, and their three consumers spill
+  // the loop state there; bf16 +0-4% at 4k, -3 to -14% at 16k. So causal: FP8-fed at D64, D256.
+  t.persistent = !s.attention.causal || (s.attention.route != Route::Bf16 && (d == 64 || d == 256));
   return s;
 }
 

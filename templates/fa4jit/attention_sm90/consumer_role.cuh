@@ -27,7 +27,8 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   const QRelease q_release{C::persistent ? cta.bar_q_empty : 0u};
   int ring_tiles = 0; // K/V tiles of the previous work tiles: where this one's start in the ring
   uint32_t q_parity = 0u;
-  auto consumeTile = [&](const WorkTile w) {
+  // ring_first: where the work tile's K/V tiles start in the ring (handed-out tiles: from the slot).
+  auto consumeTile = [&](const WorkTile w, int ring_first) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
@@ -75,8 +76,9 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     mbarrierWait(cta.bar_q, q_parity);
     q_parity ^= 1u;
     consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, take_turns,
-                                                             ring_tiles, q_release);
-    ring_tiles += n_tiles;
+                                                             ring_first, q_release);
+    if constexpr (!S::kHandsOutWork)
+      ring_tiles += n_tiles;
 
     uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + w.b * p.o_batch_stride + w.hq * p.o_head_stride +
                        row_base * p.o_row_stride;
@@ -94,7 +96,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   if constexpr (S::kHandsOutWork)
     receiveWorkTiles<C>(p, cta.work_slot, cta.bar_q, q_parity, consumeTile);
   else
-    forEachWorkTile<C, S>(p, consumeTile);
+    forEachWorkTile<C, S>(p, [&](const WorkTile w) { consumeTile(w, ring_tiles); });
 }
 
 } // namespace fa4jit::device::attention_sm90

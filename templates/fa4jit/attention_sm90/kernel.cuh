@@ -207,7 +207,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
       mbarrierArrive(cta.bar_q);
     }
     if constexpr (S::kOneThreadProducer) {
-      warpgroupRegDealloc<producerRegisters(true, S::kConsumers)>();
+      warpgroupRegDealloc<producerRegisters(true, S::kConsumers, S::kHandsOutWork)>();
       if (tid != 0) // one thread moves every stage (and, persistent or tensor maps, every Q)
         return;
     }
@@ -216,7 +216,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   }
 
   // ---------------- consumers ----------------
-  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer, S::kConsumers)>();
+  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer, S::kConsumers, S::kHandsOutWork)>();
   consumeWork<C, S>(p, cta, wg - 1, tid - kWarpgroupThreads * wg);
 }
 

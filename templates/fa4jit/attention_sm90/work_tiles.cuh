@@ -17,6 +17,7 @@
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention_sm90/cluster.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
+#include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/work_tile_order.cuh"
 #include "fa4jit/mbarrier.cuh"
 
@@ -29,8 +30,9 @@ namespace fa4jit::device::attention_sm90 {
 // whenever its producer starts a work tile it takes a ticket for the next one from the launch's
 // counter (AttentionParams::work_counter), so the SMs that finish first take the next tiles, as the
 // hardware's hand-out of one CTA per work tile does, without a CTA launch per tile.
-// The producer publishes each tile (m-block and head: the consumers keep no decoding state beside
-// their registers' main loop) in shared memory (work_slot) before it arrives on Q's mbarrier and
+// The producer publishes each tile (m-block, head and where its K/V tiles start in the ring: the
+// consumers then carry no state across work tiles but Q's phase, which kept the three-consumer
+// kernels' 160 registers from spilling) in shared memory (work_slot) before it arrives on Q's mbarrier and
 // after the consumers have released the previous Q (q_empty), so consumers read it once Q is
 // there; m-block -1, published without a Q copy, ends their loop. The last CTA to finish resets
 // the counter to zero for the next launch.
@@ -55,10 +57,14 @@ FA4JIT_DEVICE void handOutWorkTiles(const attention::AttentionParams &p, Fn &&fn
   }
 }
 
-// The slot's two words: the work tile's m-block (-1: no more) and head (b * Hq + hq).
-FA4JIT_DEVICE void publishWorkTile(int *work_slot, const WorkTile &w, const attention::AttentionParams &p) {
+// The slot's words: the work tile's m-block (-1: no more), head (b * Hq + hq) and ring position
+// of its first K/V tile (stage + stages * parity: what RingCursor::of needs of the tile count).
+template <int kStages>
+FA4JIT_DEVICE void publishWorkTile(int *work_slot, const WorkTile &w, const attention::AttentionParams &p,
+                                   RingCursor<kStages> first) {
   work_slot[0] = w.m_block;
   work_slot[1] = w.b * p.heads_q + w.hq;
+  work_slot[2] = first.stage + kStages * static_cast<int>(first.parity);
 }
 FA4JIT_DEVICE void publishEnd(int *work_slot) { work_slot[0] = -1; }
 
@@ -72,7 +78,8 @@ FA4JIT_DEVICE void finishHandingOut(const attention::AttentionParams &p) {
   }
 }
 
-// A consumer: fn(work tile) for each index its producer publishes, until one past the last tile.
+// A consumer: fn(work tile, ring position of its first K/V tile) for each tile its producer
+// publishes, until the end.
 // q_parity is the phase of bar_q this work tile's Q completes (fn waits on it again and flips it).
 template <class C, class Fn>
 FA4JIT_DEVICE void receiveWorkTiles(const attention::AttentionParams &p, const int *work_slot, uint32_t bar_q,
@@ -80,10 +87,10 @@ FA4JIT_DEVICE void receiveWorkTiles(const attention::AttentionParams &p, const i
   for (;;) {
     mbarrierWait(bar_q, q_parity);
     const volatile int *slot = work_slot;
-    const int m_block = slot[0], head = slot[1];
+    const int m_block = slot[0], head = slot[1], ring_first = slot[2];
     if (m_block < 0)
       return;
-    fn(WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block});
+    fn(WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block}, ring_first);
   }
 }
 
