@@ -171,11 +171,21 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // A persistent grid of one CTA per SM looping over the work tiles: each CTA's Q load and first
   // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh). Measured
   // on the H200 (docs/PERF.md, fifth session): non-causal +5-8% at 4k keys, +-3% beyond. Causal
-  // grids hand their work tiles out at run time (work_tiles.cuh); against one CTA per work tile
-  // (ninth session, call 2) the FP8-fed routes gained at D64 (4k +9-13%, 16k -2 to +5%) and D256
-  // (4k +16-25%, 16k +4%); at D128 4k +5-9% but 16k -4 to -7%, and their three consumers spill
-  // the loop state there; bf16 +0-4% at 4k, -3 to -14% at 16k. So causal: FP8-fed at D64, D256.
-  t.persistent = !s.attention.causal || (s.attention.route != Route::Bf16 && (d == 64 || d == 256));
+  // grids that hand their work tiles out at run time (work_tiles.cuh) win at short keys and lose
+  // up to 9% at 32k (ninth session): the choice by length is defaultAttentionSpecForKeys's.
+  t.persistent = !s.attention.causal;
+  return s;
+}
+
+KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, Target target, int seqlen_k) {
+  KernelSpec s = defaultAttentionSpec(route, head_dim, causal, target);
+  TileSpec &t = s.attention.tile;
+  if (causal && t.schedule == AttentionSchedule::WgmmaWarpSpecialized && t.kv_staging != KvStaging::InKernel) {
+    // Measured causal, persistent / one CTA per work tile (ninth session, call 5): FP8-fed 4k
+    // +9-22%, 8k +0-14%, 16k -5 to +4%, 32k -9 to 0%; bf16 4k +2-5%, 8k -2 to -6%.
+    const int most = route == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
+    t.persistent = seqlen_k <= most;
+  }
   return s;
 }
 
@@ -330,8 +340,16 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         out.push_back(s);
         if (wgmma)
           out.push_back(chosen);
-        if (causal)
+        if (causal) {
+          // The causal grid of the other kind (the persistent one hands work tiles out at run time,
+          // its own code path): the engine picks it by length (defaultAttentionSpecForKeys).
+          if (wgmma && chosen.attention.tile.kv_staging != KvStaging::InKernel) {
+            KernelSpec grid = chosen;
+            grid.attention.tile.persistent = !grid.attention.tile.persistent;
+            out.push_back(grid);
+          }
           continue; // the options below do not interact with the mask: one head-dim sweep each
+        }
         if (r == Route::DirectP) {
           // The other classifiers change the generated code (and the cheap affine one is the
           // Hopper speed candidate): they must compile too.

@@ -326,12 +326,12 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [block_m][D],
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle;
-    // the persistent causal grid's 16-byte slot for the handed-out work tile (work_tiles.cuh).
+    // the persistent causal grid's 32-byte slots (two, by Q's phase) for the handed-out work tile (work_tiles.cuh).
     const int q_tile = wgmmaQTileBytes(a);
     // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
     const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
     const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
-    const int work_slot = a.tile.persistent && a.causal && !a.tile.kv_multicast ? 16 : 0;
+    const int work_slot = a.tile.persistent && a.causal && !a.tile.kv_multicast ? 32 : 0;
     return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2) +
            work_slot;
   }

@@ -93,7 +93,7 @@ llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, b
   else if (config_.tune == runtime::TuneMode::Replay)
     return runtime::replayMiss(*tuning_, key);
   else
-    spec = defaultAttentionSpec(route, head_dim, causal, target_);
+    spec = defaultAttentionSpecForKeys(route, head_dim, causal, target_, seqlen_k);
   if (classifier)
     spec.attention.classifier = *classifier;
   return spec;

@@ -139,3 +139,32 @@ TEST_CASE("quantizerFor produces the layouts the attention kernel reads", "[code
   CHECK(f.quantize.format == QuantFormat::Fp8PerHead);
   CHECK(!f.quantize.keys_permuted16);
 }
+
+TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k keys (bf16: 4k)",
+          "[codegen][heuristics]") {
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+    for (int d : {64, 128, 256}) {
+      INFO("route " << toString(r) << " D " << d);
+      const int most = r == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
+      for (int keys : {1, 1000, 4096, 8192, 8193, 16384, 32768}) {
+        const KernelSpec causal = defaultAttentionSpecForKeys(r, d, true, Target::Sm90a, keys);
+        CHECK(causal.attention.tile.persistent == (keys <= most));
+        CHECK(specViolations(causal).empty());
+        // Everything else is the length-free default's; non-causal grids do not depend on length.
+        KernelSpec same = causal;
+        same.attention.tile.persistent = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.persistent;
+        CHECK(specsEqual(same, defaultAttentionSpec(r, d, true, Target::Sm90a)));
+        CHECK(specsEqual(defaultAttentionSpecForKeys(r, d, false, Target::Sm90a, keys),
+                         defaultAttentionSpec(r, d, false, Target::Sm90a)));
+      }
+    }
+  // Other targets have no persistent grid.
+  CHECK(!defaultAttentionSpecForKeys(Route::Nvfp8, 128, true, Target::Sm100a, 1024).attention.tile.persistent);
+  CHECK(!defaultAttentionSpecForKeys(Route::Bf16, 128, true, Target::Sm80, 1024).attention.tile.persistent);
+  // CI compiles both causal grids of every sm_90a wgmma default.
+  int persistent_causal = 0;
+  for (const KernelSpec &s : enumerateVariants({Target::Sm90a}))
+    if (s.family == KernelFamily::AttentionForward && s.attention.causal && s.attention.tile.persistent)
+      ++persistent_causal;
+  CHECK(persistent_causal == 9); // three routes x three head dims
+}

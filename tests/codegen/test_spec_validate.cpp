@@ -111,13 +111,14 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   REQUIRE(w64.attention.tile.block_m == 192);
   CHECK(w64.attention.tile.warps == 16);
   CHECK(problems(w64).empty());
-  // (causal, persistent: + the 16-byte slot of the handed-out work tile)
-  REQUIRE(w64.attention.tile.persistent);
+  REQUIRE(!w64.attention.tile.persistent);
   CHECK(attentionSharedBytes(w64.attention) == 1024 + 24576 + w64.attention.tile.stages * (16384 + 8192 + 1024) +
-                                                   8 * (2 * w64.attention.tile.stages + 2) + 16);
-  KernelSpec w64_per_tile = w64;
-  w64_per_tile.attention.tile.persistent = false;
-  CHECK(attentionSharedBytes(w64_per_tile.attention) == attentionSharedBytes(w64.attention) - 16);
+                                                   8 * (2 * w64.attention.tile.stages + 2));
+  // (causal, persistent: + the two 16-byte slots of the handed-out work tiles)
+  KernelSpec w64_persistent = w64;
+  w64_persistent.attention.tile.persistent = true;
+  CHECK(problems(w64_persistent).empty());
+  CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32);
   KernelSpec bad_rows = w64;
   bad_rows.attention.tile.warps = 12; // a producer warpgroup and one per 64 rows: 16
   CHECK_THAT(problems(bad_rows), Catch::Contains("attention.tile.warps") && Catch::Contains("16"));

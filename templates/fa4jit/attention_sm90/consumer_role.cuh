@@ -15,12 +15,34 @@
 
 namespace fa4jit::device::attention_sm90 {
 
+// This thread's consumer warpgroup, read again from %tid.x: a volatile read is not hoisted out of
+// the work-tile loop, so the index is not one more value held (or, with 160 registers, spilled)
+// across it.
+struct ConsumerThread {
+  int c, ctid; // consumer warpgroup, thread within it
+};
+FA4JIT_DEVICE ConsumerThread consumerThreadNow() {
+  uint32_t tid;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(tid / kWarpgroupThreads), 0);
+  return {wg - 1, static_cast<int>(tid) - wg * kWarpgroupThreads};
+}
+
+// O's factor of the head's V (NUMERICS.md §2): s_v (nvfp8), 2^v_shift (directp), 1 (bf16).
+template <class C> FA4JIT_DEVICE float outputFactor(const attention::AttentionParams &p, int head_kv) {
+  if constexpr (C::route == attention::Route::Nvfp8)
+    return reinterpret_cast<const float *>(p.v_scale)[head_kv];
+  else if constexpr (C::route == attention::Route::DirectP)
+    return exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
+  else
+    return 1.0f;
+}
+
 template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::AttentionParams &p, const CtaBuffers &cta,
-                                                           int c, int ctid) {
+                                                           int c_launch, int ctid_launch) {
   using CV = typename S::CV;
   using T = typename S::T;
   constexpr Sm90Layout L = S::kLayout;
-  const int lane = ctid % 32, warp = ctid / 32, g = lane / 4;
   const int sq = p.seqlen_q, sk = p.seqlen_k;
   const RingView ring{cta.base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
                       static_cast<uint32_t>(L.stage_stride), cta.bar_full, cta.bar_empty};
@@ -29,6 +51,8 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   uint32_t q_parity = 0u;
   // ring_first: where the work tile's K/V tiles start in the ring (handed-out tiles: from the slot).
   auto consumeTile = [&](const WorkTile w, int ring_first) {
+    const ConsumerThread me = S::kHandsOutWork ? consumerThreadNow() : ConsumerThread{c_launch, ctid_launch};
+    const int c = me.c, lane = me.ctid % 32, warp = me.ctid / 32, g = lane / 4;
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
@@ -46,16 +70,13 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
                         attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
 
-    float score_mul = C::score_scale, out_factor = 1.0f; // the bf16 route's (no per-head scales)
+    float score_mul = C::score_scale; // the bf16 route's (no per-head scales)
     if constexpr (!S::kBf16) {
       const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
       const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
       score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
-      if constexpr (C::route == attention::Route::Nvfp8)
-        out_factor = reinterpret_cast<const float *>(p.v_scale)[head_kv];
-      else
-        out_factor = exp2Int(reinterpret_cast<const int32_t *>(p.v_shift)[head_kv]);
     }
+    const float out_factor = S::kHandsOutWork ? 1.0f : outputFactor<C>(p, head_kv);
 
     float o[OAccumulator<C>::kTiles][4]; // with mma_row_sum, one more n8 tile: l in its column 0
 #pragma unroll
@@ -80,18 +101,25 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     if constexpr (!S::kHandsOutWork)
       ring_tiles += n_tiles;
 
-    uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + w.b * p.o_batch_stride + w.hq * p.o_head_stride +
-                       row_base * p.o_row_stride;
+    // Handed-out tiles: the epilogue reads its tile and thread again (see receiveWorkTiles).
+    const WorkTile we = S::kHandsOutWork ? readWorkTile<C>(p, cta.work_slot + 4 * (q_parity ^ 1u)) : w;
+    const ConsumerThread mine = S::kHandsOutWork ? consumerThreadNow() : me;
+    const int lane_e = mine.ctid % 32;
+    const int row_base_e = we.m0() + mine.c * kRowsPerConsumer + mine.ctid / 32 * 16;
+    const float out_e = S::kHandsOutWork ? outputFactor<C>(p, we.headKv(p)) : out_factor;
+    uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + we.b * p.o_batch_stride + we.hq * p.o_head_stride +
+                       row_base_e * p.o_row_stride;
     float *lse_rows = p.lse == 0 ? nullptr
-                                 : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row_base;
+                                 : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(we.headQ(p)) * sq +
+                                       row_base_e;
     if constexpr (C::mma_row_sum) {
       // l of rows g and g + 8 is O's column head_dim: held by the quad's lane 0 (2q + i = 0), so
       // the epilogue's quad sum of st.l gives it to all four.
-      st.l[0] = lane % 4 == 0 ? o[T::kOTiles][0] : 0.0f;
-      st.l[1] = lane % 4 == 0 ? o[T::kOTiles][2] : 0.0f;
+      st.l[0] = lane_e % 4 == 0 ? o[T::kOTiles][0] : 0.0f;
+      st.l[1] = lane_e % 4 == 0 ? o[T::kOTiles][2] : 0.0f;
     }
-    attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_factor, o_rows, p.o_row_stride,
-                               lse_rows, row_base, sq, lane);
+    attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_e, o_rows, p.o_row_stride,
+                               lse_rows, row_base_e, sq, lane_e);
   };
   if constexpr (S::kHandsOutWork)
     receiveWorkTiles<C>(p, cta.work_slot, cta.bar_q, q_parity, consumeTile);

@@ -4,7 +4,7 @@
 //
 //   [pad to 1024] Q [block_m rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
 //   mbarriers: full[stages], empty[stages], q_full, q_empty (the persistent kernel's)
-//   | the handed-out work tile (persistent causal grid: work_tiles.cuh), 16 bytes
+//   | the handed-out work tile (persistent causal grid: work_tiles.cuh), 32 bytes
 // Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
@@ -52,7 +52,7 @@ static_assert(kWarpgroupThreads * producerRegisters(true, 3) + 3 * kWarpgroupThr
 // on into them), so that the blocks of a 192-key V^T each carry their own.
 struct Sm90Layout {
   int q_offset, q_bytes, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
-  int work_slot_offset; // (after the mbarriers; only kernels with work_slot reserve its 16 bytes)
+  int work_slot_offset; // (after the mbarriers; only kernels with work_slot reserve its 32 bytes)
   int v_blocks, v_block_stride;
 };
 
@@ -67,7 +67,7 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 // image of a stage (widen_kv.cuh: K, then V^T's column blocks of head_dim rows each, no row-sum
 // rows); with one V^T column block or no row-sum rows the image is the stage as it lies in shared
 // memory. shared_bytes includes 1024 bytes of slack for aligning the dynamic shared-memory base at
-// run time. work_slot: 16 bytes after the mbarriers for the index of the work tile the producer
+// run time. work_slot: 32 bytes after the mbarriers for the index of the work tile the producer
 // has handed out (the persistent causal grid's dynamic order). v_by_keys (tensor maps): V lies as in the tensor, [block_n][D] in K's shape, which
 // differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
 // against V^T's two column blocks of 32 KiB each at D = 256).
@@ -82,7 +82,7 @@ FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, in
   const int barriers = q + stages * stride;
   const int slot = barriers + 8 * (2 * stages + 2);
   return {0,      q,        q, q + k, image, stride, q + k + head_dim * kSwizzleBytes, barriers,
-          kSwizzleAtom + slot + (work_slot ? 16 : 0), slot, v_blocks, v_block_stride};
+          kSwizzleAtom + slot + (work_slot ? 32 : 0), slot, v_blocks, v_block_stride};
 }
 
 } // namespace fa4jit::device::attention_sm90

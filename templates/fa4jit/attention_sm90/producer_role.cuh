@@ -117,7 +117,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
       // (the consumers of the previous work tile have released Q; the first wait passes)
       mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
       if constexpr (S::kHandsOutWork)
-        publishWorkTile(cta.work_slot, w, p, at); // (released to the consumers by the arrive on bar_q below)
+        publishWorkTile(cta.work_slot + 4 * q_parity, w, p, at); // (released by the arrive on bar_q below)
       if (C::kv_multicast && m0 >= p.seqlen_q) { // (a pair's empty second half: no Q image to copy)
         mbarrierArrive(cta.bar_q);
       } else {
@@ -167,7 +167,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
     handOutWorkTiles<C, S>(p, produceTile);
     // The end: one past the last tile, once the consumers have read the last index (q_empty).
     mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
-    publishEnd(cta.work_slot);
+    publishEnd(cta.work_slot + 4 * q_parity);
     mbarrierArrive(cta.bar_q);
     finishHandingOut(p);
   } else {

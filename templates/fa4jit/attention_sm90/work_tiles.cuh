@@ -30,11 +30,13 @@ namespace fa4jit::device::attention_sm90 {
 // whenever its producer starts a work tile it takes a ticket for the next one from the launch's
 // counter (AttentionParams::work_counter), so the SMs that finish first take the next tiles, as the
 // hardware's hand-out of one CTA per work tile does, without a CTA launch per tile.
-// The producer publishes each tile (m-block, head and where its K/V tiles start in the ring: the
-// consumers then carry no state across work tiles but Q's phase, which kept the three-consumer
-// kernels' 160 registers from spilling) in shared memory (work_slot) before it arrives on Q's mbarrier and
-// after the consumers have released the previous Q (q_empty), so consumers read it once Q is
-// there; m-block -1, published without a Q copy, ends their loop. The last CTA to finish resets
+// The producer publishes each tile (m-block, head and where its K/V tiles start in the ring) in
+// shared memory, in the slot of its Q phase (work_slot + 4 * phase), before it arrives on Q's
+// mbarrier and after the consumers have released the previous Q (q_empty); consumers read it once
+// Q is there, and again for their epilogue (the slot is rewritten only for the tile after next,
+// whose Q waits for their next QK^T), so they carry no work-tile state across the main loop but
+// Q's phase: with it the three consumers' 160 registers spilled. M-block -1, published without a
+// Q copy, ends their loop. The last CTA to finish resets
 // the counter to zero for the next launch.
 template <class C> FA4JIT_HD constexpr bool handsOutWorkTiles() {
   return C::persistent && C::causal && !C::kv_multicast;
@@ -78,6 +80,13 @@ FA4JIT_DEVICE void finishHandingOut(const attention::AttentionParams &p) {
   }
 }
 
+// The tile in a slot (the consumers' first read, and their epilogue's).
+template <class C> FA4JIT_DEVICE WorkTile readWorkTile(const attention::AttentionParams &p, const int *slot_words) {
+  const volatile int *slot = slot_words;
+  const int m_block = slot[0], head = slot[1];
+  return WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block};
+}
+
 // A consumer: fn(work tile, ring position of its first K/V tile) for each tile its producer
 // publishes, until the end.
 // q_parity is the phase of bar_q this work tile's Q completes (fn waits on it again and flips it).
@@ -86,11 +95,10 @@ FA4JIT_DEVICE void receiveWorkTiles(const attention::AttentionParams &p, const i
                                     const uint32_t &q_parity, Fn &&fn) {
   for (;;) {
     mbarrierWait(bar_q, q_parity);
-    const volatile int *slot = work_slot;
-    const int m_block = slot[0], head = slot[1], ring_first = slot[2];
-    if (m_block < 0)
+    const int *slot = work_slot + 4 * q_parity;
+    if (static_cast<const volatile int *>(slot)[0] < 0)
       return;
-    fn(WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block}, ring_first);
+    fn(readWorkTile<C>(p, slot), static_cast<const volatile int *>(slot)[2]);
   }
 }
 

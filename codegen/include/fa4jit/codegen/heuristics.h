@@ -16,6 +16,14 @@ namespace fa4jit {
 // when non-causal at D <= 128); sm_100a FP8-fed routes: tcgen05; otherwise mma.sync.
 KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target target);
 
+// The default for a call with seqlen_k keys (the engine's choice where the tuning database has no
+// winner): defaultAttentionSpec, with the causal wgmma grid chosen by length. Causal work tiles
+// are as long as their rows' keys: up to kPersistentCausalMaxKeys (4096 for bf16) the persistent
+// grid that hands them out at run time saves each tile a CTA launch (+5-22% at 4k, ninth
+// session); beyond, one CTA per work tile, whose main loop ran up to 9% faster at 32k keys.
+constexpr int kPersistentCausalMaxKeys = 8192;
+KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, Target target, int seqlen_k);
+
 // The route's default range guard and P offset, the same on every target and schedule (the CPU
 // models and `fa4jit accuracy` take them from here too): nvfp8 lets a tile max pass the row max
 // by kNvfp8GuardSlackLog2 before O is rescaled, and feeds P as E4M3(P * 2^(8 - slack)); the other
