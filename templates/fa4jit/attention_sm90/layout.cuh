@@ -24,12 +24,13 @@ FA4JIT_HD constexpr int ctaThreads(int block_m) { return (1 + consumerWarpgroups
 // at D = 256 beside S and BF16 P. Three consumers (one producer thread only): 128 * 32 + 384 * 160
 // = 65536 = 512 * 128 (FlashAttention-3's split).
 // A producer thread that also hands out work tiles (work_tiles.cuh) spilled its loop state at 24:
-// with two consumers it keeps 40, they 224 (128 * 40 + 256 * 224 = 62464).
+// with two consumers it keeps 32, they 232 (128 * 32 + 256 * 232 = 63488; at 224 the directp D256
+// consumers spilled).
 FA4JIT_HD constexpr int producerRegisters(bool one_thread, int consumers, bool hands_out = false) {
-  return consumers == 3 ? 32 : hands_out ? 40 : one_thread ? 24 : 64;
+  return consumers == 3 ? 32 : hands_out ? 32 : one_thread ? 24 : 64;
 }
 FA4JIT_HD constexpr int consumerRegisters(bool one_thread, int consumers, bool hands_out = false) {
-  return consumers == 3 ? 160 : hands_out ? 224 : one_thread ? 240 : 216;
+  return consumers == 3 ? 160 : hands_out ? 232 : one_thread ? 240 : 216;
 }
 static_assert(kWarpgroupThreads * producerRegisters(true, 2) + 2 * kWarpgroupThreads * consumerRegisters(true, 2) <=
                   384 * 168,
