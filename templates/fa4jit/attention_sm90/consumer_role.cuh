@@ -43,6 +43,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   using CV = typename S::CV;
   using T = typename S::T;
   constexpr Sm90Layout L = S::kLayout;
+  const int lane_launch = ctid_launch % 32, warp_launch = ctid_launch / 32;
   const int sq = p.seqlen_q, sk = p.seqlen_k;
   const RingView ring{cta.base, static_cast<uint32_t>(L.k_offset), static_cast<uint32_t>(L.v_offset),
                       static_cast<uint32_t>(L.stage_stride), cta.bar_full, cta.bar_empty};
@@ -51,8 +52,12 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
   uint32_t q_parity = 0u;
   // ring_first: where the work tile's K/V tiles start in the ring (handed-out tiles: from the slot).
   auto consumeTile = [&](const WorkTile w, int ring_first) {
-    const ConsumerThread me = S::kHandsOutWork ? consumerThreadNow() : ConsumerThread{c_launch, ctid_launch};
-    const int c = me.c, lane = me.ctid % 32, warp = me.ctid / 32, g = lane / 4;
+    int c = c_launch, lane = lane_launch, warp = warp_launch;
+    if constexpr (S::kHandsOutWork) {
+      const ConsumerThread me = consumerThreadNow();
+      c = me.c, lane = me.ctid % 32, warp = me.ctid / 32;
+    }
+    const int g = lane / 4;
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
@@ -70,13 +75,13 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
                         attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
 
-    float score_mul = C::score_scale; // the bf16 route's (no per-head scales)
+    float score_mul = C::score_scale, out_factor = 1.0f; // the bf16 route's (no per-head scales)
     if constexpr (!S::kBf16) {
       const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
       const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
       score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
+      out_factor = outputFactor<C>(p, head_kv);
     }
-    const float out_factor = S::kHandsOutWork ? 1.0f : outputFactor<C>(p, head_kv);
 
     float o[OAccumulator<C>::kTiles][4]; // with mma_row_sum, one more n8 tile: l in its column 0
 #pragma unroll
@@ -102,16 +107,21 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
       ring_tiles += n_tiles;
 
     // Handed-out tiles: the epilogue reads its tile and thread again (see receiveWorkTiles).
-    const WorkTile we = S::kHandsOutWork ? readWorkTile<C>(p, cta.work_slot + 4 * (q_parity ^ 1u)) : w;
-    const ConsumerThread mine = S::kHandsOutWork ? consumerThreadNow() : me;
-    const int lane_e = mine.ctid % 32;
-    const int row_base_e = we.m0() + mine.c * kRowsPerConsumer + mine.ctid / 32 * 16;
-    const float out_e = S::kHandsOutWork ? outputFactor<C>(p, we.headKv(p)) : out_factor;
+    WorkTile we = w;
+    int lane_e = lane, row_base_e = row_base, head_q_e = head_q;
+    float out_e = out_factor;
+    if constexpr (S::kHandsOutWork) {
+      we = readWorkTile<C>(p, cta.work_slot + 4 * (q_parity ^ 1u));
+      const ConsumerThread mine = consumerThreadNow();
+      lane_e = mine.ctid % 32;
+      row_base_e = we.m0() + mine.c * kRowsPerConsumer + mine.ctid / 32 * 16;
+      head_q_e = we.headQ(p);
+      out_e = outputFactor<C>(p, we.headKv(p));
+    }
     uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + we.b * p.o_batch_stride + we.hq * p.o_head_stride +
                        row_base_e * p.o_row_stride;
     float *lse_rows = p.lse == 0 ? nullptr
-                                 : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(we.headQ(p)) * sq +
-                                       row_base_e;
+                                 : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q_e) * sq + row_base_e;
     if constexpr (C::mma_row_sum) {
       // l of rows g and g + 8 is O's column head_dim: held by the quad's lane 0 (2q + i = 0), so
       // the epilogue's quad sum of st.l gives it to all four.
