@@ -319,6 +319,11 @@ int wgmmaQTileBytes(const AttentionSpec &a) {
   return swizzledTileBytes(a.tile.block_m, a.head_dim * wgmmaElementBytes(a));
 }
 
+bool handsOutWorkTiles(const AttentionSpec &a) {
+  return a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized && a.tile.persistent && a.causal &&
+         !a.tile.kv_multicast;
+}
+
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
@@ -331,7 +336,7 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
     const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
     const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
-    const int work_slot = a.tile.persistent && a.causal && !a.tile.kv_multicast ? 32 : 0;
+    const int work_slot = handsOutWorkTiles(a) ? 32 : 0;
     return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2) +
            work_slot;
   }

@@ -227,7 +227,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
                                 work, as.tile.block_m));
     const std::uint64_t sms = device_.sm_count > 0 ? std::uint64_t(device_.sm_count) : 1u;
     launch.grid = {unsigned(std::min(work, sms)), 1, 1};
-    if (as.causal && !as.tile.kv_multicast) {
+    if (handsOutWorkTiles(as)) {
       // The grid hands its work tiles out from two counters (attention_sm90/work_tiles.cuh), whose
       // tickets run up to work + grid.
       if (work + sms > std::uint64_t(INT32_MAX))

@@ -119,6 +119,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   w64_persistent.attention.tile.persistent = true;
   CHECK(problems(w64_persistent).empty());
   CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32);
+  CHECK(handsOutWorkTiles(w64_persistent.attention));
+  CHECK(!handsOutWorkTiles(w64.attention));
+  KernelSpec w64_clusters = w64_persistent;
+  w64_clusters.attention.tile.kv_multicast = true; // (pairs of m-blocks, in a static order)
+  CHECK(!handsOutWorkTiles(w64_clusters.attention));
   KernelSpec bad_rows = w64;
   bad_rows.attention.tile.warps = 12; // a producer warpgroup and one per 64 rows: 16
   CHECK_THAT(problems(bad_rows), Catch::Contains("attention.tile.warps") && Catch::Contains("16"));

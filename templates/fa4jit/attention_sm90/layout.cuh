@@ -27,7 +27,7 @@ FA4JIT_HD constexpr int ctaThreads(int block_m) { return (1 + consumerWarpgroups
 // with two consumers it keeps 32, they 232 (128 * 32 + 256 * 232 = 63488; at 224 the directp D256
 // consumers spilled).
 FA4JIT_HD constexpr int producerRegisters(bool one_thread, int consumers, bool hands_out = false) {
-  return consumers == 3 ? 32 : hands_out ? 32 : one_thread ? 24 : 64;
+  return consumers == 3 || hands_out ? 32 : one_thread ? 24 : 64;
 }
 FA4JIT_HD constexpr int consumerRegisters(bool one_thread, int consumers, bool hands_out = false) {
   return consumers == 3 ? 160 : hands_out ? 232 : one_thread ? 240 : 216;
@@ -68,9 +68,9 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 // image of a stage (widen_kv.cuh: K, then V^T's column blocks of head_dim rows each, no row-sum
 // rows); with one V^T column block or no row-sum rows the image is the stage as it lies in shared
 // memory. shared_bytes includes 1024 bytes of slack for aligning the dynamic shared-memory base at
-// run time. work_slot: 32 bytes after the mbarriers for the index of the work tile the producer
-// has handed out (the persistent causal grid's dynamic order). v_by_keys (tensor maps): V lies as in the tensor, [block_n][D] in K's shape, which
-// differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
+// run time. work_slot: 32 bytes after the mbarriers, two slots (by Q's phase) of the work tile the
+// producer has handed out (the persistent causal grid, work_tiles.cuh). v_by_keys (tensor maps): V
+// lies as in the tensor, [block_n][D] in K's shape, which differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
 // against V^T's two column blocks of 32 KiB each at D = 256).
 FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, int block_n, int stages, int elem_bytes,
                                                    bool row_sum, bool v_by_keys = false, bool work_slot = false) {

@@ -30,7 +30,7 @@ struct CtaBuffers {
   uint8_t *smem;     // 1024-byte aligned base
   uint32_t base;     // its shared-window address
   uint32_t bar_full, bar_empty, bar_q, bar_q_empty;
-  int *work_slot; // the handed-out work tile's index (work_tiles.cuh), published with Q on bar_q
+  int *work_slot; // two slots, by Q's phase, of the handed-out work tile (work_tiles.cuh)
 };
 
 // Key tiles one work tile needs: up to the last visible key of its last row.
@@ -165,7 +165,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
   };
   if constexpr (S::kHandsOutWork) {
     handOutWorkTiles<C, S>(p, produceTile);
-    // The end: one past the last tile, once the consumers have read the last index (q_empty).
+    // The end (m-block -1), once the consumers have released the last tile's Q (q_empty).
     mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
     publishEnd(cta.work_slot + 4 * q_parity);
     mbarrierArrive(cta.bar_q);

@@ -37,7 +37,7 @@ template <bool kCausal> FA4JIT_HD WorkTile workTileOf(int t, const attention::At
 // GQA siblings, who read the same K/V, fall together), within a group every m-block longest first
 // and its heads fastest: the CTAs running at once share few heads' K/V, which stay in L2. (Plain
 // head-major order, as without causal masking, ended with the last heads' longest tiles: ~6% over
-// the ideal makespan in a model of 132 SMs at 4k-32k keys; this order 0.3-2%.)
+// the ideal makespan in a model of 132 SMs at 4k-32k keys; this order 0.3-4%.)
 // The most heads of one group: as many as keep their K/V images (bytes_per_key) within 24 MiB.
 FA4JIT_HD int causalGroupHeads(const attention::AttentionParams &p, int bytes_per_key) {
   constexpr long long kGroupBytes = 24ll << 20; // of the H200's 50 MB L2
@@ -77,8 +77,8 @@ template <bool kCausal>
 FA4JIT_HD WorkTile gridWorkTileOf(int linear, const attention::AttentionParams &p, int rows, int bytes_per_key) {
   if constexpr (kCausal)
     return causalWorkTileOf(linear, p, rows, causalGroupHeads(p, bytes_per_key));
-  const int blocks = qBlocks(p, rows), head = linear / blocks, m_block = linear % blocks;
-  return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
+  else
+    return workTileOf<false>(linear, p, rows);
 }
 
 // The multicast units: pairs of m-blocks, ceil(qBlocks / 2) per (batch, query head).

@@ -36,21 +36,19 @@ namespace fa4jit::device::attention_sm90 {
 // Q is there, and again for their epilogue (the slot is rewritten only for the tile after next,
 // whose Q waits for their next QK^T), so they carry no work-tile state across the main loop but
 // Q's phase: with it the three consumers' 160 registers spilled. M-block -1, published without a
-// Q copy, ends their loop. The last CTA to finish resets
-// the counter to zero for the next launch.
+// Q copy, ends their loop. The last CTA to finish resets the counter to zero for the next launch.
 template <class C> FA4JIT_HD constexpr bool handsOutWorkTiles() {
   return C::persistent && C::causal && !C::kv_multicast;
 }
 
-template <class C, class S> FA4JIT_DEVICE int causalGroupHeadsOf(const attention::AttentionParams &p) {
-  return causalGroupHeads(p, S::kLayout.stage_bytes / S::kBlockN);
-}
+// The K/V image bytes per key that size the causal order's groups of heads.
+template <class S> FA4JIT_HD constexpr int kvImageBytesPerKey() { return S::kLayout.stage_bytes / S::kBlockN; }
 
 // The producer's thread: fn(work tile) for each work tile it hands its CTA, in order.
 template <class C, class S, class Fn>
 FA4JIT_DEVICE void handOutWorkTiles(const attention::AttentionParams &p, Fn &&fn) {
   int *counter = reinterpret_cast<int *>(p.work_counter);
-  const int count = workTileCount(p, C::block_m), group = causalGroupHeadsOf<C, S>(p);
+  const int count = workTileCount(p, C::block_m), group = causalGroupHeads(p, kvImageBytesPerKey<S>());
   for (int t = static_cast<int>(blockIdx.x); t < count;) {
     // (taken before the tile's loads, whose waits hide the atomic's round trip to L2)
     const int next = atomicAdd(counter, 1) + static_cast<int>(gridDim.x);
@@ -112,7 +110,7 @@ FA4JIT_DEVICE void receiveWorkTiles(const attention::AttentionParams &p, const i
 // The work tile of this CTA in the grid of one CTA per work tile.
 template <class C, class S> FA4JIT_DEVICE WorkTile launchWorkTile(const attention::AttentionParams &p) {
   const int linear = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-  return gridWorkTileOf<C::causal>(linear, p, C::block_m, S::kLayout.stage_bytes / S::kBlockN);
+  return gridWorkTileOf<C::causal>(linear, p, C::block_m, kvImageBytesPerKey<S>());
 }
 
 // Runs fn(WorkTile) for each work tile of this CTA, in order.

@@ -35,6 +35,10 @@ int attentionSharedBytes(const AttentionSpec &a);
 int wgmmaStageBytes(const AttentionSpec &a);
 // Bytes of the wgmma kernel's Q tile image [128][head_dim] (the persistent kernel's Q images).
 int wgmmaQTileBytes(const AttentionSpec &a);
+// wgmma-ws: the grid hands its work tiles out at run time (persistent, causal, no clusters; the
+// device side's handsOutWorkTiles in attention_sm90/work_tiles.cuh): 32 bytes of shared memory
+// for the tiles' slots and a work counter in the launch parameters.
+bool handsOutWorkTiles(const AttentionSpec &a);
 
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.
