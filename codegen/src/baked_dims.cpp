@@ -139,6 +139,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
                        "K/V tiles widened by a separate pass, copied in bulk"});
     d.baked.push_back({"kv_tensor_map", "bool", boolText(a.tile.kv_staging == KvStaging::TensorMap),
                        "bf16 Q/K/V tiles loaded by TMA tensor maps from the tensors as they are"});
+    d.baked.push_back({"thread_key_blocks", "bool", boolText(a.tile.thread_key_blocks),
+                       "each Direct-P block in one thread's S columns (keys ordered by the widening)"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

@@ -128,6 +128,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
         if (a.tile.persistent) // absent means false: the other kernels' text is what it was
           j.attribute("persistent", true);
         j.attribute("pingpong", a.tile.pingpong);
+        if (a.tile.thread_key_blocks) // absent means false (as persistent)
+          j.attribute("thread_key_blocks", true);
       }
       j.attribute("schedule", toString(a.tile.schedule));
       j.attribute("stages", a.tile.stages);
@@ -347,6 +349,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("mma_row_sum", a.tile.mma_row_sum));
     FA4JIT_TRY(s.readBool("persistent", a.tile.persistent));
     FA4JIT_TRY(s.readBool("kv_multicast", a.tile.kv_multicast));
+    FA4JIT_TRY(s.readBool("thread_key_blocks", a.tile.thread_key_blocks));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -472,13 +475,14 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.mma_row_sum = TileSpec{}.mma_row_sum;
     a.tile.persistent = TileSpec{}.persistent;
     a.tile.kv_multicast = TileSpec{}.kv_multicast;
+    a.tile.thread_key_blocks = TileSpec{}.thread_key_blocks;
   }
   return s;
 }
 
 // A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
 // cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 212 && sizeof(TileSpec) == 24, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) == 216 && sizeof(TileSpec) == 28, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -498,7 +502,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
       x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
       x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
-      x.tile.kv_multicast == y.tile.kv_multicast &&
+      x.tile.kv_multicast == y.tile.kv_multicast && x.tile.thread_key_blocks == y.tile.thread_key_blocks &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

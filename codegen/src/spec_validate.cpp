@@ -133,7 +133,7 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
   // and 96 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill).
   if (t.block_m == 192) {
-    if (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 ? 128 : 96))
+    if (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 || (t.thread_key_blocks && !t.overlap) ? 128 : 96))
       r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
              a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
     else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) && t.block_n == 96 &&
@@ -171,6 +171,18 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
                                           "over pairs of m-blocks; one producer thread per CTA sends half of each "
                                           "stage); with tensor-map tiles the bf16 kernel gave wrong rows on the H200 "
                                           "(docs/PERF.md, eighth session), so it is refused there");
+  if (t.thread_key_blocks) {
+    if (a.route != Route::DirectP)
+      r.fail("attention.tile.thread_key_blocks", "exists for the directp route only (its 32-key blocks)");
+    else if (t.block_n != 128)
+      r.fail("attention.tile.thread_key_blocks", "needs 128-key tiles (a thread's S columns of a 128-key tile are "
+                                                 "32 keys of each row: one Direct-P block)");
+    if (t.kv_staging == KvStaging::TensorMap)
+      r.fail("attention.tile.thread_key_blocks", "needs K/V widened by fa4jit (the widening orders the keys)");
+    if (a.operands.v_keys_permuted16)
+      r.fail("attention.tile.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
+                                                 "widening applies the whole key order itself");
+  }
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -210,6 +222,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.persistent", "exists on wgmma-ws only");
   else if (t.kv_multicast)
     r.fail("attention.tile.kv_multicast", "exists on wgmma-ws only");
+  else if (t.thread_key_blocks)
+    r.fail("attention.tile.thread_key_blocks", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

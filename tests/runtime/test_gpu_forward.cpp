@@ -383,6 +383,46 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
                [](KernelSpec &s) { s.attention.tile.mma_row_sum = false; });
 }
 
+// Direct-P blocks in one thread's S columns (TileSpec::thread_key_blocks: the widening orders K's
+// rows and V^T's columns, the masks and the anchor sample by tileKey): on 128-key tiles, the
+// default's consumers and loop where they take 128 keys (D64, D256), two consumers (D128, the
+// overlapped loop) and three on the serial loop (D128), and K/V widened by every CTA's producer.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P blocks in one thread's columns",
+          "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  auto thread_blocks = [](KernelSpec &s) {
+    s.attention.tile.thread_key_blocks = true;
+    s.attention.tile.block_n = 128;
+    if (s.attention.head_dim == 128 && s.attention.tile.block_m == 192) { // (three consumers: 96 keys there)
+      s.attention.tile.block_m = 128;
+      s.attention.tile.warps = 12;
+    }
+  };
+  for (const Case &c : kCases) {
+    runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, thread_blocks);
+    if (c.head_dim == 128)
+      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+        s.attention.tile.thread_key_blocks = true;
+        s.attention.tile.block_n = 128;
+        s.attention.tile.block_m = 192;
+        s.attention.tile.warps = 16;
+        s.attention.tile.overlap = false;
+        s.attention.tile.pingpong = true;
+      });
+    if (c.head_dim <= 128) // (in-kernel widening at D256: 216 registers, 64-key tiles)
+      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
+      thread_blocks(s);
+      twoConsumers(s);
+      s.attention.tile.block_n = 128;
+      s.attention.tile.kv_staging = KvStaging::InKernel;
+      s.attention.tile.persistent = false;
+      s.attention.tile.kv_multicast = false;
+      });
+  }
+}
+
 // The consumer loop without the softmax/PV overlap (the tuner may pick it), with and without the
 // consumers taking turns at each QK^T and PV.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {

@@ -36,6 +36,13 @@ FA4JIT_HD constexpr int ceilToInt(float v) {
   return static_cast<int>(v) + (static_cast<float>(static_cast<int>(v)) < v ? 1 : 0);
 }
 
+// C::thread_key_blocks where the config has it (the wgmma kernels' configs bake it), else false.
+template <class C> struct ThreadKeyBlocksOf {
+  template <class X> static constexpr bool get(decltype(&X::thread_key_blocks)) { return X::thread_key_blocks; }
+  template <class X> static constexpr bool get(...) { return false; }
+  static constexpr bool value = get<C>(nullptr);
+};
+
 template <class C> struct AttentionTraits {
   static constexpr Route kRoute = C::route;
   static constexpr int kHeadDim = C::head_dim;
@@ -86,6 +93,12 @@ template <class C> struct AttentionTraits {
   // Register fragments per thread (see mma.cuh for the layouts).
   static constexpr int kSTiles = kBlockN / 8;   // n8 tiles of S
   static constexpr int kOTiles = kHeadDim / 8;  // n8 tiles of O
+  // Every Direct-P block in one thread's S columns (TileSpec::thread_key_blocks, scores.cuh).
+  static constexpr bool kThreadKeyBlocks = ThreadKeyBlocksOf<C>::value;
+  static_assert(!kThreadKeyBlocks || (kRoute == Route::DirectP && kBlockN % 128 == 0),
+                "thread_key_blocks: the directp route with tiles of whole 128-key groups");
+  // A Direct-P block's share of one thread's row: 8 S columns of 4 threads, or the thread's 32.
+  static constexpr int kBlockTilesPerThread = kThreadKeyBlocks ? 16 : 4; // n8 tiles per block
 };
 
 } // namespace fa4jit::device::attention

@@ -111,9 +111,12 @@ FA4JIT_DEVICE void piecewiseSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
 // reads the previous fragments has completed: writing A-fragment registers only there (no copies
 // between register sets) is what keeps ptxas from serializing the wgmma pipeline.
 template <class CV> struct PendingP {
-  static constexpr int kBlocks = AttentionTraits<CV>::kBlockN / 32;
-  uint32_t sel[kBlocks][2][2]; // directp: PRMT selectors (a0/a1 and a2/a3 halves) per block and row
-  uint32_t fed[kBlocks][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi)
+  static constexpr int kBlocks = AttentionTraits<CV>::kBlockN / 32; // k-steps of 32 S columns
+  // k-steps per table: 1, or 4 with thread key blocks (a thread's block spans four k-steps)
+  static constexpr int kStepsPerTable = AttentionTraits<CV>::kBlockTilesPerThread / 4;
+  static constexpr int kTables = kBlocks / kStepsPerTable;
+  uint32_t sel[kBlocks][2][2]; // directp: PRMT selectors (a0/a1 and a2/a3 halves) per k-step and row
+  uint32_t fed[kTables][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi) per block and row
 };
 
 // The block's floor magic: round-down add of max(max_b t - m, -2^20) onto 1.5 * 2^23, whose bits
@@ -152,8 +155,9 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
   const bool exact = k >= -8;
   if (exact != kExactPart)
     return;
-  const uint32_t int_lo = exact ? 0x03020100u : pp.fed[kb][r][0];
-  const uint32_t int_hi = exact ? 0x0C080604u : pp.fed[kb][r][1];
+  const int tb = kb / PP::kStepsPerTable;
+  const uint32_t int_lo = exact ? 0x03020100u : pp.fed[tb][r][0];
+  const uint32_t int_hi = exact ? 0x0C080604u : pp.fed[tb][r][1];
   // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
   const float unit = __int_as_float(((exact ? k - 1 : -9) + 127) << 23);
   const uint32_t isum = __dp4a(directpLookup(int_lo, int_hi, pp.sel[kb][r][1]), 0x01010101u,
@@ -183,23 +187,41 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
   constexpr bool kNeedsUpperClamp = !(kCoef.alpha > 0.0f && kCoef.alpha * 3.0f + kCoef.beta <= 7.5f);
   constexpr float kBelowOne = 0.99999994f; // 1 - 2^-24: floor(8 * kBelowOne) = 7
   bool all_normal = true; // every block's fed exponent k >= -5
+  // A block's terms (its floor magic, exponent and table) come once per block and row: per k-step
+  // of 32 S columns where a block spans a quad, per four of them with thread key blocks
+  // (softmax.cuh's rowTileMax then repeats the block max at each of its k-steps).
+  constexpr int kKbPerBlock = T::kBlockTilesPerThread / 4;
+  float floor_magic[2] = {0.0f, 0.0f}, neg_e_f[2] = {0.0f, 0.0f};
+  int k_fed[2] = {0, 0};
+  uint32_t fed_lo[2] = {0u, 0u}, fed_hi[2] = {0u, 0u};
 #pragma unroll
   for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      uint32_t sel[2] = {0u, 0u};
-      { // (a scope of its own: the block's e_b, e_f, bias and k end with it)
+      if (kb % kKbPerBlock == 0) {
         // e_b = directpBlockExponent(max_b t - m) without the conversion pipe (F2I/I2F run at
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
         // fed values and normalizer terms are 0 either way (e2m1ToE4M3TablePow2 clamps too).
         // A block without a visible key (block max -inf) needs no branch: it gets e_b = -2^20 - 2,
         // all its keys have acc = -inf and code 0 in every classifier, and its table is zeros.
-        const float floor_magic = directpFloorMagic(block_max[kb][r], mul, st.m_use[r]);
+        floor_magic[r] = directpFloorMagic(block_max[kb][r], mul, st.m_use[r]);
         // -e_f = -(floor - 2) exactly (an integer of at most 2^20 + 2), so the bias -(m + e_f)
         // is one FADD: (-e_f) - m rounds as -(m + e_f) does.
-        const float neg_e_f = 12582914.0f - floor_magic;
-        const float e_f = -neg_e_f;
+        neg_e_f[r] = 12582914.0f - floor_magic[r];
+        k_fed[r] = directpFedExponent<C>(floor_magic[r]);
+        all_normal = all_normal && k_fed[r] >= -5;
+        // k in [-5, 6] (blocks within 2^-11 of the row max: nearly always all of a thread's):
+        // two IMADs build the table. k <= 6 always: e_b <= slack - 2 and p_offset_log2 +
+        // ceil(slack) <= 8 (spec validator). A thread with a block below takes the general
+        // tables after the loop: one branch per thread and tile, not one per block.
+        const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2Normal(k_fed[r]);
+        fed_lo[r] = fed.lo;
+        fed_hi[r] = fed.hi;
+      }
+      uint32_t sel[2] = {0u, 0u};
+      { // (a scope of its own: the k-step's bias and codes end with it)
+        const float e_f = -neg_e_f[r];
         if constexpr (kAffine) {
           const float slope = directpAffineSlope(kCoef, mul);
           const float addend = directpAffineAddend(kCoef, st.m_use[r], e_f);
@@ -215,7 +237,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
-          const float bias = neg_e_f - st.m_use[r]; // == directpBias(m, e_f)
+          const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
           float y[4][2];
 #pragma unroll
           for (int i = 0; i < 4; ++i)
@@ -238,19 +260,14 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         }
-        const int k = directpFedExponent<C>(floor_magic);
-        all_normal = all_normal && k >= -5;
-        // k in [-5, 6] (blocks within 2^-11 of the row max: nearly always all of a thread's):
-        // two IMADs build the table. k <= 6 always: e_b <= slack - 2 and p_offset_log2 +
-        // ceil(slack) <= 8 (spec validator). A thread with a block below takes the general
-        // tables after the loop: one branch per thread and tile, not one per block.
-        const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2Normal(k);
-        pp.fed[kb][r][0] = fed.lo;
-        pp.fed[kb][r][1] = fed.hi;
+        if (kb % kKbPerBlock == 0) {
+          pp.fed[kb / kKbPerBlock][r][0] = fed_lo[r];
+          pp.fed[kb / kKbPerBlock][r][1] = fed_hi[r];
+        }
         pp.sel[kb][r][0] = sel[0];
         pp.sel[kb][r][1] = sel[1];
         if constexpr (kSumL)
-          addBlockSum<true>(st.l[r], pp, kb, r, k);
+          addBlockSum<true>(st.l[r], pp, kb, r, k_fed[r]);
       }
     }
   }
@@ -260,9 +277,11 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int k = directpFedExponent<C>(directpFloorMagic(block_max[kb][r], mul, st.m_use[r]));
-        const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
-        pp.fed[kb][r][0] = fed.lo;
-        pp.fed[kb][r][1] = fed.hi;
+        if (kb % kKbPerBlock == 0) {
+          const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
+          pp.fed[kb / kKbPerBlock][r][0] = fed.lo;
+          pp.fed[kb / kKbPerBlock][r][1] = fed.hi;
+        }
         if constexpr (kSumL)
           addBlockSum<false>(st.l[r], pp, kb, r, k);
       }
@@ -275,8 +294,9 @@ FA4JIT_DEVICE void packDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][
   for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      pa[kb][r] = directpLookup(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][0]);
-      pa[kb][2 + r] = directpLookup(pp.fed[kb][r][0], pp.fed[kb][r][1], pp.sel[kb][r][1]);
+      const int tb = kb / PendingP<C>::kStepsPerTable;
+      pa[kb][r] = directpLookup(pp.fed[tb][r][0], pp.fed[tb][r][1], pp.sel[kb][r][0]);
+      pa[kb][2 + r] = directpLookup(pp.fed[tb][r][0], pp.fed[tb][r][1], pp.sel[kb][r][1]);
     }
 }
 

@@ -47,6 +47,14 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
   }
 }
 
+// The tile-relative key of S column 8 nt + 2 q + e of this thread (q = lane % 4): the column
+// itself, or with thread key blocks (TileSpec::thread_key_blocks) key 32 q + 2 (nt % 16) + e of
+// the column's 128-key group, so that each of a thread's rows holds one whole 32-key block per
+// group. The widening writes K's rows (kRowOfKey) and V^T's columns in that order.
+template <class C> FA4JIT_HD constexpr int tileKey(int nt, int q, int e) {
+  return AttentionTraits<C>::kThreadKeyBlocks ? (nt / 16) * 128 + 32 * q + 2 * (nt % 16) + e : nt * 8 + 2 * q + e;
+}
+
 // Keys at or beyond a row's visible count (causal limit, or seqlen_k) get acc = -inf; the
 // multiplier is applied later, folded into each route's FFMA (score_terms.cuh), so tiles without
 // a masked key need no per-element pass at all. vis[r]: number of visible keys of this thread's
@@ -59,7 +67,7 @@ FA4JIT_DEVICE void maskScores(float (&s)[AttentionTraits<C>::kSTiles][4], const 
   for (int nt = 0; nt < T::kSTiles; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int key = key0 + nt * 8 + 2 * q + (i & 1);
+      const int key = key0 + tileKey<C>(nt, q, i & 1);
       s[nt][i] = key < vis[i / 2] ? s[nt][i] : negInf();
     }
   }

@@ -24,30 +24,59 @@ FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
 // 32-key block; times the multiplier they are the maxima of t (score_terms.cuh).
 // A tile of 80 keys (the bf16 wgmma kernel's, never Direct-P's) ends in a half block: its last
 // two n8 tiles enter the tile max on their own.
+// With thread key blocks (scores.cuh) a block is 16 n8 tiles of one thread: its max needs no
+// shuffle, the tile max one quad reduction; block_max then holds each block's max at each of its
+// four 32-column k-steps (kb), which classifyDirectP reads once per block.
 template <class CV, bool kBlocks>
 FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
   constexpr int kBlocksPerTile = AttentionTraits<CV>::kBlockN / 32;
   constexpr int kTailTiles = AttentionTraits<CV>::kSTiles - 4 * kBlocksPerTile;
   static_assert(!kBlocks || kTailTiles == 0, "Direct-P's blocks are whole 32-key blocks");
+  if constexpr (AttentionTraits<CV>::kThreadKeyBlocks) {
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float tmax = negInf();
+    for (int r = 0; r < 2; ++r) {
+      float tmax = negInf();
 #pragma unroll
-    for (int kb = 0; kb < kBlocksPerTile; ++kb) {
-      float bmax = fmaxf(s[4 * kb][2 * r], s[4 * kb][2 * r + 1]);
+      for (int h = 0; h < kBlocksPerTile / 4; ++h) {
+        float m[16]; // a tree, not a chain: 5 dependent FMNMX instead of 31
 #pragma unroll
-      for (int i = 1; i < 4; ++i)
-        bmax = fmaxf(bmax, fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]));
-      if constexpr (kBlocks)
-        bmax = warpQuadMax(bmax);
-      block_max[kb][r] = bmax;
-      tmax = fmaxf(tmax, bmax);
+        for (int i = 0; i < 16; ++i)
+          m[i] = fmaxf(s[16 * h + i][2 * r], s[16 * h + i][2 * r + 1]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) // (levels written out: nested loops of varying trip counts
+          m[i] = fmaxf(m[i], m[i + 8]); // did not unroll, and m went to local memory)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          m[i] = fmaxf(m[i], m[i + 4]);
+        const float bmax = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
+#pragma unroll
+        for (int sub = 0; sub < 4; ++sub)
+          block_max[4 * h + sub][r] = bmax;
+        tmax = fmaxf(tmax, bmax);
+      }
+      tile_max[r] = warpQuadMax(tmax);
     }
+  } else {
 #pragma unroll
-    for (int nt = 4 * kBlocksPerTile; nt < AttentionTraits<CV>::kSTiles; ++nt)
-      tmax = fmaxf(tmax, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-    tile_max[r] = kBlocks ? tmax : warpQuadMax(tmax);
+    for (int r = 0; r < 2; ++r) {
+      float tmax = negInf();
+#pragma unroll
+      for (int kb = 0; kb < kBlocksPerTile; ++kb) {
+        float bmax = fmaxf(s[4 * kb][2 * r], s[4 * kb][2 * r + 1]);
+#pragma unroll
+        for (int i = 1; i < 4; ++i)
+          bmax = fmaxf(bmax, fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]));
+        if constexpr (kBlocks)
+          bmax = warpQuadMax(bmax);
+        block_max[kb][r] = bmax;
+        tmax = fmaxf(tmax, bmax);
+      }
+#pragma unroll
+      for (int nt = 4 * kBlocksPerTile; nt < AttentionTraits<CV>::kSTiles; ++nt)
+        tmax = fmaxf(tmax, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+      tile_max[r] = kBlocks ? tmax : warpQuadMax(tmax);
+    }
   }
 }
 
@@ -78,7 +107,7 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
         for (int nt = 0; nt < T::kSTiles; ++nt)
 #pragma unroll
           for (int e = 0; e < 2; ++e)
-            if ((nt * 8 + 2 * q + e) % C::guard_sample_stride == 0)
+            if (tileKey<C>(nt, q, e) % C::guard_sample_stride == 0)
               anchor = fmaxf(anchor, s[nt][2 * r + e]);
         st.m[r] = warpQuadMax(anchor) * mul;
       }

@@ -80,7 +80,14 @@ template <class CV> FA4JIT_DEVICE void fencePendingP(PendingP<CV> &pp) {
       for (int i = 0; i < 2; ++i)
 #pragma unroll
         for (int j = 0; j < 2; ++j)
-          asm volatile("" : "+r"(pp.sel[b][i][j]), "+r"(pp.fed[b][i][j])::"memory");
+          asm volatile("" : "+r"(pp.sel[b][i][j])::"memory");
+#pragma unroll
+    for (int b = 0; b < PendingP<CV>::kTables; ++b)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+          asm volatile("" : "+r"(pp.fed[b][i][j])::"memory");
   }
 }
 
@@ -108,7 +115,8 @@ FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], Pen
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             pp.sel[b][i][j] ^= first.sel[b][i][j];
-            pp.fed[b][i][j] ^= first.fed[b][i][j];
+            if (b < PendingP<CV>::kTables)
+              pp.fed[b][i][j] ^= first.fed[b][i][j];
           }
     }
   }

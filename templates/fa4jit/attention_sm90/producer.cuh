@@ -21,9 +21,17 @@ constexpr int kProducerUnroll = 4;
 using attention::permuteKeys16;
 using attention::zeroVec;
 
+// The tile row that holds tile-relative key `key` with thread key blocks (attention/scores.cuh's
+// tileKey, inverted): key 32 q + x of a 128-key group goes to S column 8 (x / 2) + 2 q + x % 2.
+FA4JIT_DEVICE int threadKeyBlockRow(int key) {
+  const int group = key / 128, q = key / 32 % 4, x = key % 32;
+  return group * 128 + 8 * (x / 2) + 2 * q + x % 2;
+}
+
 // NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
 // E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
-template <int kHeadDim, int kRows>
+// kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row threadKeyBlockRow(r).
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
                                     int row0, int valid_rows, float pre_scale, int ptid) {
   constexpr int kBlocksPerRow = kHeadDim / 16;
@@ -41,7 +49,8 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
       const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
       out = make_uint4(a.lo, a.hi, b.lo, b.hi);
     }
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(row, blk * 16)) = out;
+    const int tile_row = kThreadKeyBlocks ? threadKeyBlockRow(row) : row;
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
   }
 }
 
@@ -67,22 +76,49 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
 }
 
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
-template <int kHeadDim, int kBlockN, bool kPermuted>
+// kThreadKeyBlocks: PV's k position 16 j + 4 q + i of a 128-key group must hold the key that S
+// column 16 j + (2q, 2q + 1, 8 + 2q, 9 + 2q)[i] holds (the register-P order of permuteKeys16), which
+// with thread key blocks is key 32 q + 4 j + i: the group's four blocks widened in key order, then
+// 16-byte vector j = word j of blocks 0, 1, 2, 3. One unit = one 128-key group of a V^T row.
+template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
                                   int keys_padded, int v_shift, int ptid) {
-  constexpr int kBlocksPerRow = kBlockN / 32;
-  constexpr int kUnits = kHeadDim * kBlocksPerRow;
-  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
-  const int scale_cols = keys_padded / 32;
+  if constexpr (kThreadKeyBlocks) {
+    static_assert(kBlockN % 128 == 0 && !kPermuted, "thread key blocks: 128-key groups of V^T in key order");
+    constexpr int kGroupsPerRow = kBlockN / 128;
+    constexpr int kUnits = kHeadDim * kGroupsPerRow;
+    const int scale_cols = keys_padded / 32;
+    for (int u = ptid; u < kUnits; u += kWarpgroupThreads) {
+      const int d = u / kGroupsPerRow, group = u % kGroupsPerRow;
+      uint32_t w[4][8]; // w[q][j]: keys 32 q + 4 j .. + 3 of the group
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        uint4 lo, hi;
+        attention::widenMxfp4Block<true>(vt, row_stride, sf, d, key0 + group * 128 + q * 32, keys_padded, scale_cols,
+                                         v_shift, lo, hi);
+        w[q][0] = lo.x, w[q][1] = lo.y, w[q][2] = lo.z, w[q][3] = lo.w;
+        w[q][4] = hi.x, w[q][5] = hi.y, w[q][6] = hi.z, w[q][7] = hi.w;
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+        *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, group * 128 + j * 16)) =
+            make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+    }
+  } else {
+    constexpr int kBlocksPerRow = kBlockN / 32;
+    constexpr int kUnits = kHeadDim * kBlocksPerRow;
+    static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+    const int scale_cols = keys_padded / 32;
 #pragma unroll kProducerUnroll / 2
-  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
-    const int u = ptid + it * kWarpgroupThreads;
-    const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
-    const int key = key0 + blk * 32;
-    uint4 lo, hi;
-    attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+    for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+      const int u = ptid + it * kWarpgroupThreads;
+      const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+      const int key = key0 + blk * 32;
+      uint4 lo, hi;
+      attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
+      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
+      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+    }
   }
 }
 
@@ -155,14 +191,16 @@ FA4JIT_DEVICE KvHeadSources kvHeadSources(const attention::AttentionParams &p, i
 template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSources &src,
                                  const attention::AttentionParams &p, int key0, int k_valid, float pre, int ptid) {
-  produceNvfp4Rows<kHeadDim, kBlockN>(k_dst, src.k + key0 * p.k_row_stride, static_cast<int>(p.k_row_stride),
-                                      src.k_sf, key0, k_valid, pre, ptid);
+  constexpr bool kThreadKeyBlocks = attention::ThreadKeyBlocksOf<C>::value;
+  produceNvfp4Rows<kHeadDim, kBlockN, kThreadKeyBlocks>(k_dst, src.k + key0 * p.k_row_stride,
+                                                        static_cast<int>(p.k_row_stride), src.k_sf, key0, k_valid,
+                                                        pre, ptid);
   if constexpr (C::route == attention::Route::Nvfp8)
     produceFp8Vt<kHeadDim, kBlockN, C::v_keys_permuted16>(v_dst, src.v, static_cast<int>(p.v_row_stride), key0,
                                                           src.keys_padded, ptid);
   else
-    produceMxfp4Vt<kHeadDim, kBlockN, C::v_keys_permuted16>(v_dst, src.v, static_cast<int>(p.v_row_stride), src.v_sf,
-                                                            key0, src.keys_padded, src.v_shift, ptid);
+    produceMxfp4Vt<kHeadDim, kBlockN, C::v_keys_permuted16, kThreadKeyBlocks>(
+        v_dst, src.v, static_cast<int>(p.v_row_stride), src.v_sf, key0, src.keys_padded, src.v_shift, ptid);
 }
 
 // The 128-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:

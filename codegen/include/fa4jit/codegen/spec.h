@@ -120,6 +120,13 @@ struct TileSpec {
   // producer loads half of every K/V stage and multicasts it into both CTAs, which halves the
   // ring's L2 reads (attention_sm90/cluster.cuh).
   bool kv_multicast = false;
+  // wgmma-ws, directp, block_n a multiple of 128: every 32-key Direct-P block (NUMERICS.md §2.3:
+  // 32 consecutive keys) lies in one thread's S columns. The widening writes K's rows and V^T's
+  // columns in the order that makes S column 8 nt + 2 q + e of a 128-key group hold key
+  // 32 q + 2 (nt % 16) + e, so a block's max needs no quad shuffles and its exponent, bias and fed
+  // table are one thread's, once per 32 of its scores instead of per 8 (attention/scores.cuh).
+  // The numerics are unchanged: the same keys form the same blocks.
+  bool thread_key_blocks = false;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
