@@ -163,11 +163,16 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
   // spill there): such a variant runs on 128-key tiles unless it names its keys; the three-consumer
   // default (D64) cannot take the threshold classifier: such a variant runs on two consumers unless
   // it names its rows.
-  bool names_keys = false, names_rows = false;
+  bool names_keys = false, names_rows = false, names_blocks = false;
   for (llvm::StringRef p : parts(variant)) {
     names_keys = names_keys || blockKeysVariant(p).has_value();
     names_rows = names_rows || blockRowsVariant(p).has_value();
+    names_blocks = names_blocks || p == "thread-blocks";
   }
+  // A variant that moves the key tile off 128 (or V's key order) keeps the quad blocks where the
+  // default has thread blocks, unless it names them.
+  if (!names_blocks)
+    s = keepingFitKeyBlocks(std::move(s));
   if (!names_keys && a.tile.block_n == 192 && llvm::errorToBool(validateSpec(s)))
     a.tile.block_n = 128;
   if (!names_rows && a.tile.block_m == 192 && llvm::errorToBool(validateSpec(s))) {

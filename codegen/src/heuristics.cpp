@@ -174,6 +174,25 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // grids that hand their work tiles out at run time (work_tiles.cuh) win at short keys and lose
   // up to 9% at 32k (ninth session): the choice by length is defaultAttentionSpecForKeys's.
   t.persistent = !s.attention.causal;
+  // directp on 128-key tiles (D64, D256): each 32-key block in one thread's S columns, so its max
+  // needs no quad shuffles and its exponent, bias and table come once per 32 scores of a thread
+  // (main loop -25% SASS instructions). Measured on the H200 (tenth session, call 2; 4k / 16k):
+  // D64 +12% / +14%, causal +7% / +6%; D256 +4% / +4%, causal +3% / +4%. At D128 the default's three
+  // consumers of 96 keys have no 128-key form that fits their registers with the overlap (the
+  // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise).
+  t.thread_key_blocks = threadKeyBlocksFit(s.attention);
+  return s;
+}
+
+bool threadKeyBlocksFit(const AttentionSpec &a) {
+  return a.route == Route::DirectP && a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
+         a.tile.block_n == 128 && a.tile.kv_staging != KvStaging::TensorMap && !a.operands.v_keys_permuted16 &&
+         !(a.tile.block_m == 192 && a.head_dim == 128 && a.tile.overlap); // (spills: spec_validate)
+}
+
+KernelSpec keepingFitKeyBlocks(KernelSpec s) {
+  if (!threadKeyBlocksFit(s.attention))
+    s.attention.tile.thread_key_blocks = false;
   return s;
 }
 
@@ -281,6 +300,35 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     keys96.attention.tile.warps = 16;
     keys96.attention.tile.block_n = 96;
     out.push_back(keys96);
+  }
+  for (KernelSpec &alt : out) // (alternatives that moved the key tile keep the quad blocks)
+    alt = keepingFitKeyBlocks(std::move(alt));
+  // directp: each 32-key block in one thread's S columns (128-key tiles), or back in a quad's.
+  if (base.attention.route == Route::DirectP) {
+    if (t.thread_key_blocks) {
+      KernelSpec quad = base;
+      quad.attention.tile.thread_key_blocks = false;
+      out.push_back(quad);
+    } else if (t.block_n == 128) {
+      KernelSpec thread = base;
+      thread.attention.tile.thread_key_blocks = true;
+      out.push_back(thread);
+    } else if (base.attention.head_dim == 128 && t.kv_staging != KvStaging::InKernel) {
+      KernelSpec two = base; // two consumers, the overlapped loop (three of 128 keys spill there)
+      two.attention.tile.thread_key_blocks = true;
+      two.attention.tile.block_n = 128;
+      two.attention.tile.block_m = 128;
+      two.attention.tile.warps = 12;
+      out.push_back(two);
+      KernelSpec three = base; // three consumers on the serial loop (taking turns measured -2% to -5%)
+      three.attention.tile.thread_key_blocks = true;
+      three.attention.tile.block_n = 128;
+      three.attention.tile.block_m = 192;
+      three.attention.tile.warps = 16;
+      three.attention.tile.overlap = false;
+      three.attention.tile.pingpong = false;
+      out.push_back(three);
+    }
   }
   return out;
 }
@@ -426,6 +474,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         }
       }
   }
+  for (KernelSpec &s : out) // (variants that moved the key tile or V's key order keep the quad blocks)
+    s = keepingFitKeyBlocks(std::move(s));
   return out;
 }
 

@@ -168,3 +168,50 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
       ++persistent_causal;
   CHECK(persistent_causal == 9); // three routes x three head dims
 }
+
+TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant elsewhere", "[codegen][heuristics]") {
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+    for (int d : {64, 128, 256})
+      for (bool causal : {false, true}) {
+        INFO("route " << toString(r) << " D " << d << " causal " << causal);
+        const KernelSpec s = defaultAttentionSpec(r, d, causal, Target::Sm90a);
+        const bool expected = r == Route::DirectP && s.attention.tile.block_n == 128;
+        CHECK(s.attention.tile.thread_key_blocks == expected);
+        CHECK(expected == (r == Route::DirectP && d != 128)); // D128's default: three consumers of 96 keys
+        CHECK(specViolations(s).empty());
+        for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) // every alternative valid
+          CHECK(specViolations(alt).empty());
+      }
+  // mma.sync and sm_100a kernels never have them.
+  CHECK_FALSE(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm100a).attention.tile.thread_key_blocks);
+  CHECK_FALSE(withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a),
+                                    AttentionSchedule::MmaSync)
+                  .attention.tile.thread_key_blocks);
+  // A change that moves the key tile or V's key order drops them instead of turning invalid.
+  KernelSpec moved = defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a);
+  moved.attention.tile.block_n = 64;
+  CHECK_FALSE(specViolations(moved).empty());
+  CHECK_FALSE(keepingFitKeyBlocks(moved).attention.tile.thread_key_blocks);
+  CHECK(specViolations(keepingFitKeyBlocks(moved)).empty());
+  KernelSpec permuted = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
+  permuted.attention.operands.v_keys_permuted16 = true;
+  CHECK_FALSE(keepingFitKeyBlocks(permuted).attention.tile.thread_key_blocks);
+  // D128's alternatives carry both 128-key forms; D64/D256's carry the quad blocks.
+  int d128_thread = 0;
+  for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a)))
+    d128_thread += alt.attention.tile.thread_key_blocks ? 1 : 0;
+  CHECK(d128_thread == 2);
+  bool quad = false;
+  for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a)))
+    quad = quad || (!alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 &&
+                    alt.attention.tile.block_m == 192);
+  CHECK(quad);
+  // CI compiles them: every variant the generator lists is valid.
+  int listed = 0;
+  for (const KernelSpec &s : enumerateVariants({Target::Sm90a}))
+    if (s.family == KernelFamily::AttentionForward && s.attention.tile.thread_key_blocks) {
+      CHECK(specViolations(s).empty());
+      ++listed;
+    }
+  CHECK(listed >= 6);
+}

@@ -456,3 +456,39 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   s.attention.tile.pingpong = false;
   CHECK(problems(s).empty());
 }
+
+TEST_CASE("thread key blocks: directp's wgmma kernel on 128-key tiles with fa4jit-widened K/V", "[codegen][validate]") {
+  const KernelSpec d64 = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
+  REQUIRE(d64.attention.tile.thread_key_blocks);
+  CHECK(problems(d64).empty());
+  KernelSpec nv = defaultAttentionSpec(Route::Nvfp8, 64, false, Target::Sm90a);
+  nv.attention.tile.thread_key_blocks = true;
+  CHECK_THAT(problems(nv), Catch::Contains("attention.tile.thread_key_blocks") && Catch::Contains("directp route only"));
+  KernelSpec keys64 = d64;
+  keys64.attention.tile.block_n = 64;
+  CHECK_THAT(problems(keys64), Catch::Contains("attention.tile.thread_key_blocks") && Catch::Contains("128-key tiles"));
+  KernelSpec permuted = d64;
+  permuted.attention.operands.v_keys_permuted16 = true;
+  CHECK_THAT(problems(permuted), Catch::Contains("v_keys_permuted16 false"));
+  KernelSpec sync = directp();
+  sync.attention.tile.thread_key_blocks = true;
+  CHECK_THAT(problems(sync), Catch::Contains("attention.tile.thread_key_blocks") && Catch::Contains("wgmma-ws only"));
+  // D128: three consumers take 128 keys with thread blocks on the serial loop only (the
+  // overlapped loop spills there), two consumers on either loop.
+  KernelSpec three = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  REQUIRE(three.attention.tile.block_m == 192);
+  three.attention.tile.block_n = 128;
+  three.attention.tile.thread_key_blocks = true;
+  CHECK_THAT(problems(three), Catch::Contains("attention.tile.block_m"));
+  three.attention.tile.overlap = false;
+  three.attention.tile.pingpong = false;
+  CHECK(problems(three).empty());
+  three.attention.tile.thread_key_blocks = false; // quad blocks of 128 keys spill on three consumers
+  CHECK_THAT(problems(three), Catch::Contains("attention.tile.block_m"));
+  KernelSpec two = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  two.attention.tile.block_m = 128;
+  two.attention.tile.warps = 12;
+  two.attention.tile.block_n = 128;
+  two.attention.tile.thread_key_blocks = true;
+  CHECK(problems(two).empty());
+}

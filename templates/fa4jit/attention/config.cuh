@@ -38,8 +38,8 @@ FA4JIT_HD constexpr int ceilToInt(float v) {
 
 // C::thread_key_blocks where the config has it (the wgmma kernels' configs bake it), else false.
 template <class C> struct ThreadKeyBlocksOf {
-  template <class X> static constexpr bool get(decltype(&X::thread_key_blocks)) { return X::thread_key_blocks; }
-  template <class X> static constexpr bool get(...) { return false; }
+  template <class X> FA4JIT_HD static constexpr bool get(decltype(&X::thread_key_blocks)) { return X::thread_key_blocks; }
+  template <class X> FA4JIT_HD static constexpr bool get(...) { return false; }
   static constexpr bool value = get<C>(nullptr);
 };
 

@@ -3,6 +3,7 @@
 // (NUMERICS.md §2.1). s[nt][i] follows the m16n8 accumulator layout of mma.cuh:
 //   (lane, nt, i) -> (row g + 8*(i/2), key 8*nt + 2q + i%2).
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/mma.cuh"
 #include "fa4jit/score_terms.cuh"
 
@@ -49,10 +50,10 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
 
 // The tile-relative key of S column 8 nt + 2 q + e of this thread (q = lane % 4): the column
 // itself, or with thread key blocks (TileSpec::thread_key_blocks) key 32 q + 2 (nt % 16) + e of
-// the column's 128-key group, so that each of a thread's rows holds one whole 32-key block per
-// group. The widening writes K's rows (kRowOfKey) and V^T's columns in that order.
+// the column's 128-key group (key_order.cuh), so that each of a thread's rows holds one whole
+// 32-key block per group.
 template <class C> FA4JIT_HD constexpr int tileKey(int nt, int q, int e) {
-  return AttentionTraits<C>::kThreadKeyBlocks ? (nt / 16) * 128 + 32 * q + 2 * (nt % 16) + e : nt * 8 + 2 * q + e;
+  return AttentionTraits<C>::kThreadKeyBlocks ? threadBlockKey(nt * 8 + 2 * q + e) : nt * 8 + 2 * q + e;
 }
 
 // Keys at or beyond a row's visible count (causal limit, or seqlen_k) get acc = -inf; the

@@ -5,6 +5,7 @@
 // Numerics are those of attention/tile_load.cuh (NUMERICS.md §2.1, §2.3), only the destination
 // layout differs. Out-of-range rows and keys are zeros.
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -21,16 +22,10 @@ constexpr int kProducerUnroll = 4;
 using attention::permuteKeys16;
 using attention::zeroVec;
 
-// The tile row that holds tile-relative key `key` with thread key blocks (attention/scores.cuh's
-// tileKey, inverted): key 32 q + x of a 128-key group goes to S column 8 (x / 2) + 2 q + x % 2.
-FA4JIT_DEVICE int threadKeyBlockRow(int key) {
-  const int group = key / 128, q = key / 32 % 4, x = key % 32;
-  return group * 128 + 8 * (x / 2) + 2 * q + x % 2;
-}
-
 // NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
 // E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
-// kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row threadKeyBlockRow(r).
+// kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row threadBlockColumn(r)
+// (attention/key_order.cuh).
 template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
                                     int row0, int valid_rows, float pre_scale, int ptid) {
@@ -49,7 +44,7 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
       const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
       out = make_uint4(a.lo, a.hi, b.lo, b.hi);
     }
-    const int tile_row = kThreadKeyBlocks ? threadKeyBlockRow(row) : row;
+    const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn(row) : row;
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
   }
 }
@@ -76,9 +71,8 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
 }
 
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
-// kThreadKeyBlocks: PV's k position 16 j + 4 q + i of a 128-key group must hold the key that S
-// column 16 j + (2q, 2q + 1, 8 + 2q, 9 + 2q)[i] holds (the register-P order of permuteKeys16), which
-// with thread key blocks is key 32 q + 4 j + i: the group's four blocks widened in key order, then
+// kThreadKeyBlocks: PV's k position 16 j + 4 q + i of a 128-key group holds key 32 q + 4 j + i
+// (attention/key_order.cuh's threadBlockVtKey): the group's four blocks widened in key order, then
 // 16-byte vector j = word j of blocks 0, 1, 2, 3. One unit = one 128-key group of a V^T row.
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,

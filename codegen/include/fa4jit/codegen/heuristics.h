@@ -38,6 +38,13 @@ void setGuardSlack(AttentionSpec &a, float slack_log2);
 // numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.
 KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
 
+// Whether Direct-P's blocks may lie in one thread's S columns (TileSpec::thread_key_blocks): the
+// directp route's wgmma kernel on 128-key tiles with K/V widened by fa4jit in key order.
+bool threadKeyBlocksFit(const AttentionSpec &a);
+// `spec` with thread_key_blocks cleared where it no longer fits (a variant that moved the key
+// tile, the staging or V's key order keeps the quad blocks instead of turning invalid).
+KernelSpec keepingFitKeyBlocks(KernelSpec spec);
+
 // The wgmma kernel's alternatives to its default consumer and staging choices, at the same tile:
 // the serial consumer loop, consumers not taking turns (when the base does), and in-kernel K/V
 // widening (when the base prewidens). Empty for other schedules.
