@@ -14,10 +14,11 @@
 
 namespace fa4jit::device::attention {
 
+// By the column's parts (the kernels' form: nt is a compile-time constant there, q the lane's).
+FA4JIT_HD constexpr int threadBlockKeyOf(int nt, int q, int e) { return (nt / 16) * 128 + 32 * q + 2 * (nt % 16) + e; }
+
 FA4JIT_HD constexpr int threadBlockKey(int column) {
-  const int group = column / 128, c = column % 128;
-  const int nt = c / 8, q = c % 8 / 2, e = c % 2;
-  return group * 128 + 32 * q + 2 * nt + e;
+  return threadBlockKeyOf(column / 8, column % 8 / 2, column % 2);
 }
 
 FA4JIT_HD constexpr int threadBlockColumn(int key) {

@@ -53,7 +53,7 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
 // the column's 128-key group (key_order.cuh), so that each of a thread's rows holds one whole
 // 32-key block per group.
 template <class C> FA4JIT_HD constexpr int tileKey(int nt, int q, int e) {
-  return AttentionTraits<C>::kThreadKeyBlocks ? threadBlockKey(nt * 8 + 2 * q + e) : nt * 8 + 2 * q + e;
+  return AttentionTraits<C>::kThreadKeyBlocks ? threadBlockKeyOf(nt, q, e) : nt * 8 + 2 * q + e;
 }
 
 // Keys at or beyond a row's visible count (causal limit, or seqlen_k) get acc = -inf; the
