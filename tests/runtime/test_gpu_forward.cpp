@@ -14,6 +14,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <vector>
 
 using namespace fa4jit;
 using namespace fa4jit::testing;
@@ -387,41 +388,43 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
 }
 
 // Direct-P blocks in one thread's S columns (TileSpec::thread_key_blocks: the widening orders K's
-// rows and V^T's columns, the masks and the anchor sample by tileKey): on 128-key tiles, the
-// default's consumers and loop where they take 128 keys (D64, D256), two consumers (D128, the
-// overlapped loop) and three on the serial loop (D128), and K/V widened by every CTA's producer.
+// rows and V^T's columns, the masks and the anchor sample by tileKey): the default where it has
+// them (D64, D256), D128's thread-block alternatives the tuner may pick (two consumers on the
+// overlapped loop, three on the serial one), and K/V widened by every CTA's producer.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P blocks in one thread's columns",
           "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
   const uint64_t seed = freshSeed();
-  auto thread_blocks = [](KernelSpec &s) {
-    s.attention.tile.thread_key_blocks = true;
-    s.attention.tile.block_n = 128;
-    if (s.attention.head_dim == 128 && s.attention.tile.block_m == 192) { // (three consumers: 96 keys there)
-      s.attention.tile.block_m = 128;
-      s.attention.tile.warps = 12;
-    }
-  };
   for (const Case &c : kCases) {
-    runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, thread_blocks);
-    if (c.head_dim == 128)
-      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
-        s.attention.tile.thread_key_blocks = true;
-        s.attention.tile.block_n = 128;
-        s.attention.tile.block_m = 192;
-        s.attention.tile.warps = 16;
-        s.attention.tile.overlap = false;
-        s.attention.tile.pingpong = true;
-      });
+    std::vector<std::function<void(KernelSpec &)>> kernels;
+    if (c.head_dim == 128) {
+      for (int i : {0, 1}) // D128's two thread-block alternatives, in the tuner's order
+        kernels.push_back([i](KernelSpec &s) {
+          int seen = 0;
+          for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
+            if (alt.attention.tile.thread_key_blocks && seen++ == i) {
+              s = alt;
+              return;
+            }
+          FAIL("D128 lists " << seen << " thread-block alternatives, not two");
+        });
+    } else {
+      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.thread_key_blocks); });
+    }
     if (c.head_dim <= 128) // (in-kernel widening at D256: 216 registers, 64-key tiles)
+      kernels.push_back([](KernelSpec &s) {
+        twoConsumers(s);
+        s.attention.tile.block_n = 128;
+        s.attention.tile.thread_key_blocks = true;
+        s.attention.tile.kv_staging = KvStaging::InKernel;
+        s.attention.tile.persistent = false;
+        s.attention.tile.kv_multicast = false;
+      });
+    for (const auto &kernel : kernels)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
-      thread_blocks(s);
-      twoConsumers(s);
-      s.attention.tile.block_n = 128;
-      s.attention.tile.kv_staging = KvStaging::InKernel;
-      s.attention.tile.persistent = false;
-      s.attention.tile.kv_multicast = false;
+        kernel(s);
+        REQUIRE(s.attention.tile.thread_key_blocks);
       });
   }
 }
