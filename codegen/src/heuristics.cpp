@@ -180,14 +180,15 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // D64 +12% / +14%, causal +7% / +6%; D256 +4% / +4%, causal +3% / +4%. At D128 the default's three
   // consumers of 96 keys have no 128-key form that fits their registers with the overlap (the
   // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise).
-  t.thread_key_blocks = threadKeyBlocksFit(s.attention);
+  t.thread_key_blocks = threadKeyBlocksFit(s.attention) && t.block_n == 128;
   return s;
 }
 
 bool threadKeyBlocksFit(const AttentionSpec &a) {
   return a.route == Route::DirectP && a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
-         a.tile.block_n == 128 && a.tile.kv_staging != KvStaging::TensorMap && !a.operands.v_keys_permuted16 &&
-         !(a.tile.block_m == 192 && a.head_dim == 128 && a.tile.overlap); // (spills: spec_validate)
+         (a.tile.block_n == 128 || a.tile.block_n == 96) && a.tile.kv_staging != KvStaging::TensorMap &&
+         !a.operands.v_keys_permuted16 &&
+         !(a.tile.block_m == 192 && a.head_dim == 128 && a.tile.block_n == 128 && a.tile.overlap); // (spills)
 }
 
 KernelSpec keepingFitKeyBlocks(KernelSpec s) {
@@ -303,17 +304,14 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   }
   for (KernelSpec &alt : out) // (alternatives that moved the key tile keep the quad blocks)
     alt = keepingFitKeyBlocks(std::move(alt));
-  // directp: each 32-key block in one thread's S columns (128-key tiles), or back in a quad's.
+  // directp: its 32-key blocks in as few threads as the tile allows (key_order.cuh), or back in
+  // quads; at D128 also the 128-key tiles, where a block lies in one thread.
   if (base.attention.route == Route::DirectP) {
-    if (t.thread_key_blocks) {
-      KernelSpec quad = base;
-      quad.attention.tile.thread_key_blocks = false;
-      out.push_back(quad);
-    } else if (t.block_n == 128) {
-      KernelSpec thread = base;
-      thread.attention.tile.thread_key_blocks = true;
-      out.push_back(thread);
-    } else if (base.attention.head_dim == 128 && t.kv_staging != KvStaging::InKernel) {
+    KernelSpec other = base;
+    other.attention.tile.thread_key_blocks = !t.thread_key_blocks;
+    if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other.attention))
+      out.push_back(other);
+    if (base.attention.head_dim == 128 && t.block_n == 96 && t.kv_staging != KvStaging::InKernel) {
       KernelSpec two = base; // two consumers, the overlapped loop (three of 128 keys spill there)
       two.attention.tile.thread_key_blocks = true;
       two.attention.tile.block_n = 128;

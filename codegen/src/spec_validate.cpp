@@ -174,9 +174,10 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.thread_key_blocks) {
     if (a.route != Route::DirectP)
       r.fail("attention.tile.thread_key_blocks", "exists for the directp route only (its 32-key blocks)");
-    else if (t.block_n != 128)
-      r.fail("attention.tile.thread_key_blocks", "needs 128-key tiles (a thread's S columns of a 128-key tile are "
-                                                 "32 keys of each row: one Direct-P block)");
+    else if (t.block_n != 128 && t.block_n != 96)
+      r.fail("attention.tile.thread_key_blocks", "needs 96- or 128-key tiles (a thread's S columns of a 128-key tile "
+                                                 "are one Direct-P block of each row; of a 96-key tile, halves of "
+                                                 "two blocks and a quarter of a third)");
     if (t.kv_staging == KvStaging::TensorMap)
       r.fail("attention.tile.thread_key_blocks", "needs K/V widened by fa4jit (the widening orders the keys)");
     if (a.operands.v_keys_permuted16)

@@ -197,10 +197,13 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
   permuted.attention.operands.v_keys_permuted16 = true;
   CHECK_FALSE(keepingFitKeyBlocks(permuted).attention.tile.thread_key_blocks);
   // D128's alternatives carry both 128-key forms; D64/D256's carry the quad blocks.
-  int d128_thread = 0;
-  for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a)))
-    d128_thread += alt.attention.tile.thread_key_blocks ? 1 : 0;
+  int d128_thread = 0, d128_thread96 = 0;
+  for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a))) {
+    d128_thread += alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 ? 1 : 0;
+    d128_thread96 += alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 96 ? 1 : 0;
+  }
   CHECK(d128_thread == 2);
+  CHECK(d128_thread96 == 1);
   bool quad = false;
   for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a)))
     quad = quad || (!alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 &&

@@ -389,8 +389,9 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
 
 // Direct-P blocks in one thread's S columns (TileSpec::thread_key_blocks: the widening orders K's
 // rows and V^T's columns, the masks and the anchor sample by tileKey): the default where it has
-// them (D64, D256), D128's thread-block alternatives the tuner may pick (two consumers on the
-// overlapped loop, three on the serial one), and K/V widened by every CTA's producer.
+// them (D64, D256), D128's 96-key tiles (blocks in thread pairs and the quad) and its 128-key
+// thread-block alternatives the tuner may pick (two consumers on the overlapped loop, three on the
+// serial one), and K/V widened by every CTA's producer.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P blocks in one thread's columns",
           "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
@@ -399,15 +400,20 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P bloc
   for (const Case &c : kCases) {
     std::vector<std::function<void(KernelSpec &)>> kernels;
     if (c.head_dim == 128) {
-      for (int i : {0, 1}) // D128's two thread-block alternatives, in the tuner's order
+      // three consumers of 96 keys: two blocks in thread pairs, the third in the quad
+      kernels.push_back([](KernelSpec &s) {
+        REQUIRE(s.attention.tile.block_n == 96);
+        s.attention.tile.thread_key_blocks = true;
+      });
+      for (int i : {0, 1}) // D128's two 128-key thread-block alternatives, in the tuner's order
         kernels.push_back([i](KernelSpec &s) {
           int seen = 0;
           for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
-            if (alt.attention.tile.thread_key_blocks && seen++ == i) {
+            if (alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 && seen++ == i) {
               s = alt;
               return;
             }
-          FAIL("D128 lists " << seen << " thread-block alternatives, not two");
+          FAIL("D128 lists " << seen << " 128-key thread-block alternatives, not two");
         });
     } else {
       kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.thread_key_blocks); });

@@ -22,6 +22,7 @@
 //   };
 #include "fa4jit/common.cuh"
 #include "fa4jit/directp.cuh"
+#include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/params.cuh"
 
 namespace fa4jit::device::attention {
@@ -95,10 +96,10 @@ template <class C> struct AttentionTraits {
   static constexpr int kOTiles = kHeadDim / 8;  // n8 tiles of O
   // Every Direct-P block in one thread's S columns (TileSpec::thread_key_blocks, scores.cuh).
   static constexpr bool kThreadKeyBlocks = ThreadKeyBlocksOf<C>::value;
-  static_assert(!kThreadKeyBlocks || (kRoute == Route::DirectP && kBlockN % 128 == 0),
-                "thread_key_blocks: the directp route with tiles of whole 128-key groups");
-  // A Direct-P block's share of one thread's row: 8 S columns of 4 threads, or the thread's 32.
-  static constexpr int kBlockTilesPerThread = kThreadKeyBlocks ? 16 : 4; // n8 tiles per block
+  static_assert(!kThreadKeyBlocks || (kRoute == Route::DirectP && threadKeyBlocksTile(kBlockN)),
+                "thread_key_blocks: the directp route with 96-key tiles or whole 128-key groups");
+  // The Direct-P blocks a thread's row meets, per k-step of 32 S columns (key_order.cuh).
+  using Blocks = ThreadBlocks<kBlockN, kThreadKeyBlocks>;
 };
 
 } // namespace fa4jit::device::attention

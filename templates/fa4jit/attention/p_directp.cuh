@@ -112,9 +112,9 @@ FA4JIT_DEVICE void piecewiseSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
 // between register sets) is what keeps ptxas from serializing the wgmma pipeline.
 template <class CV> struct PendingP {
   static constexpr int kBlocks = AttentionTraits<CV>::kBlockN / 32; // k-steps of 32 S columns
-  // k-steps per table: 1, or 4 with thread key blocks (a thread's block spans four k-steps)
-  static constexpr int kStepsPerTable = AttentionTraits<CV>::kBlockTilesPerThread / 4;
-  static constexpr int kTables = kBlocks / kStepsPerTable;
+  // The blocks a thread's row meets (key_order.cuh): one per k-step, or fewer with thread key blocks
+  using Blocks = typename AttentionTraits<CV>::Blocks;
+  static constexpr int kTables = Blocks::kBlocks;
   uint32_t sel[kBlocks][2][2]; // directp: PRMT selectors (a0/a1 and a2/a3 halves) per k-step and row
   uint32_t fed[kTables][2][2]; // directp: the block's E2M1 -> E4M3 table (lo, hi) per block and row
 };
@@ -155,7 +155,7 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
   const bool exact = k >= -8;
   if (exact != kExactPart)
     return;
-  const int tb = kb / PP::kStepsPerTable;
+  const int tb = PP::Blocks::blockOfStep(kb);
   const uint32_t int_lo = exact ? 0x03020100u : pp.fed[tb][r][0];
   const uint32_t int_hi = exact ? 0x0C080604u : pp.fed[tb][r][1];
   // exp2Int(k - 1) for k - 1 in [-9, 127) (k <= 8 + slack here), else 2^-9: plain bits.
@@ -188,9 +188,9 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
   constexpr float kBelowOne = 0.99999994f; // 1 - 2^-24: floor(8 * kBelowOne) = 7
   bool all_normal = true; // every block's fed exponent k >= -5
   // A block's terms (its floor magic, exponent and table) come once per block and row: per k-step
-  // of 32 S columns where a block spans a quad, per four of them with thread key blocks
-  // (softmax.cuh's rowTileMax then repeats the block max at each of its k-steps).
-  constexpr int kKbPerBlock = T::kBlockTilesPerThread / 4;
+  // of 32 S columns where a block spans a quad, once per block of the thread's with thread key
+  // blocks (softmax.cuh's rowTileMax then repeats the block max at each of its k-steps).
+  using B = typename T::Blocks;
   float floor_magic[2] = {0.0f, 0.0f}, neg_e_f[2] = {0.0f, 0.0f};
   int k_fed[2] = {0, 0};
   uint32_t fed_lo[2] = {0u, 0u}, fed_hi[2] = {0u, 0u};
@@ -198,7 +198,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
   for (int kb = 0; kb < T::kBlockN / 32; ++kb) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      if (kb % kKbPerBlock == 0) {
+      if (B::startsBlock(kb)) {
         // e_b = directpBlockExponent(max_b t - m) without the conversion pipe (F2I/I2F run at
         // MUFU's 16/clk/SM): a round-down add onto 1.5 * 2^23 is floor() and its low bits the
         // integer. Clamping x at -2^20 only touches blocks 2^-1000000 below the row max, whose
@@ -260,9 +260,9 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
             }
           }
         }
-        if (kb % kKbPerBlock == 0) {
-          pp.fed[kb / kKbPerBlock][r][0] = fed_lo[r];
-          pp.fed[kb / kKbPerBlock][r][1] = fed_hi[r];
+        if (B::startsBlock(kb)) {
+          pp.fed[B::blockOfStep(kb)][r][0] = fed_lo[r];
+          pp.fed[B::blockOfStep(kb)][r][1] = fed_hi[r];
         }
         pp.sel[kb][r][0] = sel[0];
         pp.sel[kb][r][1] = sel[1];
@@ -277,10 +277,10 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         const int k = directpFedExponent<C>(directpFloorMagic(block_max[kb][r], mul, st.m_use[r]));
-        if (kb % kKbPerBlock == 0) {
+        if (B::startsBlock(kb)) {
           const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2(k);
-          pp.fed[kb / kKbPerBlock][r][0] = fed.lo;
-          pp.fed[kb / kKbPerBlock][r][1] = fed.hi;
+          pp.fed[B::blockOfStep(kb)][r][0] = fed.lo;
+          pp.fed[B::blockOfStep(kb)][r][1] = fed.hi;
         }
         if constexpr (kSumL)
           addBlockSum<false>(st.l[r], pp, kb, r, k);
@@ -294,7 +294,7 @@ FA4JIT_DEVICE void packDirectP(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][
   for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb)
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const int tb = kb / PendingP<C>::kStepsPerTable;
+      const int tb = PendingP<C>::Blocks::blockOfStep(kb);
       pa[kb][r] = directpLookup(pp.fed[tb][r][0], pp.fed[tb][r][1], pp.sel[kb][r][0]);
       pa[kb][2 + r] = directpLookup(pp.fed[tb][r][0], pp.fed[tb][r][1], pp.sel[kb][r][1]);
     }

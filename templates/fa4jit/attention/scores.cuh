@@ -49,11 +49,11 @@ FA4JIT_DEVICE void computeScores(float (&s)[AttentionTraits<C>::kSTiles][4], con
 }
 
 // The tile-relative key of S column 8 nt + 2 q + e of this thread (q = lane % 4): the column
-// itself, or with thread key blocks (TileSpec::thread_key_blocks) key 32 q + 2 (nt % 16) + e of
-// the column's 128-key group (key_order.cuh), so that each of a thread's rows holds one whole
-// 32-key block per group.
+// itself, or with thread key blocks (TileSpec::thread_key_blocks) the key order of key_order.cuh,
+// where a 32-key block spans one thread (128-key groups) or two and four (96-key tiles).
 template <class C> FA4JIT_HD constexpr int tileKey(int nt, int q, int e) {
-  return AttentionTraits<C>::kThreadKeyBlocks ? threadBlockKeyOf(nt, q, e) : nt * 8 + 2 * q + e;
+  using T = AttentionTraits<C>;
+  return T::kThreadKeyBlocks ? threadBlockKeyOf<T::kBlockN>(nt, q, e) : nt * 8 + 2 * q + e;
 }
 
 // Keys at or beyond a row's visible count (causal limit, or seqlen_k) get acc = -inf; the

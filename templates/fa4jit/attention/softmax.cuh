@@ -24,9 +24,10 @@ FA4JIT_DEVICE void softmaxInit(SoftmaxRows &st) {
 // 32-key block; times the multiplier they are the maxima of t (score_terms.cuh).
 // A tile of 80 keys (the bf16 wgmma kernel's, never Direct-P's) ends in a half block: its last
 // two n8 tiles enter the tile max on their own.
-// With thread key blocks (scores.cuh) a block is 16 n8 tiles of one thread: its max needs no
-// shuffle, the tile max one quad reduction; block_max then holds each block's max at each of its
-// four 32-column k-steps (kb), which classifyDirectP reads once per block.
+// With thread key blocks (key_order.cuh) a block spans one thread (128-key groups) or two and
+// four (96-key tiles): its max takes 0, 1 or 2 shuffles, the tile max what the quad still lacks;
+// block_max then holds each block's max at each of its k-steps (kb), which classifyDirectP reads
+// once per block.
 template <class CV, bool kBlocks>
 FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
@@ -34,28 +35,41 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
   constexpr int kTailTiles = AttentionTraits<CV>::kSTiles - 4 * kBlocksPerTile;
   static_assert(!kBlocks || kTailTiles == 0, "Direct-P's blocks are whole 32-key blocks");
   if constexpr (AttentionTraits<CV>::kThreadKeyBlocks) {
+    using B = typename AttentionTraits<CV>::Blocks;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tmax = negInf();
+      float step_max[kBlocksPerTile]; // each k-step's 8 columns by a tree (3 dependent FMNMX)
 #pragma unroll
-      for (int h = 0; h < kBlocksPerTile / 4; ++h) {
-        float m[16]; // a tree, not a chain: 5 dependent FMNMX instead of 31
-#pragma unroll
-        for (int i = 0; i < 16; ++i)
-          m[i] = fmaxf(s[16 * h + i][2 * r], s[16 * h + i][2 * r + 1]);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) // (levels written out: nested loops of varying trip counts
-          m[i] = fmaxf(m[i], m[i + 8]); // did not unroll, and m went to local memory)
+      for (int kb = 0; kb < kBlocksPerTile; ++kb) {
+        float m[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          m[i] = fmaxf(m[i], m[i + 4]);
-        const float bmax = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
-#pragma unroll
-        for (int sub = 0; sub < 4; ++sub)
-          block_max[4 * h + sub][r] = bmax;
-        tmax = fmaxf(tmax, bmax);
+          m[i] = fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]);
+        step_max[kb] = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
       }
-      tile_max[r] = warpQuadMax(tmax);
+      float bmax[B::kBlocks];
+#pragma unroll
+      for (int kb = 0; kb < kBlocksPerTile; ++kb) // (a block's steps are contiguous)
+        bmax[B::blockOfStep(kb)] =
+            B::startsBlock(kb) ? step_max[kb] : fmaxf(bmax[B::blockOfStep(kb)], step_max[kb]);
+      float tmax = negInf();
+#pragma unroll
+      for (int b = 0; b < B::kBlocks; ++b) {
+        if (B::lanesOf(b) >= 2)
+          bmax[b] = fmaxf(bmax[b], __shfl_xor_sync(0xffffffffu, bmax[b], 1));
+        if (B::lanesOf(b) == 4)
+          bmax[b] = fmaxf(bmax[b], __shfl_xor_sync(0xffffffffu, bmax[b], 2));
+        tmax = fmaxf(tmax, bmax[b]);
+      }
+#pragma unroll
+      for (int kb = 0; kb < kBlocksPerTile; ++kb)
+        block_max[kb][r] = bmax[B::blockOfStep(kb)];
+      // tmax is the max over the threads that share the row's narrowest block
+      if constexpr (B::fewestLanes() == 1)
+        tmax = warpQuadMax(tmax);
+      else if constexpr (B::fewestLanes() == 2)
+        tmax = fmaxf(tmax, __shfl_xor_sync(0xffffffffu, tmax, 2));
+      tile_max[r] = tmax;
     }
   } else {
 #pragma unroll

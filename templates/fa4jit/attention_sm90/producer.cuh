@@ -44,7 +44,7 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
       const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
       out = make_uint4(a.lo, a.hi, b.lo, b.hi);
     }
-    const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn(row) : row;
+    const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
     *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
   }
 }
@@ -71,32 +71,33 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
 }
 
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
-// kThreadKeyBlocks: PV's k position 16 j + 4 q + i of a 128-key group holds key 32 q + 4 j + i
-// (attention/key_order.cuh's threadBlockVtKey): the group's four blocks widened in key order, then
-// 16-byte vector j = word j of blocks 0, 1, 2, 3. One unit = one 128-key group of a V^T row.
+// kThreadKeyBlocks: PV's k position p holds key threadBlockVtKey(p) (attention/key_order.cuh),
+// and every 4 positions from a multiple of 4 hold 4 consecutive keys: one unit (a V^T row of the
+// tile) widens its blocks in key order, then each 16-byte vector gathers four of their words.
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
                                   int keys_padded, int v_shift, int ptid) {
   if constexpr (kThreadKeyBlocks) {
-    static_assert(kBlockN % 128 == 0 && !kPermuted, "thread key blocks: 128-key groups of V^T in key order");
-    constexpr int kGroupsPerRow = kBlockN / 128;
-    constexpr int kUnits = kHeadDim * kGroupsPerRow;
+    static_assert(attention::threadKeyBlocksTile(kBlockN) && !kPermuted, "thread key blocks: V^T in key order");
+    constexpr int kBlocks = kBlockN / 32;
     const int scale_cols = keys_padded / 32;
-    for (int u = ptid; u < kUnits; u += kWarpgroupThreads) {
-      const int d = u / kGroupsPerRow, group = u % kGroupsPerRow;
-      uint32_t w[4][8]; // w[q][j]: keys 32 q + 4 j .. + 3 of the group
+    for (int d = ptid; d < kHeadDim; d += kWarpgroupThreads) {
+      uint32_t w[kBlocks * 8]; // word m: keys 4 m .. 4 m + 3 of the tile
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
+      for (int b = 0; b < kBlocks; ++b) {
         uint4 lo, hi;
-        attention::widenMxfp4Block<true>(vt, row_stride, sf, d, key0 + group * 128 + q * 32, keys_padded, scale_cols,
-                                         v_shift, lo, hi);
-        w[q][0] = lo.x, w[q][1] = lo.y, w[q][2] = lo.z, w[q][3] = lo.w;
-        w[q][4] = hi.x, w[q][5] = hi.y, w[q][6] = hi.z, w[q][7] = hi.w;
+        attention::widenMxfp4Block<true>(vt, row_stride, sf, d, key0 + b * 32, keys_padded, scale_cols, v_shift, lo,
+                                         hi);
+        w[8 * b + 0] = lo.x, w[8 * b + 1] = lo.y, w[8 * b + 2] = lo.z, w[8 * b + 3] = lo.w;
+        w[8 * b + 4] = hi.x, w[8 * b + 5] = hi.y, w[8 * b + 6] = hi.z, w[8 * b + 7] = hi.w;
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j)
-        *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, group * 128 + j * 16)) =
-            make_uint4(w[0][j], w[1][j], w[2][j], w[3][j]);
+      for (int j = 0; j < kBlockN / 16; ++j)
+        *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, j * 16)) =
+            make_uint4(w[attention::threadBlockVtKey<kBlockN>(16 * j) / 4],
+                       w[attention::threadBlockVtKey<kBlockN>(16 * j + 4) / 4],
+                       w[attention::threadBlockVtKey<kBlockN>(16 * j + 8) / 4],
+                       w[attention::threadBlockVtKey<kBlockN>(16 * j + 12) / 4]);
     }
   } else {
     constexpr int kBlocksPerRow = kBlockN / 32;

@@ -120,12 +120,13 @@ struct TileSpec {
   // producer loads half of every K/V stage and multicasts it into both CTAs, which halves the
   // ring's L2 reads (attention_sm90/cluster.cuh).
   bool kv_multicast = false;
-  // wgmma-ws, directp, block_n a multiple of 128: every 32-key Direct-P block (NUMERICS.md §2.3:
-  // 32 consecutive keys) lies in one thread's S columns. The widening writes K's rows and V^T's
-  // columns in the order that makes S column 8 nt + 2 q + e of a 128-key group hold key
-  // 32 q + 2 (nt % 16) + e, so a block's max needs no quad shuffles and its exponent, bias and fed
-  // table are one thread's, once per 32 of its scores instead of per 8 (attention/scores.cuh).
-  // The numerics are unchanged: the same keys form the same blocks.
+  // wgmma-ws, directp, 96- or 128-key tiles: the widening writes K's rows and V^T's columns in
+  // the order of attention/key_order.cuh, in which every 32-key Direct-P block (NUMERICS.md §2.3:
+  // 32 consecutive keys) lies in one thread's S columns (128-key tiles: S column 8 nt + 2 q + e
+  // holds key 32 q + 2 (nt % 16) + e), or two blocks in thread pairs and the third in the quad
+  // (96-key tiles). A block's max then needs fewer quad shuffles and its exponent, bias and fed
+  // table come once per 32 (or 16) of a thread's scores instead of per 8. The numerics are
+  // unchanged: the same keys form the same blocks.
   bool thread_key_blocks = false;
 };
 
