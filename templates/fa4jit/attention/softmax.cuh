@@ -38,20 +38,37 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
     using B = typename AttentionTraits<CV>::Blocks;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float step_max[kBlocksPerTile]; // each k-step's 8 columns by a tree (3 dependent FMNMX)
-#pragma unroll
-      for (int kb = 0; kb < kBlocksPerTile; ++kb) {
-        float m[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          m[i] = fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]);
-        step_max[kb] = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
-      }
       float bmax[B::kBlocks];
+      if constexpr (kBlocksPerTile % 4 == 0) { // 128-key groups: a block is 16 n8 tiles of the thread
 #pragma unroll
-      for (int kb = 0; kb < kBlocksPerTile; ++kb) // (a block's steps are contiguous)
-        bmax[B::blockOfStep(kb)] =
-            B::startsBlock(kb) ? step_max[kb] : fmaxf(bmax[B::blockOfStep(kb)], step_max[kb]);
+        for (int b = 0; b < B::kBlocks; ++b) {
+          float m[16]; // a tree, not a chain: 5 dependent FMNMX instead of 31
+#pragma unroll
+          for (int i = 0; i < 16; ++i)
+            m[i] = fmaxf(s[16 * b + i][2 * r], s[16 * b + i][2 * r + 1]);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) // (levels written out: nested loops of varying trip counts
+            m[i] = fmaxf(m[i], m[i + 8]); // did not unroll, and m went to local memory)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            m[i] = fmaxf(m[i], m[i + 4]);
+          bmax[b] = fmaxf(fmaxf(m[0], m[2]), fmaxf(m[1], m[3]));
+        }
+      } else { // 96-key tiles: each k-step's 8 columns by a tree, then the block's steps
+        float step_max[kBlocksPerTile];
+#pragma unroll
+        for (int kb = 0; kb < kBlocksPerTile; ++kb) {
+          float m[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            m[i] = fmaxf(s[4 * kb + i][2 * r], s[4 * kb + i][2 * r + 1]);
+          step_max[kb] = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
+        }
+#pragma unroll
+        for (int kb = 0; kb < kBlocksPerTile; ++kb) // (a block's steps are contiguous)
+          bmax[B::blockOfStep(kb)] =
+              B::startsBlock(kb) ? step_max[kb] : fmaxf(bmax[B::blockOfStep(kb)], step_max[kb]);
+      }
       float tmax = negInf();
 #pragma unroll
       for (int b = 0; b < B::kBlocks; ++b) {
