@@ -179,7 +179,8 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // (main loop -25% SASS instructions). Measured on the H200 (tenth session, call 2; 4k / 16k):
   // D64 +12% / +14%, causal +7% / +6%; D256 +4% / +4%, causal +3% / +4%. At D128 the default's three
   // consumers of 96 keys have no 128-key form that fits their registers with the overlap (the
-  // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise).
+  // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise), and the
+  // 96-key order (two blocks in thread pairs) measured -4% to +4% (call 11): alternatives too.
   t.thread_key_blocks = threadKeyBlocksFit(s.attention) && t.block_n == 128;
   return s;
 }
