@@ -1,8 +1,10 @@
 // Default specs per (route, head dim, causal, target) and the enumeration of every variant.
 #include "fa4jit/codegen/heuristics.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <string>
 
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/resource_model.h"
@@ -181,19 +183,26 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // consumers of 96 keys have no 128-key form that fits their registers with the overlap (the
   // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise), and the
   // 96-key order (two blocks in thread pairs) measured -4% to +4% (call 11): alternatives too.
-  t.thread_key_blocks = threadKeyBlocksFit(s.attention) && t.block_n == 128;
+  t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
   return s;
 }
 
-bool threadKeyBlocksFit(const AttentionSpec &a) {
-  return a.route == Route::DirectP && a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
-         (a.tile.block_n == 128 || a.tile.block_n == 96) && a.tile.kv_staging != KvStaging::TensorMap &&
-         !a.operands.v_keys_permuted16 &&
-         !(a.tile.block_m == 192 && a.head_dim == 128 && a.tile.block_n == 128 && a.tile.overlap); // (spills)
+bool threadKeyBlocksFit(const KernelSpec &spec) {
+  const AttentionSpec &a = spec.attention;
+  if (a.route != Route::DirectP || a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized)
+    return false;
+  KernelSpec with = spec, without = spec;
+  with.attention.tile.thread_key_blocks = true;
+  without.attention.tile.thread_key_blocks = false;
+  const std::vector<std::string> before = specViolations(without);
+  for (const std::string &v : specViolations(with)) // (a violation both share is not theirs)
+    if (std::find(before.begin(), before.end(), v) == before.end())
+      return false;
+  return true;
 }
 
 KernelSpec keepingFitKeyBlocks(KernelSpec s) {
-  if (!threadKeyBlocksFit(s.attention))
+  if (!threadKeyBlocksFit(s))
     s.attention.tile.thread_key_blocks = false;
   return s;
 }
@@ -310,7 +319,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (base.attention.route == Route::DirectP) {
     KernelSpec other = base;
     other.attention.tile.thread_key_blocks = !t.thread_key_blocks;
-    if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other.attention))
+    if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other))
       out.push_back(other);
     if (base.attention.head_dim == 128 && t.block_n == 96 && t.kv_staging != KvStaging::InKernel) {
       KernelSpec two = base; // two consumers, the overlapped loop (three of 128 keys spill there)

@@ -38,9 +38,10 @@ void setGuardSlack(AttentionSpec &a, float slack_log2);
 // numerics fields are untouched). Tests and the tuner use it to run both kernels on one problem.
 KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
 
-// Whether Direct-P's blocks may lie in one thread's S columns (TileSpec::thread_key_blocks): the
-// directp route's wgmma kernel on 128-key tiles with K/V widened by fa4jit in key order.
-bool threadKeyBlocksFit(const AttentionSpec &a);
+// Whether `spec` may take Direct-P's thread key blocks (TileSpec::thread_key_blocks: the directp
+// route's wgmma kernel on 96- or 128-key tiles with K/V widened by fa4jit in key order): turning
+// them on adds no violation of spec_validate's rules, which are the one statement of them.
+bool threadKeyBlocksFit(const KernelSpec &spec);
 // `spec` with thread_key_blocks cleared where it no longer fits (a variant that moved the key
 // tile, the staging or V's key order keeps the quad blocks instead of turning invalid).
 KernelSpec keepingFitKeyBlocks(KernelSpec spec);
