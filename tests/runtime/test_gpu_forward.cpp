@@ -475,11 +475,14 @@ TEST_CASE("forward matches the CPU model and FP64: directp with affine classifie
 // More work tiles (128 query rows of one head) than the H200 has SMs, so that every persistent CTA
 // computes several: Q handed over between work tiles, the K/V ring running on across them, causal
 // work tiles in longest-first order, GQA. Every route's default kernel (on sm_90a persistent
-// where non-causal), and the persistent wgmma kernel on every case.
+// where non-causal), and the persistent wgmma kernel on every case. The non-causal cases end in
+// ragged m-blocks where a consumer has no rows (Sq 257 and 200 in 192-row blocks, 130 in 128-row
+// ones): it only passes its turns, and those tiles run last, after every head's full blocks, so a
+// CTA goes from full tiles to ragged ones and from ragged to ragged.
 TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work tiles per CTA", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
-                       {1, 136, 136, 130, 96, 256, false}};
+                       {1, 136, 136, 130, 96, 256, false}, {1, 100, 50, 200, 300, 128, false}};
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (const Case &c : many)
       runCase(r, c, seed);

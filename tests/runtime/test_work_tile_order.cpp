@@ -107,9 +107,13 @@ template <bool kCausal> std::vector<int> checkGrid(const da::AttentionParams &p,
         CHECK((w.m_block < previous_m || head == previous_head + 1)); // the group's heads fastest
       }
       previous_m = w.m_block, previous_head = head;
-    } else {
+    } else if (!ds::cheapLastBlock(p, rows)) {
       CHECK(w.m_block == t % blocks); // the block's own m-block and head
       CHECK(head == t / blocks);
+    } else { // every head's full blocks in order, then the cheap last blocks
+      const int full = (blocks - 1) * p.heads_q * p.batch;
+      CHECK(w.m_block == (t < full ? t % (blocks - 1) : blocks - 1));
+      CHECK(head == (t < full ? t / (blocks - 1) : t - full));
     }
     ++seen[{w.b, w.hq, w.m_block}];
     lengths.push_back(w.key_m_block + 1);
@@ -160,7 +164,7 @@ TEST_CASE("work tiles: the causal grid hands out balanced work, its groups' K/V 
     // heads' longest tiles: 1.06 of the ideal.
     std::vector<int> block_order;
     for (int t = 0; t < ds::workTileCount(p, 192); ++t)
-      block_order.push_back(ds::gridWorkTileOf<false>(t, p, 192, bytes_per_key).m_block + 1);
+      block_order.push_back(t % ds::qBlocks(p, 192) + 1);
     CHECK(greedyMakespan(block_order, 132) > 1.05);
   }
   // Rows too long for any group: one head per group.
@@ -183,4 +187,37 @@ TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[wor
           checkGrid<true>(p, rows, bytes_per_key);
         }
       }
+}
+
+// The static stride of the persistent grid (CTA i: tiles i, i + grid, ...) over the non-causal
+// order, each tile costing 1, or `cheap` where one of its consumers has no rows: the makespan.
+double strideMakespan(const da::AttentionParams &p, int rows, int ctas, double cheap) {
+  std::vector<double> load(ctas, 0.0);
+  const int blocks = ds::qBlocks(p, rows), tail = p.seqlen_q - (blocks - 1) * rows;
+  for (int t = 0; t < ds::workTileCount(p, rows); ++t) {
+    const ds::WorkTile w = ds::workTileOf<false>(t, p, rows);
+    load[t % ctas] += w.m_block == blocks - 1 && rows - tail >= ds::kRowsPerConsumer ? cheap : 1.0;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+TEST_CASE("work tiles: cheap ragged last m-blocks go to the CTAs that run one tile more", "[work_tiles]") {
+  // 4096 rows in 192-row blocks: 21 full blocks and one of 64 rows (two of its three consumers
+  // empty), 128 heads, 2816 tiles over 132 CTAs: 44 of them run 22 tiles.
+  const da::AttentionParams p = shape(1, 128, 4096);
+  REQUIRE(ds::cheapLastBlock(p, 192));
+  REQUIRE(ds::workTileCount(p, 192) == 2816);
+  for (int cta = 0; cta < 44; ++cta) { // its last tile, 2772 + cta, is a cheap one
+    INFO("CTA " << cta);
+    CHECK(ds::workTileOf<false>(2772 + cta, p, 192).m_block == 21);
+  }
+  // At ~0.45 of a full tile: 22 -> 21.45 tiles' time (head-major order: 22, every cheap tile in
+  // CTAs 21, 43, ..., 131 and the others' 22 or 21 full ones).
+  CHECK(strideMakespan(p, 192, 132, 0.45) < 21.5);
+  CHECK(strideMakespan(p, 192, 132, 1.0) == 22.0);
+  // Blocks whose last one has rows for every consumer keep the head-major order.
+  CHECK_FALSE(ds::cheapLastBlock(shape(1, 8, 1000), 128)); // 1000 = 7 * 128 + 104
+  CHECK(ds::cheapLastBlock(shape(1, 8, 1000), 192));       // 1000 = 5 * 192 + 40
+  CHECK_FALSE(ds::cheapLastBlock(shape(1, 8, 4096), 128)); // no ragged block
+  CHECK_FALSE(ds::cheapLastBlock(shape(1, 8, 100), 192));  // one block only
 }

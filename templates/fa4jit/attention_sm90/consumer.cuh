@@ -165,15 +165,44 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
   packP<C, CV>(pa, pp, s, st);
 }
 
+// A consumer without rows in a kernel whose consumers always take turns (non-causal ping-pong):
+// per tile it waits for the stage, passes the issue points the computing consumers have (two per
+// tile on the serial loop; on the overlapped one the first QK^T, one per further tile and the
+// last PV) and releases the stage, so the others' turns run as in a full work tile.
+template <class C, int kStages>
+FA4JIT_DEVICE void passTurns(const RingView &ring, int n_tiles, const ConsumerRows &rows, int consumer,
+                             bool take_turns, int first, QRelease q_release) {
+  RingCursor<kStages> at = RingCursor<kStages>::of(first);
+  const int points = C::overlap ? (n_tiles > 0 ? n_tiles + 1 : 0) : 2 * n_tiles;
+  PingPong turns{consumer, consumerWarpgroups(C::block_m), points, 0, take_turns};
+  turns.start();
+  q_release.arrive(rows.lane);
+  for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
+    mbarrierWait(ring.full(at.stage), at.parity);
+    const int tile_points = C::overlap ? 1 + (tile == n_tiles - 1 ? 1 : 0) : 2;
+    for (int i = 0; i < tile_points; ++i) {
+      turns.beforeIssue();
+      turns.afterIssue();
+    }
+    releaseStage<C>(ring, at.stage, rows.lane);
+  }
+}
+
 // Runs this consumer over one work tile's K/V tiles [0, n_tiles), which start at the ring's
 // `first`-th tile: computes the first n_mine of them (the causal limit of its rows), releases
-// every one, and releases Q once its last S is complete. (The ring position is a local cursor
-// from `first`: carried across work tiles, ptxas kept it out of the uniform registers and the
-// stage's descriptors cost an R2UR each.)
+// every one, and releases Q once its last S is complete; `idle` (no rows, non-causal ping-pong):
+// only passTurns. (The ring position is a local cursor from `first`: carried across work tiles,
+// ptxas kept it out of the uniform registers and the stage's descriptors cost an R2UR each.)
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attention::SoftmaxRows &st, const RingView &ring,
                                 uint32_t q_lo, int n_mine, int n_tiles, const ConsumerRows &rows,
-                                int consumer, bool take_turns, int first, QRelease q_release) {
+                                int consumer, bool take_turns, int first, QRelease q_release, bool idle) {
+  if constexpr (C::pingpong && !C::causal) {
+    if (idle) {
+      passTurns<C, kStages>(ring, n_tiles, rows, consumer, take_turns, first, q_release);
+      return;
+    }
+  }
   RingCursor<kStages> at = RingCursor<kStages>::of(first);
   float s[kBlockN / 8][4];
   uint32_t pa[POperand<C>::kSteps][4];

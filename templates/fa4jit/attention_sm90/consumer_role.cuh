@@ -62,9 +62,11 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows); // (multicast: the pair's)
     const int row_base = m0 + c * kRowsPerConsumer + warp * 16;
     const int wg_row0 = m0 + c * kRowsPerConsumer;
-    // Keys consumer cc's rows see. Non-causal ping-pong runs every tile in both consumers, even in
-    // one whose rows all lie beyond seqlen_q (its Q rows are zeros and its output is not written),
-    // so that they always take turns; causal consumers take turns when their counts agree.
+    // Keys consumer cc's rows see. With non-causal ping-pong every consumer counts every tile, even
+    // one whose rows all lie beyond seqlen_q (a ragged last m-block), so that they always take turns
+    // (a turn decision known at compile time: ptxas keeps one issue path); such a consumer only
+    // passes its turns and releases the stages (`idle` below). Causal consumers take turns when
+    // their counts agree.
     auto consumerKeys = [&](int cc) {
       const int row0 = m0 + cc * kRowsPerConsumer;
       const int last = (sq < row0 + kRowsPerConsumer ? sq : row0 + kRowsPerConsumer) - 1;
@@ -101,8 +103,11 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const uint32_t q_lo = consumerQDescriptorLo<S::kBlockRows>(cta.base + L.q_offset, c * kRowsPerConsumer);
     mbarrierWait(cta.bar_q, q_parity);
     q_parity ^= 1u;
+    // (it used to compute every tile on zero Q rows: a 64-row last block of three consumers then cost
+    // as much as a full one)
+    const bool idle = C::pingpong && !C::causal && wg_row0 >= sq;
     consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, take_turns,
-                                                             ring_first, q_release);
+                                                             ring_first, q_release, idle);
     if constexpr (!S::kHandsOutWork)
       ring_tiles += n_tiles;
 

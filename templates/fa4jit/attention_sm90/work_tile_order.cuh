@@ -4,6 +4,7 @@
 // the u-th cluster unit is. Host-compilable, so that a CPU test can check that every m-block is
 // visited exactly once.
 #include "fa4jit/attention/params.cuh"
+#include "fa4jit/attention_sm90/layout.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
@@ -24,8 +25,28 @@ FA4JIT_HD int workTileCount(const attention::AttentionParams &p, int rows) {
   return qBlocks(p, rows) * p.heads_q * p.batch;
 }
 
+// A ragged last m-block (seqlen_q not a multiple of block_m) in which a consumer warpgroup (64
+// rows) has no row: that consumer skips the tile's MMAs and softmax (consumer_role.cuh), so the
+// tile costs a fraction of a full one.
+FA4JIT_HD bool cheapLastBlock(const attention::AttentionParams &p, int rows) {
+  const int tail = p.seqlen_q % rows;
+  return tail != 0 && p.seqlen_q > rows && rows - tail >= kRowsPerConsumer;
+}
+
+// Without causal masking, each head's m-blocks in order, the heads one after the other; with a
+// cheap last block (above), every head's full m-blocks first and the cheap ones last: a static
+// stride (CTA i: tiles i, i + grid, ...) then gives them to the CTAs that run one tile more than
+// the others (the last tiles of the order), and the grid of one CTA per work tile ends with its
+// shortest tiles. (Head-major, the stride gave every cheap tile to the same few CTAs: at 4096
+// rows, 192-row blocks and 132 CTAs, CTA 21, 43, ... ran only those, the others 22 or 21 full
+// tiles, so skipping the empty consumers' work could not shorten the grid.)
 template <bool kCausal> FA4JIT_HD WorkTile workTileOf(int t, const attention::AttentionParams &p, int rows) {
   const int blocks = qBlocks(p, rows);
+  if (!kCausal && cheapLastBlock(p, rows)) {
+    const int full = (blocks - 1) * p.heads_q * p.batch;
+    const int head = t < full ? t / (blocks - 1) : t - full, m_block = t < full ? t % (blocks - 1) : blocks - 1;
+    return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
+  }
   const int within = t % blocks, head = t / blocks;
   const int m_block = kCausal ? blocks - 1 - within : within;
   return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
