@@ -25,11 +25,11 @@ da::AttentionParams shape(int batch, int heads_q, int seqlen_q) {
 
 using Key = std::tuple<int, int, int>; // batch, query head, m-block
 
-template <bool kCausal> void checkPlain(const da::AttentionParams &p, int rows) {
+template <bool kCausal> void checkPlain(const da::AttentionParams &p, int rows, int stride = 0) {
   std::map<Key, int> seen;
   const int blocks = ds::qBlocks(p, rows);
   for (int t = 0; t < ds::workTileCount(p, rows); ++t) {
-    const ds::WorkTile w = ds::workTileOf<kCausal>(t, p, rows);
+    const ds::WorkTile w = ds::workTileOf<kCausal>(t, p, rows, stride);
     REQUIRE(w.m_block >= 0);
     REQUIRE(w.m_block < blocks);
     CHECK(w.key_m_block == w.m_block);
@@ -178,7 +178,8 @@ TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[wor
       for (const auto &[batch, heads] : {std::pair{1, 1}, std::pair{2, 3}, std::pair{3, 2}}) {
         INFO("rows " << rows << " seqlen_q " << seqlen_q << " batch " << batch << " heads " << heads);
         const da::AttentionParams p = shape(batch, heads, seqlen_q);
-        checkPlain<false>(p, rows);
+        for (const int stride : {0, 1, 7, 132, 1000}) // (0: one CTA per work tile)
+          checkPlain<false>(p, rows, stride);
         checkPlain<true>(p, rows);
         checkPairs<false>(p, rows);
         checkPairs<true>(p, rows);
@@ -189,32 +190,50 @@ TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[wor
       }
 }
 
-// The static stride of the persistent grid (CTA i: tiles i, i + grid, ...) over the non-causal
+// The static stride of the persistent grid (CTA i: tiles i, i + stride, ...) over the non-causal
 // order, each tile costing 1, or `cheap` where one of its consumers has no rows: the makespan.
-double strideMakespan(const da::AttentionParams &p, int rows, int ctas, double cheap) {
+// head_major: the order before cheap blocks were placed (each head's m-blocks in order).
+double strideMakespan(const da::AttentionParams &p, int rows, int ctas, double cheap, bool head_major) {
   std::vector<double> load(ctas, 0.0);
   const int blocks = ds::qBlocks(p, rows), tail = p.seqlen_q - (blocks - 1) * rows;
   for (int t = 0; t < ds::workTileCount(p, rows); ++t) {
-    const ds::WorkTile w = ds::workTileOf<false>(t, p, rows);
-    load[t % ctas] += w.m_block == blocks - 1 && rows - tail >= ds::kRowsPerConsumer ? cheap : 1.0;
+    const int m_block = head_major ? t % blocks : ds::workTileOf<false>(t, p, rows, ctas).m_block;
+    load[t % ctas] += m_block == blocks - 1 && rows - tail >= ds::kRowsPerConsumer ? cheap : 1.0;
   }
   return *std::max_element(load.begin(), load.end());
 }
 
-TEST_CASE("work tiles: cheap ragged last m-blocks go to the CTAs that run one tile more", "[work_tiles]") {
+TEST_CASE("work tiles: cheap ragged last m-blocks are spread over the CTAs", "[work_tiles]") {
   // 4096 rows in 192-row blocks: 21 full blocks and one of 64 rows (two of its three consumers
   // empty), 128 heads, 2816 tiles over 132 CTAs: 44 of them run 22 tiles.
   const da::AttentionParams p = shape(1, 128, 4096);
   REQUIRE(ds::cheapLastBlock(p, 192));
   REQUIRE(ds::workTileCount(p, 192) == 2816);
-  for (int cta = 0; cta < 44; ++cta) { // its last tile, 2772 + cta, is a cheap one
-    INFO("CTA " << cta);
-    CHECK(ds::workTileOf<false>(2772 + cta, p, 192).m_block == 21);
+  // Persistent (stride 132): every head's blocks in the same tiles as head-major (the same heads
+  // run at once), rotated by the step; each CTA with 22 tiles meets a cheap one.
+  for (int t = 0; t < 2816; ++t) {
+    const ds::WorkTile w = ds::workTileOf<false>(t, p, 192, 132);
+    REQUIRE(w.hq == t / 22);
+    REQUIRE(w.m_block == (t % 22 + t / 132) % 22);
   }
-  // At ~0.45 of a full tile: 22 -> 21.45 tiles' time (head-major order: 22, every cheap tile in
-  // CTAs 21, 43, ..., 131 and the others' 22 or 21 full ones).
-  CHECK(strideMakespan(p, 192, 132, 0.45) < 21.5);
-  CHECK(strideMakespan(p, 192, 132, 1.0) == 22.0);
+  for (int cta = 0; cta < 44; ++cta) {
+    INFO("CTA " << cta);
+    int cheap = 0;
+    for (int t = cta; t < 2816; t += 132)
+      cheap += ds::workTileOf<false>(t, p, 192, 132).m_block == 21;
+    CHECK(cheap == 1);
+  }
+  // At ~0.45 of a full tile: 22 -> 21.45 tiles' time (head-major: 22, every cheap tile in CTAs
+  // 21, 43, ..., 131, the others 22 or 21 full ones).
+  CHECK(strideMakespan(p, 192, 132, 0.45, false) < 21.5);
+  CHECK(strideMakespan(p, 192, 132, 0.45, true) == 22.0);
+  // Shorter rows, more heads: 1000 rows (5 blocks of 192 and one of 40), 524 heads.
+  const da::AttentionParams q = shape(4, 131, 1000);
+  CHECK(strideMakespan(q, 192, 132, 0.45, false) < 22.0);
+  CHECK(strideMakespan(q, 192, 132, 0.45, true) == 24.0);
+  // One CTA per work tile (stride 0): the cheap tiles last, where the hardware's hand-out ends.
+  for (int t = 0; t < 2816; ++t)
+    REQUIRE((ds::workTileOf<false>(t, p, 192).m_block == 21) == (t >= 2688));
   // Blocks whose last one has rows for every consumer keep the head-major order.
   CHECK_FALSE(ds::cheapLastBlock(shape(1, 8, 1000), 128)); // 1000 = 7 * 128 + 104
   CHECK(ds::cheapLastBlock(shape(1, 8, 1000), 192));       // 1000 = 5 * 192 + 40

@@ -33,18 +33,30 @@ FA4JIT_HD bool cheapLastBlock(const attention::AttentionParams &p, int rows) {
   return tail != 0 && p.seqlen_q > rows && rows - tail >= kRowsPerConsumer;
 }
 
-// Without causal masking, each head's m-blocks in order, the heads one after the other; with a
-// cheap last block (above), every head's full m-blocks first and the cheap ones last: a static
-// stride (CTA i: tiles i, i + grid, ...) then gives them to the CTAs that run one tile more than
-// the others (the last tiles of the order), and the grid of one CTA per work tile ends with its
-// shortest tiles. (Head-major, the stride gave every cheap tile to the same few CTAs: at 4096
-// rows, 192-row blocks and 132 CTAs, CTA 21, 43, ... ran only those, the others 22 or 21 full
-// tiles, so skipping the empty consumers' work could not shorten the grid.)
-template <bool kCausal> FA4JIT_HD WorkTile workTileOf(int t, const attention::AttentionParams &p, int rows) {
+// Without causal masking, each head's m-blocks in order, the heads one after the other. With a
+// cheap last block (above) two orders put the cheap tiles where they shorten the grid:
+// - the persistent grid's static stride (CTA i: tiles i, i + stride, ...; `stride` > 0): each
+//   head's m-blocks rotate by the step at which its first tile runs (tile t's step is t / stride),
+//   so that the CTAs take their turns at the cheap block instead of the same few CTAs running
+//   only those. (Head-major, a stride that is a multiple of the block count gave every cheap tile
+//   to the same CTAs: at 4096 rows, 192-row blocks and 132 CTAs, CTAs 21, 43, ... ran only those
+//   and the others 22 or 21 full tiles, so skipping the empty consumers' work shortened nothing.)
+//   The heads running at once are the same as head-major, each with all its m-blocks.
+// - the grid of one CTA per work tile (`stride` 0): every head's full blocks first, the cheap ones
+//   last, so that the hardware's hand-out ends with its shortest tiles.
+template <bool kCausal>
+FA4JIT_HD WorkTile workTileOf(int t, const attention::AttentionParams &p, int rows, int stride = 0) {
   const int blocks = qBlocks(p, rows);
   if (!kCausal && cheapLastBlock(p, rows)) {
-    const int full = (blocks - 1) * p.heads_q * p.batch;
-    const int head = t < full ? t / (blocks - 1) : t - full, m_block = t < full ? t % (blocks - 1) : blocks - 1;
+    int head, m_block;
+    if (stride > 0) {
+      head = t / blocks;
+      const int step = static_cast<int>(static_cast<long long>(head) * blocks / stride);
+      m_block = (t % blocks + step) % blocks;
+    } else {
+      const int full = (blocks - 1) * p.heads_q * p.batch;
+      head = t < full ? t / (blocks - 1) : t - full, m_block = t < full ? t % (blocks - 1) : blocks - 1;
+    }
     return {m_block, head % p.heads_q, head / p.heads_q, rows, m_block};
   }
   const int within = t % blocks, head = t / blocks;

@@ -8,7 +8,9 @@
 // Work tile t: the m-block varies fastest, so the CTAs running at once share their heads' K/V in
 // L2; causal grids visit each head's m-blocks longest first (the last rows see the most keys), and
 // with one CTA per work tile in groups of heads, all m-blocks of a group longest first
-// (work_tile_order.cuh: the hardware's greedy hand-out then ends balanced).
+// (work_tile_order.cuh: the hardware's greedy hand-out then ends balanced); without it, a ragged
+// last m-block in which a consumer has no rows (a cheap tile) is placed so that the grid ends
+// balanced too (rotated through the persistent stride; last in the grid of one CTA per tile).
 // With `kv_multicast` (cluster.cuh) the unit is a pair of adjacent m-blocks of one head, one per
 // CTA of a two-CTA cluster (rank 0 the even block): both CTAs run the pair's K/V tiles through
 // their rings, as many as the pair's later block needs (key_m_block); with an odd number of
@@ -126,7 +128,7 @@ FA4JIT_DEVICE void forEachWorkTile(const attention::AttentionParams &p, Fn &&fn)
     static_assert(!handsOutWorkTiles<C>(), "the handed-out order: handOutWorkTiles and receiveWorkTiles");
     const int count = workTileCount(p, C::block_m);
     for (int t = static_cast<int>(blockIdx.x); t < count; t += static_cast<int>(gridDim.x))
-      fn(workTileOf<C::causal>(t, p, C::block_m));
+      fn(workTileOf<C::causal>(t, p, C::block_m, static_cast<int>(gridDim.x)));
   } else {
     fn(launchWorkTile<C, S>(p));
   }
