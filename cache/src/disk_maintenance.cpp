@@ -6,6 +6,7 @@
 
 #include "layout.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -105,8 +106,16 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
       }
       if (!*lock)
         continue;
+      removeTree(path);
+      // Taking the lock created its file if the path had none (a concurrent prune of the entry,
+      // whose rename into tmp/ this directory may be, had removed it): with no entry for the key,
+      // the lock file goes too, or locks/ would keep a file that no entry's removal takes away.
+      // (Holding the lock, no writer can publish the entry meanwhile.)
+      if (!llvm::sys::fs::exists(entryDir(root_, key)))
+        (*lock)->removeFile();
+    } else {
+      removeTree(path);
     }
-    removeTree(path);
     ++report.tempDirsRemoved;
   }
   std::vector<Scan> entries = scanEntries();
