@@ -194,7 +194,11 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   const bool wgmma = spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
   // Direct-P turns those S differences into whole-code flips: one flip in a row of ~40 keys moves
   // l by a few percent, hence LSE by up to ~1e-2 (measured 8.6e-3 with wgmma, fresh seeds); O stays
-  // within the route's rel-L2 bound and the FP64 cosine below, which carry the accuracy claim.
+  // within the route's rel-L2 bound and the FP64 cosine below, which carry the accuracy claim. The
+  // bound is a maximum over rows, so it grows with their count: 2.5e-2 on the 24000 rows of
+  // B2 Hq40 Sq300 Sk280 causal (eleventh session, seed 12594138544207328568: a row of 32-40 keys
+  // with two heavy flips; rel-L2 7.2e-3, cosine 0.979), hence 3e-2. A kernel bug moves every row's
+  // LSE far more (the block-exponent bug: O off by 0.09-0.13).
   const bool affine = route == Route::DirectP && spec->attention.classifier.kind == ClassifierKind::Affine;
   // The affine classifier's codes step every 1/alpha in y, between magnitudes as far apart as 0.5
   // and 1 (the threshold one steps at the log2 midpoints): a flip moves l more, and rows of 32-77
@@ -209,7 +213,7 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // 32-77 keys; 2.8e-3 with slack 0). O's rel-L2 and the FP64 cosine are unchanged.
   const bool slack = spec->attention.guard.kind == GuardKind::SampledAnchor && spec->attention.guard.slack_log2 > 0.0f;
   const double nvfp8_lse_tol = slack ? 1e-2 : 5e-3;
-  const double lse_tol = !fp8_wgmma ? 1e-3 : route != Route::DirectP ? nvfp8_lse_tol : affine ? 1e-1 : 2e-2;
+  const double lse_tol = !fp8_wgmma ? 1e-3 : route != Route::DirectP ? nvfp8_lse_tol : affine ? 1e-1 : 3e-2;
   CHECK(lse_err <= lse_tol);
   // Rows of fewer than 32 keys, where one flip weighs most. Direct-P codes are at most 1 (the row
   // maximum's) and neighbouring codes differ by at most 2x, so one flip moves p by at most 0.5
@@ -477,12 +481,13 @@ TEST_CASE("forward matches the CPU model and FP64: directp with affine classifie
 // work tiles in longest-first order, GQA. Every route's default kernel (on sm_90a persistent
 // where non-causal), and the persistent wgmma kernel on every case. The non-causal cases end in
 // ragged m-blocks where a consumer has no rows (Sq 257 and 200 in 192-row blocks, 130 in 128-row
-// ones): it only passes its turns, and those tiles run last, after every head's full blocks, so a
-// CTA goes from full tiles to ragged ones and from ragged to ragged.
+// ones): it only passes its turns, and the persistent stride rotates each head's m-blocks
+// (work_tile_order.cuh), so that a CTA goes from full tiles to ragged ones and back (Sq 200: 140
+// tiles, the heads from 66 on rotated by one).
 TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work tiles per CTA", "[gpu][forward]") {
   const uint64_t seed = freshSeed();
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
-                       {1, 136, 136, 130, 96, 256, false}, {1, 100, 50, 200, 300, 128, false}};
+                       {1, 136, 136, 130, 96, 256, false}, {1, 70, 35, 200, 300, 128, false}};
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (const Case &c : many)
       runCase(r, c, seed);
