@@ -219,7 +219,11 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // maximum's) and neighbouring codes differ by at most 2x, so one flip moves p by at most 0.5
   // while l >= 1: |dLSE| <= ln(1.5) = 0.405. Measured with wgmma: 0.20 (affine) and 0.105
   // (threshold, a row of a few keys in Sq300 Sk100 causal, the only non-identical row of 200).
-  const double short_tol = !fp8_wgmma ? 1e-3 : route == Route::DirectP ? std::log(1.5) : 5e-2;
+  // nvfp8: an E4M3 value's ulp is at most 1/8 of it, so one rounding flipped the other way moves l
+  // by at most an eighth of its share: |dLSE| <= ln(1.125) = 0.118 for one flip in a row carried by
+  // one key. Measured: 5.5e-2 as the max over ~2500 short rows (B2 Hq40 Sq300 Sk280 causal,
+  // eleventh session, seed 17468306414569357215); the empirical 5e-2 bound before it failed there.
+  const double short_tol = !fp8_wgmma ? 1e-3 : route == Route::DirectP ? std::log(1.5) : std::log(1.125);
   CHECK(lse_err_short <= short_tol);
   if (c.pattern == Pattern::Gaussian && c.seqlen_k >= 64)
     CHECK(cosv >= min_cos.value_or(tol.cos_vs_fp64));
