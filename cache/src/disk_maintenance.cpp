@@ -96,6 +96,7 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
   for (const std::string &path : tempDirs()) {
     llvm::StringRef name = llvm::sys::path::filename(path);
     llvm::StringRef key = name.take_front(64);
+    std::unique_ptr<FileLock> held;
     if (isSha256Hex(key)) {
       // Writers keep their temp dir only while they hold the key's lock; a free lock means the
       // writer died (SIGKILL, power loss) and the directory is garbage.
@@ -106,16 +107,15 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
       }
       if (!*lock)
         continue;
-      removeTree(path);
-      // Taking the lock created its file if the path had none (a concurrent prune of the entry,
-      // whose rename into tmp/ this directory may be, had removed it): with no entry for the key,
-      // the lock file goes too, or locks/ would keep a file that no entry's removal takes away.
-      // (Holding the lock, no writer can publish the entry meanwhile.)
-      if (!llvm::sys::fs::exists(entryDir(root_, key)))
-        (*lock)->removeFile();
-    } else {
-      removeTree(path);
+      held = std::move(*lock);
     }
+    removeTree(path);
+    // Taking the lock created its file if the path had none (a concurrent prune of the entry,
+    // whose rename into tmp/ this directory may be, had removed it): with no entry for the key,
+    // the lock file goes too, or locks/ would keep a file that no entry's removal takes away.
+    // (Holding the lock, no writer can publish the entry meanwhile.)
+    if (held && !llvm::sys::fs::exists(entryDir(root_, key)))
+      held->removeFile();
     ++report.tempDirsRemoved;
   }
   std::vector<Scan> entries = scanEntries();
