@@ -79,15 +79,12 @@ template <class CV> FA4JIT_DEVICE void fencePendingP(PendingP<CV> &pp) {
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 2; ++j)
-          asm volatile("" : "+r"(pp.sel[b][i][j])::"memory");
-#pragma unroll
-    for (int b = 0; b < PendingP<CV>::kTables; ++b)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-          asm volatile("" : "+r"(pp.fed[b][i][j])::"memory");
+        for (int j = 0; j < 2; ++j) {
+          if (b < PendingP<CV>::kTables) // (a table per block: fewer than k-steps with thread key blocks)
+            asm volatile("" : "+r"(pp.sel[b][i][j]), "+r"(pp.fed[b][i][j])::"memory");
+          else
+            asm volatile("" : "+r"(pp.sel[b][i][j])::"memory");
+        }
   }
 }
 
