@@ -195,10 +195,10 @@ TEST_CASE("work tiles: every m-block once, pairs of m-blocks per cluster", "[wor
 // head_major: the order before cheap blocks were placed (each head's m-blocks in order).
 double strideMakespan(const da::AttentionParams &p, int rows, int ctas, double cheap, bool head_major) {
   std::vector<double> load(ctas, 0.0);
-  const int blocks = ds::qBlocks(p, rows), tail = p.seqlen_q - (blocks - 1) * rows;
+  const int blocks = ds::qBlocks(p, rows);
   for (int t = 0; t < ds::workTileCount(p, rows); ++t) {
     const int m_block = head_major ? t % blocks : ds::workTileOf<false>(t, p, rows, ctas).m_block;
-    load[t % ctas] += m_block == blocks - 1 && rows - tail >= ds::kRowsPerConsumer ? cheap : 1.0;
+    load[t % ctas] += m_block == blocks - 1 && ds::cheapLastBlock(p, rows) ? cheap : 1.0;
   }
   return *std::max_element(load.begin(), load.end());
 }
