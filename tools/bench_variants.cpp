@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack4, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -42,7 +42,7 @@ std::optional<int> blockKeysVariant(llvm::StringRef name) {
 // passes the row max by more than N); nullopt for any other name.
 std::optional<int> guardSlackVariant(llvm::StringRef name) {
   int n = 0;
-  if (!name.consume_front("slack") || name.getAsInteger(10, n) || n < 0 || n > 4)
+  if (!name.consume_front("slack") || name.getAsInteger(10, n) || n < 0 || n > 8)
     return std::nullopt;
   return n;
 }

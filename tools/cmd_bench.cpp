@@ -42,7 +42,7 @@ const char kUsage[] =
     "                    (wgmma ring depth), keys64, keys80 (bf16, D256), keys96, keys128, keys192\n"
     "                    (wgmma keys per tile),\n"
     "                    rows128, rows192 (wgmma query rows per CTA: two or three consumers),\n"
-    "                    slack0..slack4 (range-guard slack: O rescaled only when a tile max\n"
+    "                    slack0..slack8 (range-guard slack: O rescaled only when a tile max\n"
     "                    passes the row max by more than that many log2 units),\n"
     "                    mma-sum, alu-sum (l from the PV wgmma or the ALUs),\n"
     "                    persistent, per-tile (wgmma grid: one CTA per SM looping over work tiles,\n"

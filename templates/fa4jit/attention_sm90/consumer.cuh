@@ -128,18 +128,34 @@ struct QRelease {
   }
 };
 
+// O *= the pending factor, then O += P V^T: the rescale writes O after the wgmma fence of the
+// issue before it, so PV needs its own (PTX: a register an mma_async reads must not be written
+// between the fence and it).
+template <class C, int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void rescaleAndIssueValues(float (&o)[OAccumulator<C>::kTiles][4],
+                                         const uint32_t (&pa)[POperand<C>::kSteps][4], uint32_t v_lo,
+                                         const float (&o_scale)[2]) {
+  attention::rescaleRows(o, o_scale);
+  sm90_fence_regs(o);
+  sm90_wgmma_fence();
+  issueValues<C, kHeadDim, kBlockN>(o, pa, v_lo);
+}
+
 // One overlapped step (tile >= 1): S_j and PV_{j-1} issued together; the per-element softmax
-// of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, O is rescaled and
-// P_j packed into the same registers (FlashAttention-3's order).
+// of tile j runs while PV_{j-1} still reads P_{j-1}; once it has completed, P_j is packed into
+// the same registers (FlashAttention-3's order). O's factor of tile j-1 (`o_scale`, from its
+// softmax) is applied between the two issues, while S_j is in the tensor core and no wgmma holds
+// O (PV_{j-2} completed in the previous step): the same products in the same order as rescaling
+// right after PV_{j-2}, but off the path from PV_{j-1}'s completion to the next issue. The step
+// leaves tile j's factor in `o_scale` for the next one (or the last PV).
 // `at` is tile j's ring position, `prev` tile j-1's stage; `q_done` is the Q release of the work
 // tile's last S (a default QRelease for the other tiles).
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
 FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float (&s)[kBlockN / 8][4],
                                float (&o)[OAccumulator<C>::kTiles][4], uint32_t (&pa)[POperand<C>::kSteps][4],
                                PendingP<CV> &pp, attention::SoftmaxRows &st, const RingView &ring, uint32_t q_lo,
-                               const ConsumerRows &rows, PingPong &turns, QRelease q_done) {
+                               const ConsumerRows &rows, PingPong &turns, QRelease q_done, float (&o_scale)[2]) {
   const int stage = at.stage;
-  float o_scale[2];
   mbarrierWait(ring.full(stage), at.parity);
   sm90_fence_regs(o);
   sm90_fence_regs(pa);
@@ -148,7 +164,7 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
   sm90_wgmma_fence();
   issueScores<C, kHeadDim, kBlockN>(s, q_lo, ring.k(stage));
   sm90_wgmma_commit();
-  issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(prev));
+  rescaleAndIssueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(prev), o_scale);
   sm90_wgmma_commit();
   if constexpr (C::pingpong)
     turns.afterIssue();
@@ -161,7 +177,6 @@ FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float
   sm90_fence_regs(o);
   sm90_fence_regs(pa); // P_{j-1} stays live until its wgmma has read it
   releaseStage<C>(ring, prev, rows.lane);
-  attention::rescaleRows(o, o_scale);
   packP<C, CV>(pa, pp, s, st);
 }
 
@@ -264,13 +279,13 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_fence_regs(s);
     if (n_mine == 1)
       q_release.arrive(rows.lane);
-    softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // O is still zero: no rescale
+    softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // (O is still zero: its factor is 1)
     packP<C, CV>(pa, pp, s, st);
     int prev = at.stage;
     at.advance();
     for (int tile = 1; tile < n_mine; ++tile, at.advance()) {
       overlapStep<C, CV, kHeadDim, kBlockN, kStages>(tile, at, prev, s, o, pa, pp, st, ring, q_lo, rows, turns,
-                                                     tile == n_mine - 1 ? q_release : QRelease{0u});
+                                                     tile == n_mine - 1 ? q_release : QRelease{0u}, o_scale);
       prev = at.stage;
     }
     const int last = prev;
@@ -278,8 +293,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_fence_regs(pa);
     if constexpr (C::pingpong)
       turns.beforeIssue();
-    sm90_wgmma_fence();
-    issueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(last));
+    rescaleAndIssueValues<C, kHeadDim, kBlockN>(o, pa, ring.v(last), o_scale);
     sm90_wgmma_commit();
     if constexpr (C::pingpong)
       turns.afterIssue();
