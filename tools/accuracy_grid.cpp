@@ -117,7 +117,8 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
           spec.operands.qk_widening = g.qk_widening;
           cpu::ModelOptions mo;
           mo.selection = sel;
-          spec.route = Route::Bf16;
+          spec.route = Route::Bf16; // the BF16 route as it runs (its own range guard)
+          applyRouteNumericsDefaults(spec);
           auto bf16 = cpu::runRouteModel(spec, p, mo);
           if (!bf16)
             return bf16.takeError();

@@ -99,17 +99,21 @@ TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
 }
 
 // The route numerics are the same on every target and schedule: nvfp8 rescales only past 3 log2
-// units of slack and feeds P with offset 5 (the most E4M3 allows beside P <= 8); the others
-// rescale on any increase with offset 8.
-TEST_CASE("route numerics: nvfp8's guard slack and P offset on every target", "[codegen][heuristics]") {
-  for (Target t : {Target::Sm89, Target::Sm90a, Target::Sm100a})
+// units of slack and feeds P with offset 5 (the most E4M3 allows beside P <= 8); bf16 past 8
+// (its P is BF16: no offset); directp rescales on any increase with offset 8.
+TEST_CASE("route numerics: the guard slack and P offset of every route on every target", "[codegen][heuristics]") {
+  for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a})
     for (int d : {64, 128, 256})
-      for (Route r : {Route::Nvfp8, Route::DirectP}) {
+      for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
+        if (r != Route::Bf16 && t == Target::Sm80)
+          continue; // (the FP8-fed routes need sm_89)
         INFO(toString(t) << " D" << d << " " << toString(r));
         const KernelSpec s = defaultAttentionSpec(r, d, false, t);
         CHECK(s.attention.guard.kind == GuardKind::SampledAnchor);
-        CHECK(s.attention.guard.slack_log2 == (r == Route::Nvfp8 ? kNvfp8GuardSlackLog2 : 0.0f));
-        CHECK(s.attention.operands.p_offset_log2 == (r == Route::Nvfp8 ? 5 : 8));
+        const float slack = r == Route::Nvfp8 ? kNvfp8GuardSlackLog2 : r == Route::Bf16 ? kBf16GuardSlackLog2 : 0.0f;
+        CHECK(s.attention.guard.slack_log2 == slack);
+        if (r != Route::Bf16) // (bf16 feeds P as BF16: the offset is unused)
+          CHECK(s.attention.operands.p_offset_log2 == (r == Route::Nvfp8 ? 5 : 8));
         CHECK(specViolations(s).empty());
         // the mma.sync alternative keeps the numerics
         const KernelSpec m = withAttentionSchedule(s, AttentionSchedule::MmaSync);

@@ -26,9 +26,11 @@ KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, T
 
 // The route's default range guard and P offset, the same on every target and schedule (the CPU
 // models and `fa4jit accuracy` take them from here too): nvfp8 lets a tile max pass the row max
-// by kNvfp8GuardSlackLog2 before O is rescaled, and feeds P as E4M3(P * 2^(8 - slack)); the other
-// routes rescale on any increase (RangeGuardSpec's defaults).
+// by kNvfp8GuardSlackLog2 before O is rescaled, and feeds P as E4M3(P * 2^(8 - slack)); bf16 by
+// kBf16GuardSlackLog2 (its P is BF16, whose range makes P <= 2^8 as exact as P <= 1); directp
+// rescales on any increase (RangeGuardSpec's defaults).
 constexpr float kNvfp8GuardSlackLog2 = 3.0f;
+constexpr float kBf16GuardSlackLog2 = 8.0f;
 void applyRouteNumericsDefaults(AttentionSpec &a);
 // The sampled-anchor guard with `slack_log2` of slack; the FP8-fed routes then feed P with the
 // largest offset E4M3 allows beside it, kMaxFp8POffsetPlusSlack - ceil(slack).
