@@ -2,10 +2,11 @@
 // One consumer warpgroup's main loop over the K/V ring (64 query rows). Two orders, chosen by the
 // config's `overlap`:
 //   serial:  per tile, S = QK^T, wait, softmax and P, O += P V^T, wait, release the stage;
-//   overlap: S_j = QK^T_j and O += P_{j-1} V^T_{j-1} are issued together; the per-element
-//            softmax of tile j runs while PV_{j-1} is still in the tensor core; the O rescale
-//            and the packing of P_j into the A registers wait for it (FlashAttention-3's
-//            intra-warpgroup overlap). A consumer then holds two stages, so stages >= 2.
+//   overlap: S_j = QK^T_j and O += P_{j-1} V^T_{j-1} are issued together, O taking tile
+//            j-1's factor between the two; the per-element softmax of tile j runs while
+//            PV_{j-1} is still in the tensor core; the packing of P_j into the A registers
+//            waits for it (FlashAttention-3's intra-warpgroup overlap). A consumer then holds
+//            two stages, so stages >= 2.
 // The numerics are the same in both: the same P and l for each tile in the same order.
 // `ablation` (config.cuh) leaves one stage out or runs it twice, for the timing table of
 // docs/PERF.md; such kernels compute garbage on purpose.
