@@ -149,10 +149,19 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec s = w;
   s.target = Target::Sm89;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.schedule") && Catch::Contains("sm_90a"));
-  // The bf16 route runs BF16 wgmma on tiles its widening pass repacked (2 bytes per element):
-  // Q [128][256 B] + 2 stages x (K [128][256 B] + V^T [128][256 B]) at D = 128.
-  const KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a),
-                                             AttentionSchedule::WgmmaWarpSpecialized);
+  // The bf16 route runs BF16 wgmma on 2-byte tiles. Its non-causal default at D = 128 has three
+  // consumers of 64-key tiles: Q [192][256 B] + 3 stages x (K [64][256 B] + V [64][256 B]).
+  const KernelSpec wb3 = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  CHECK(problems(wb3).empty());
+  CHECK(wb3.attention.tile.block_m == 192);
+  CHECK(wb3.attention.tile.block_n == 64);
+  CHECK(attentionSharedBytes(wb3.attention) == 1024 + 49152 + 3 * 32768 + 8 * 8);
+  // Two consumers of 128 keys (the causal default, the tuner's alternative):
+  // Q [128][256 B] + 3 stages x (K [128][256 B] + V^T [128][256 B]).
+  KernelSpec wb = wb3;
+  wb.attention.tile.block_m = 128;
+  wb.attention.tile.warps = 12;
+  wb.attention.tile.block_n = 128;
   CHECK(problems(wb).empty());
   CHECK(wb.attention.tile.stages == 3);
   CHECK(attentionSharedBytes(wb.attention) == 1024 + 32768 + 3 * 65536 + 8 * 8);
@@ -455,6 +464,15 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   s.attention.causal = true; // the causal kernels run free by default, and fit
   s.attention.tile.pingpong = false;
   CHECK(problems(s).empty());
+  // bf16's three consumers of 128 keys at D64 spilled 8 bytes without the turns (with its guard slack).
+  KernelSpec b = defaultAttentionSpec(Route::Bf16, 64, false, Target::Sm90a);
+  REQUIRE(b.attention.tile.block_m == 192);
+  REQUIRE(b.attention.tile.block_n == 128);
+  CHECK(problems(b).empty());
+  b.attention.tile.pingpong = false;
+  CHECK_THAT(problems(b), Catch::Contains("attention.tile.block_m") && Catch::Contains("pingpong"));
+  b.attention.tile.block_n = 64;
+  CHECK(problems(b).empty());
 }
 
 TEST_CASE("thread key blocks: directp's wgmma kernel on 128-key tiles with fa4jit-widened K/V", "[codegen][validate]") {

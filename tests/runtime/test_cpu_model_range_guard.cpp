@@ -19,10 +19,12 @@ struct GuardCase {
   GuardKind kind;
   float slack;
   int p_offset;
+  bool bf16_only; // (slack 8: the bf16 route's default; FP8 P would need offset 0)
 };
-const GuardCase kGuards[] = {{"online-exact", GuardKind::OnlineExact, 0.0f, 8},
-                             {"sampled", GuardKind::SampledAnchor, 0.0f, 8},
-                             {"sampled-slack2", GuardKind::SampledAnchor, 2.0f, 6}};
+const GuardCase kGuards[] = {{"online-exact", GuardKind::OnlineExact, 0.0f, 8, false},
+                             {"sampled", GuardKind::SampledAnchor, 0.0f, 8, false},
+                             {"sampled-slack2", GuardKind::SampledAnchor, 2.0f, 6, false},
+                             {"sampled-slack8", GuardKind::SampledAnchor, 8.0f, 0, true}};
 
 std::vector<AttentionSpec> allRouteSpecs(int d, const GuardCase &g, bool causal, float scale) {
   std::vector<AttentionSpec> out;
@@ -35,6 +37,8 @@ std::vector<AttentionSpec> allRouteSpecs(int d, const GuardCase &g, bool causal,
     s.guard.slack_log2 = g.slack;
     s.operands.p_offset_log2 = g.p_offset;
     s.route = i == 0 ? Route::Bf16 : i == 1 ? Route::Nvfp8 : Route::DirectP;
+    if (g.bf16_only && s.route != Route::Bf16)
+      continue;
     s.classifier.kind = i == 3 ? ClassifierKind::Affine : i == 4 ? ClassifierKind::Mixed : ClassifierKind::Threshold;
     s.classifier.alpha = 1.75f;
     s.classifier.beta = 2.875f;
