@@ -280,7 +280,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     sm90_fence_regs(s);
     if (n_mine == 1)
       q_release.arrive(rows.lane);
-    softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // (O is still zero: its factor is 1)
+    softmaxStage<C, CV>(s, pp, st, o_scale, rows, 0, true); // (O is still zero: its factor leaves it so)
     packP<C, CV>(pa, pp, s, st);
     int prev = at.stage;
     at.advance();
