@@ -273,8 +273,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (t.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;
     free_running.attention.tile.pingpong = false;
-    // (three consumers of 96 keys, or of bf16's 128, spill without the turns: 64-key tiles there)
-    if (t.block_m == 192 && (t.block_n == 96 || (base.attention.route == Route::Bf16 && t.block_n == 128)))
+    // (where the validator says the tile spills without the turns: 64-key tiles there)
+    if (!specViolations(free_running).empty())
       free_running.attention.tile.block_n = 64;
     out.push_back(free_running);
   } else { // taking turns where the default does not (causal: where counts agree; the serial loop too)
