@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -69,7 +69,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
       if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
           p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
           p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile" || p == "multicast" ||
-          p == "no-multicast" || p == "thread-blocks" || p == "quad-blocks")
+          p == "no-multicast" || p == "thread-blocks" || p == "quad-blocks" || p == "fp16-scores" ||
+          p == "fp32-scores")
         continue;
       if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p))
         continue;
@@ -114,6 +115,11 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || a.route != Route::DirectP)
         return std::nullopt;
       a.tile.thread_key_blocks = p == "thread-blocks";
+    } else if (p == "fp16-scores" || p == "fp32-scores") {
+      // (FP16 scores take quad blocks and the widening shift that keeps |S| finite)
+      if (!wgmma || a.route != Route::DirectP)
+        return std::nullopt;
+      s = withScoresFp16(std::move(s), p == "fp16-scores");
     } else if (p == "mma-sum" || p == "alu-sum") {
       if (!wgmma)
         return std::nullopt;

@@ -141,6 +141,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
                        "bf16 Q/K/V tiles loaded by TMA tensor maps from the tensors as they are"});
     d.baked.push_back({"thread_key_blocks", "bool", boolText(a.tile.thread_key_blocks),
                        "each Direct-P block in one thread's S columns (keys ordered by the widening)"});
+    d.baked.push_back({"scores_fp16", "bool", boolText(a.tile.scores_fp16),
+                       "QK^T accumulates S as FP16 pairs (directp)"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

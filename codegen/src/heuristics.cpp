@@ -356,8 +356,25 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
       three.attention.tile.pingpong = false;
       out.push_back(three);
     }
+    // S accumulated in FP16 (quad blocks, Q/K widened by 2^-7 or 2^-8), or back in FP32.
+    KernelSpec scores = withScoresFp16(base, !t.scores_fp16);
+    if (specViolations(scores).empty())
+      out.push_back(scores);
   }
   return out;
+}
+
+KernelSpec withScoresFp16(KernelSpec s, bool fp16) {
+  AttentionSpec &a = s.attention;
+  a.tile.scores_fp16 = fp16;
+  if (fp16) { // (the FP16 block maxima are written for quad blocks)
+    a.tile.thread_key_blocks = false;
+    a.operands.qk_widen_shift = std::max(a.operands.qk_widen_shift, minScoresFp16WidenShift(a.head_dim));
+  } else { // FP32 S: the widening shift and key blocks of the defaults
+    a.operands.qk_widen_shift = OperandSpec{}.qk_widen_shift;
+    a.tile.thread_key_blocks = a.tile.block_n == 128 && threadKeyBlocksFit(s);
+  }
+  return s;
 }
 
 KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32,

@@ -186,6 +186,20 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
       r.fail("attention.tile.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
                                                  "widening applies the whole key order itself");
   }
+  if (t.scores_fp16) {
+    const int least_shift = minScoresFp16WidenShift(a.head_dim);
+    if (a.route != Route::DirectP)
+      r.fail("attention.tile.scores_fp16", "exists for the directp route only (its classifiers run on FP16 pairs)");
+    if (t.thread_key_blocks)
+      r.fail("attention.tile.scores_fp16", "needs Direct-P's quad blocks (tile.thread_key_blocks false): the FP16 "
+                                           "block maxima are written for them only");
+    if (t.block_n % 32 != 0)
+      r.fail("attention.tile.scores_fp16", "needs block_n a multiple of 32 (whole k-steps of Direct-P blocks)");
+    if (a.operands.qk_widening != Widening::E4m3 || a.operands.qk_widen_shift < least_shift)
+      r.fail("attention.tile.scores_fp16", "needs Q/K widened to E4M3 with qk_widen_shift >= ", least_shift,
+             " at head_dim ", a.head_dim, " (then |S| <= head_dim * 22^2 * 4^(7 - shift) < 65504, FP16's largest; "
+             "the shift is ", a.operands.qk_widen_shift, ")");
+  }
 }
 
 void checkAttention(const KernelSpec &s, Rules &r) {
@@ -227,6 +241,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.kv_multicast", "exists on wgmma-ws only");
   else if (t.thread_key_blocks)
     r.fail("attention.tile.thread_key_blocks", "exists on wgmma-ws only");
+  else if (t.scores_fp16)
+    r.fail("attention.tile.scores_fp16", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -15,8 +15,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
 
-// The row's accumulators (formed in FP64, rounded to FP32 once; -inf for masked keys) and its
-// log2-domain scores t = acc * mul, which the model uses only for the maxima (score_terms.cuh).
+// The row's accumulators (formed in FP64, rounded to FP32 once, or to FP16 with scores_fp16;
+// -inf for masked keys) and its log2-domain scores t = acc * mul, which the model uses only for
+// the maxima (score_terms.cuh).
 void rowScores(const RowInputs &in, float mul, std::vector<float> &acc, std::vector<float> &t) {
   const FedOperand &k = *in.k;
   acc.assign(k.seqlen, kNegInf);
@@ -26,7 +27,7 @@ void rowScores(const RowInputs &in, float mul, std::vector<float> &acc, std::vec
     double sum = 0;
     for (int d = 0; d < k.head_dim; ++d)
       sum += static_cast<double>(in.q[d]) * kr[d];
-    acc[j] = static_cast<float>(sum);
+    acc[j] = in.spec->tile.scores_fp16 ? static_cast<float>(device::roundToHalf(sum)) : static_cast<float>(sum);
     t[j] = acc[j] * mul;
   }
 }
@@ -85,7 +86,10 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
       const int eb = device::directpBlockExponent(bmax - m);
       block_exp[b0 / 32] = eb;
       for (int j = b0; j < b1; ++j) {
-        const int c = x[j] == kNegInf ? 0 : device::directpClassify(in.coeffs, acc[j], mul, m, static_cast<float>(eb));
+        const float e_f = static_cast<float>(eb);
+        const int c = x[j] == kNegInf                ? 0
+                      : spec.tile.scores_fp16 ? device::directpClassifyFp16Score(in.coeffs, acc[j], mul, m, e_f)
+                                               : device::directpClassify(in.coeffs, acc[j], mul, m, e_f);
         code[j] = static_cast<uint8_t>(c);
         const float mag = formats::kE2M1Magnitude[c];
         // E4m3 feed: exact unless e_b + off < -8, where E4M3's subnormals flush small codes.

@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "cpu_model_fixtures.h"
+#include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/formats.h"
 #include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_reference.h"
@@ -161,4 +163,82 @@ TEST_CASE("directp native V widening: unshifted P and exact V", "[cpu_model][dir
     CHECK(tb.p_fed[j] == std::ldexp(formats::kE2M1Magnitude[tb.code[j]], tb.block_exponent[j / 32]));
   CHECK(ta.lse == Approx(tb.lse).epsilon(1e-5)); // LSE removes the P offset of the E4M3 feed
   CHECK(compareOutputs(a->result, b->result).cosine > 0.9999);
+}
+
+namespace {
+
+AttentionSpec fp16ScoresSpec(int d, bool fp16) {
+  AttentionSpec s;
+  s.route = Route::DirectP;
+  s.head_dim = d;
+  s.classifier.kind = ClassifierKind::Piecewise;
+  s.tile.block_n = 96;
+  s.tile.scores_fp16 = fp16;
+  s.operands.qk_widen_shift = fp16 ? (d <= 128 ? 7 : 8) : 3;
+  return s;
+}
+
+double meanCosine(const AttentionResult &a, const AttentionResult &b) {
+  double sum = 0;
+  int n = 0;
+  for (int h = 0; h < a.shape.heads_q; ++h)
+    for (std::size_t r = 0; r < a.rows.size(); ++r, ++n)
+      sum += cosine(a.oRow(0, h, static_cast<int>(r)), b.oRow(0, h, static_cast<int>(r)), a.shape.head_dim);
+  return sum / n;
+}
+
+} // namespace
+
+// TileSpec::scores_fp16 (NUMERICS.md §2.1, §2.3): S is an FP16 accumulator, and the piecewise
+// classifier's input y_h = FP16(fma(acc_h, FP16(mul), FP16(bias))) in one rounding.
+TEST_CASE("directp FP16 scores: FP16 accumulators, the FP16 classifier input, accuracy kept", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 1.0, 77);
+  const AttentionSpec half = fp16ScoresSpec(128, true), full = fp16ScoresSpec(128, false);
+  const RowTrace th = traceRow(half, p, {0, 1, 20}), tf = traceRow(full, p, {0, 1, 20});
+  int differ = 0;
+  for (int j = 0; j < 700; ++j) {
+    CHECK(device::roundToHalf(th.acc[j]) == th.acc[j]); // an FP16 value
+    CHECK(th.t[j] == th.acc[j] * th.score_mul);         // exact: 11 x 24 significant bits
+    const int b = j / 32;
+    const float e_f = static_cast<float>(th.block_exponent[b]);
+    const int tile = j / 96;
+    const double y_h = device::roundToHalf(static_cast<double>(th.acc[j]) * device::roundToHalf(th.score_mul) +
+                                           device::roundToHalf(-(th.tile_m[tile] + e_f)));
+    CHECK(th.code[j] == device::directpPiecewiseCode(fit::directpCoefficients(half.classifier), static_cast<float>(y_h)));
+    differ += th.code[j] != tf.code[j] ? 1 : 0;
+  }
+  // The two differ where y sits within the FP16 roundings of a code boundary: a few percent.
+  CHECK(differ < 700 / 20);
+
+  ModelOptions o;
+  o.selection.rows = evenRows(64, 16);
+  auto mh = runRouteModel(half, p.problem, o), mf = runRouteModel(full, p.problem, o);
+  REQUIRE_OK(mh);
+  REQUIRE_OK(mf);
+  ReferenceOptions ro;
+  ro.selection = o.selection;
+  auto ref = referenceAttention(p.problem, ro);
+  REQUIRE_OK(ref);
+  const double cos_half = meanCosine(mh->result, *ref), cos_full = meanCosine(mf->result, *ref);
+  INFO("cosine vs FP64: FP16 scores " << cos_half << ", FP32 scores " << cos_full);
+  CHECK(cos_half > 0.96);
+  CHECK(std::fabs(cos_half - cos_full) < 2e-3);
+}
+
+// The widening shift bounds |S| below FP16's 65504 whatever the inputs: Q = K = one constant, the
+// largest |acc| there is (head_dim * 20^2 at shift 7; 256 * 10.5^2 at 8), stays finite.
+TEST_CASE("directp FP16 scores: the largest accumulator stays finite", "[cpu_model][directp]") {
+  for (int d : {64, 128, 256}) {
+    INFO("head_dim " << d);
+    OwnedProblem p = gaussianProblem({1, 1, 1, 4, 64, d}, 1.0, 5);
+    std::fill(p.q.begin(), p.q.end(), 3.0f);
+    std::fill(p.k.begin(), p.k.end(), -3.0f);
+    const RowTrace t = traceRow(fp16ScoresSpec(d, true), p, {0, 0, 1});
+    for (float a : t.acc) {
+      CHECK(std::isfinite(a));
+      CHECK(std::fabs(a) > 0.5f * 61952.0f * d / 128.0f / (d == 256 ? 4.0f : 1.0f));
+    }
+    for (float v : t.o)
+      CHECK(std::isfinite(v));
+  }
 }

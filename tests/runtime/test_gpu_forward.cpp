@@ -443,6 +443,32 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P bloc
   }
 }
 
+// S accumulated in FP16 by the QK^T wgmma (TileSpec::scores_fp16: Q/K widened by 2^-7, or 2^-8
+// at D256, so |S| < 65504), the piecewise classifier on FP16 pairs from it (NUMERICS.md §2.3): the
+// model rounds each accumulator to FP16 once, the tensor core at each k-step, so codes flip now and
+// then as with FP32 S (the route's bounds). Every head dim on its default tiles with quad blocks,
+// the huge-logit and dominant-key patterns included; then D128 with the threshold classifier.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with FP16 scores", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (const Case &c : kCases)
+    runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+      s = withScoresFp16(s, true);
+      REQUIRE(s.attention.tile.scores_fp16);
+      REQUIRE_FALSE(s.attention.tile.thread_key_blocks);
+    });
+  for (const Case &c : kCases)
+    if (c.head_dim == 128)
+      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+        s = withScoresFp16(s, true);
+        s.attention.classifier.kind = ClassifierKind::Threshold;
+        s.attention.tile.block_n = 128; // (the threshold classifier's tile: two consumers)
+        s.attention.tile.block_m = 128;
+        s.attention.tile.warps = 12;
+      });
+}
+
 // The consumer loop without the softmax/PV overlap (the tuner may pick it), with and without the
 // consumers taking turns at each QK^T and PV.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {

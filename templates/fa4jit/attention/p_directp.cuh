@@ -12,56 +12,21 @@
 // of 2^-9); dp4a sums the integers, one FP32 multiply-add per block and row.
 // Fragment register layout as in p_nvfp8.cuh.
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/half2.cuh"
 #include "fa4jit/attention/mma.cuh"
+#include "fa4jit/attention/score_tile.cuh"
 #include "fa4jit/attention/softmax.cuh"
 #include "fa4jit/directp.cuh"
 #include "fa4jit/formats.cuh"
 
 namespace fa4jit::device::attention {
 
-// Two FP16 values in one register (lane 0 in the low half), and the half2 arithmetic that
-// directpThresholdSearch (directp.cuh) runs on them: HSET2, HFMA2, HADD2, one instruction per pair.
-struct Half2 {
-  uint32_t u;
-};
-FA4JIT_DEVICE Half2 half2Splat(uint32_t half_bits) { return {half_bits | (half_bits << 16)}; }
-FA4JIT_DEVICE Half2 half2FromFloats(float lo, float hi) { // round to nearest even, as directpThresholdInput
-  Half2 r;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.u) : "f"(hi), "f"(lo));
-  return r;
-}
-FA4JIT_DEVICE Half2 directpGeq(Half2 a, Half2 b) { // 1.0 or 0.0 per lane; NaN compares false
-  Half2 r;
-  asm("set.ge.f16x2.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
-  return r;
-}
-FA4JIT_DEVICE Half2 directpFmaV(Half2 a, Half2 b, Half2 c) {
-  Half2 r;
-  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
-  return r;
-}
-FA4JIT_DEVICE Half2 directpAddV(Half2 a, Half2 b) {
-  Half2 r;
-  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
-  return r;
-}
-FA4JIT_DEVICE Half2 half2FmaSat(Half2 a, Half2 b, Half2 c) { // clamped to [0, 1], NaN -> 0
-  Half2 r;
-  asm("fma.rn.sat.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
-  return r;
-}
-FA4JIT_DEVICE Half2 half2Max(Half2 a, Half2 b) {
-  Half2 r;
-  asm("max.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
-  return r;
-}
-
-// The threshold codes of one fragment row's four key pairs (i = 0..3: keys of n-tiles 4kb + i, y
-// as rounded FP32), as the two PRMT selectors of the block: lane 0 of a pair lands on magic 1024
+// The threshold codes of one fragment row's four key pairs (i = 0..3: keys of n-tiles 4kb + i, y_h
+// as FP16 pairs), as the two PRMT selectors of the block: lane 0 of a pair lands on magic 1024
 // (FP16 bits 0x6400 | c), lane 1 on magic 64 (0x5400 | c << 4), so hi16 + lo16 has c0 | c1 << 4 in
 // its low byte (one IMAD.HI), and one PRMT gathers two pairs' bytes into a selector's 4 nibbles.
 template <class C>
-FA4JIT_DEVICE void thresholdSelectors(const float (&y)[4][2], uint32_t (&sel)[2]) {
+FA4JIT_DEVICE void thresholdSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) {
   constexpr DirectPThresholdSteps kSt = directpThresholdSteps(C::classifier);
   const Half2 th3 = half2Splat(directpHalfBits(kSt.th3)), th1 = half2Splat(directpHalfBits(kSt.th1));
   const Half2 d51 = half2Splat(directpHalfBits(kSt.d51)), th0 = half2Splat(directpHalfBits(kSt.th0));
@@ -71,8 +36,7 @@ FA4JIT_DEVICE void thresholdSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
   uint32_t w[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const Half2 v = directpThresholdSearch<Half2>(half2FromFloats(y[i][0], y[i][1]), th3, th1, d51, th0, d40, d20,
-                                                  dd, four, two, magic);
+    const Half2 v = directpThresholdSearch<Half2>(yh[i], th3, th1, d51, th0, d40, d20, dd, four, two, magic);
     w[i] = __umulhi(v.u, 0x10000u) + v.u;
   }
   sel[0] = bytePerm(w[0], w[1], 0x0040u);
@@ -87,7 +51,7 @@ FA4JIT_DEVICE void thresholdSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
 // are the same in both lanes, so the FP16 operations take them as immediates or half-swizzled
 // registers (lane-specific ones cost a register move per use: ptxas rematerialized them).
 template <class C>
-FA4JIT_DEVICE void piecewiseSelectors(const float (&y)[4][2], uint32_t (&sel)[2]) {
+FA4JIT_DEVICE void piecewiseSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) {
   constexpr DirectPCoefficients kCoef = C::classifier;
   const Half2 a_lo = half2Splat(directpHalfBits(kCoef.piece[0])), b_lo = half2Splat(directpHalfBits(kCoef.piece[1]));
   const Half2 a_hi = half2Splat(directpHalfBits(kCoef.piece[2])), b_hi = half2Splat(directpHalfBits(kCoef.piece[3]));
@@ -95,8 +59,7 @@ FA4JIT_DEVICE void piecewiseSelectors(const float (&y)[4][2], uint32_t (&sel)[2]
   uint32_t v[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const Half2 yh = half2FromFloats(y[i][0], y[i][1]);
-    const Half2 z = half2Max(half2FmaSat(a_lo, yh, b_lo), half2FmaSat(a_hi, yh, b_hi));
+    const Half2 z = half2Max(half2FmaSat(a_lo, yh[i], b_lo), half2FmaSat(a_hi, yh[i], b_hi));
     v[i] = directpFmaV(z, seven, magic).u;
   }
 #pragma unroll
@@ -175,8 +138,11 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
 //   bit 23 and up, which PRMT ignores and which no carry can bring down).
 // The others classify y = fma(acc, mul, bias) with the block's bias = -(m + e_b) (directpClassify).
 // kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum); the block sums are skipped.
-template <class C, bool kSumL = true>
-FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTraits<C>::kSTiles][4],
+// s: either form of score_tile.cuh. From FP16 scores (scores_fp16) y_h = FP16(fma(acc_h, mul_h,
+// bias_h)) in one HFMA2 per pair, with mul_h = FP16(mul) and bias_h = FP16(bias) (NUMERICS.md
+// §2.3); the affine and mixed classifiers read the FP16 values as FP32.
+template <class C, bool kSumL = true, class Scores>
+FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
                                    const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st,
                                    float mul) {
   using T = AttentionTraits<C>;
@@ -229,7 +195,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
           for (int i = 0; i < 4; ++i) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              float z = __saturatef(fmaf(slope, s[4 * kb + i][2 * r + e], addend));
+              float z = __saturatef(fmaf(slope, scoreValue(s, 4 * kb + i, r, e), addend));
               if constexpr (kNeedsUpperClamp)
                 z = fminf(z, kBelowOne);
               const uint32_t bits = __float_as_uint(__fmaf_rd(z, 8.0f, 8388608.0f));
@@ -238,23 +204,29 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const float (&s)[AttentionTr
           }
         } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
           const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
-          float y[4][2];
+          Half2 yh[4];
+          if constexpr (ScoreTile<C>::kFp16) {
+            const Half2 mul_h = half2FromFloats(mul, mul), bias_h = half2FromFloats(bias, bias);
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
+            for (int i = 0; i < 4; ++i)
+              yh[i] = directpFmaV(Half2{s[4 * kb + i][r]}, mul_h, bias_h);
+          } else {
 #pragma unroll
-            for (int e = 0; e < 2; ++e)
-              y[i][e] = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
+            for (int i = 0; i < 4; ++i)
+              yh[i] = half2FromFloats(scoreExponent(s[4 * kb + i][2 * r], mul, bias),
+                                      scoreExponent(s[4 * kb + i][2 * r + 1], mul, bias));
+          }
           if constexpr (kCoef.kind == 0)
-            thresholdSelectors<C>(y, sel);
+            thresholdSelectors<C>(yh, sel);
           else
-            piecewiseSelectors<C>(y, sel);
+            piecewiseSelectors<C>(yh, sel);
         } else {
           const float bias = directpBias(st.m_use[r], e_f);
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-              const float y = scoreExponent(s[4 * kb + i][2 * r + e], mul, bias);
+              const float y = scoreExponent(scoreValue(s, 4 * kb + i, r, e), mul, bias);
               const uint32_t c = static_cast<uint32_t>(directpCode(kCoef, y));
               sel[i / 2] |= c << (4 * (2 * (i % 2) + e));
             }

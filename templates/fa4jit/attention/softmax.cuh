@@ -4,6 +4,7 @@
 // row's keys between them, so row reductions are two xor-shuffles.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/mma.cuh"
+#include "fa4jit/attention/score_tile.cuh"
 #include "fa4jit/attention/scores.cuh"
 
 namespace fa4jit::device::attention {
@@ -120,10 +121,10 @@ FA4JIT_DEVICE void rowTileMax(const float (&s)[AttentionTraits<CV>::kSTiles][4],
 // kAllVisible: every key of this tile and of tile 0 is visible to both rows (the wgmma consumers'
 // unmasked arm), so after tile 0 m is finite (no kernel consumes non-finite operands, NUMERICS.md
 // §1): the -inf cases fall away.
-template <class C, bool kAllVisible = false>
-FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTraits<C>::kSTiles][4],
-                                 const float (&tile_max)[2], float mul, bool first_tile, int lane,
-                                 float (&o_scale)[2]) {
+// s: the tile's S registers in either form of score_tile.cuh (read only for the sampled anchor).
+template <class C, bool kAllVisible = false, class Scores>
+FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const Scores &s, const float (&tile_max)[2], float mul,
+                                 bool first_tile, int lane, float (&o_scale)[2]) {
   using T = AttentionTraits<C>;
   const int q = lane % 4;
   // m may be -inf only before a visible key has been seen
@@ -139,7 +140,7 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const float (&s)[AttentionTrai
 #pragma unroll
           for (int e = 0; e < 2; ++e)
             if (tileKey<C>(nt, q, e) % C::guard_sample_stride == 0)
-              anchor = fmaxf(anchor, s[nt][2 * r + e]);
+              anchor = fmaxf(anchor, scoreValue(s, nt, r, e));
         st.m[r] = warpQuadMax(anchor) * mul;
       }
       const float tile_max_t = tile_max[r] * mul;

@@ -28,12 +28,10 @@ using attention::PendingP;
 using attention::StageAblation;
 
 // S for one tile (or, in the SkipQk variant, registers the compiler cannot see through).
-template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueScores(float (&s)[kBlockN / 8][4], uint32_t q_lo, uint32_t k_lo) {
+template <class C, int kHeadDim, int kBlockN, class Scores>
+FA4JIT_DEVICE void issueScores(Scores &s, uint32_t q_lo, uint32_t k_lo) {
   if constexpr (C::ablation == StageAblation::SkipQk) {
-#pragma unroll
-    for (int j = 0; j < kBlockN / 8; ++j)
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    attention::clearScores(s);
     sm90_fence_regs(s);
   } else {
     issueQK<C, kHeadDim, kBlockN>(s, q_lo, k_lo);
@@ -93,8 +91,7 @@ struct PingPong {
 // an asm statement and the softmax plain arithmetic, which it could otherwise sink below it. These
 // empty asm statements emit no PTX, so they do not bind ptxas; softmaxTile's branch does.
 template <class CV>
-FA4JIT_DEVICE void fenceSoftmaxResults(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
-                                       attention::SoftmaxRows &st) {
+FA4JIT_DEVICE void fenceSoftmaxResults(attention::ScoreRegs<CV> &s, PendingP<CV> &pp, attention::SoftmaxRows &st) {
   sm90_fence_regs(s);
   fencePendingP<CV>(pp);
   asm volatile("" : "+f"(st.l[0]), "+f"(st.l[1])::"memory");
@@ -152,7 +149,7 @@ FA4JIT_DEVICE void rescaleAndIssueValues(float (&o)[OAccumulator<C>::kTiles][4],
 // `at` is tile j's ring position, `prev` tile j-1's stage; `q_done` is the Q release of the work
 // tile's last S (a default QRelease for the other tiles).
 template <class C, class CV, int kHeadDim, int kBlockN, int kStages>
-FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, float (&s)[kBlockN / 8][4],
+FA4JIT_DEVICE void overlapStep(int tile, RingCursor<kStages> at, int prev, attention::ScoreRegs<CV> &s,
                                float (&o)[OAccumulator<C>::kTiles][4], uint32_t (&pa)[POperand<C>::kSteps][4],
                                PendingP<CV> &pp, attention::SoftmaxRows &st, const RingView &ring, uint32_t q_lo,
                                const ConsumerRows &rows, PingPong &turns, QRelease q_done, float (&o_scale)[2]) {
@@ -220,7 +217,7 @@ FA4JIT_DEVICE void consumeTiles(float (&o)[OAccumulator<C>::kTiles][4], attentio
     }
   }
   RingCursor<kStages> at = RingCursor<kStages>::of(first);
-  float s[kBlockN / 8][4];
+  attention::ScoreRegs<CV> s; // FP32, or FP16 pairs with scores_fp16 (score_tile.cuh)
   uint32_t pa[POperand<C>::kSteps][4];
   PendingP<CV> pp;
   float o_scale[2];

@@ -7,6 +7,7 @@
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
 #include "fa4jit/attention_sm90/wgmma_bf16.cuh"
+#include "fa4jit/attention_sm90/wgmma_fp16acc.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
@@ -121,10 +122,38 @@ FA4JIT_DEVICE void issueQKStep(float (&s)[kBlockN / 8][4], uint64_t a, uint64_t 
   }
 }
 
-// S = Q K^T for one consumer's 64 rows: q_lo is the descriptor low word of the Q tile at the
-// consumer's first row (consumerQDescriptorLo), k_lo the K tile's.
-template <class C, int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void issueQK(float (&s)[kBlockN / 8][4], uint32_t q_lo, uint32_t k_lo) {
+// The same with FP16 accumulators (scores_fp16: S as FP16 pairs, wgmma_fp16acc.cuh).
+template <class C, int kBlockN>
+FA4JIT_DEVICE void issueQKStep(uint32_t (&s)[kBlockN / 8][2], uint64_t a, uint64_t b, int kk) {
+  static_assert(!POperand<C>::kBf16, "FP16 scores: the FP8-fed QK^T");
+  if constexpr (kBlockN == 64) {
+    if (kk == 0)
+      sm90_wgmma_m64n64k32_f16_e4m3_ss_zero(s, a, b);
+    else
+      sm90_wgmma_m64n64k32_f16_e4m3_ss(s, a, b, 1);
+  } else if constexpr (kBlockN == 96) {
+    if (kk == 0)
+      sm90_wgmma_m64n96k32_f16_e4m3_ss_zero(s, a, b);
+    else
+      sm90_wgmma_m64n96k32_f16_e4m3_ss(s, a, b, 1);
+  } else if constexpr (kBlockN == 128) {
+    if (kk == 0)
+      sm90_wgmma_m64n128k32_f16_e4m3_ss_zero(s, a, b);
+    else
+      sm90_wgmma_m64n128k32_f16_e4m3_ss(s, a, b, 1);
+  } else {
+    static_assert(kBlockN == 192, "FP8 QK^T tiles of 64, 96, 128 or 192 keys");
+    if (kk == 0)
+      sm90_wgmma_m64n192k32_f16_e4m3_ss_zero(s, a, b);
+    else
+      sm90_wgmma_m64n192k32_f16_e4m3_ss(s, a, b, 1);
+  }
+}
+
+// S = Q K^T for one consumer's 64 rows into either form of score_tile.cuh: q_lo is the descriptor
+// low word of the Q tile at the consumer's first row (consumerQDescriptorLo), k_lo the K tile's.
+template <class C, int kHeadDim, int kBlockN, class Scores>
+FA4JIT_DEVICE void issueQK(Scores &s, uint32_t q_lo, uint32_t k_lo) {
 #pragma unroll
   for (int kk = 0; kk < POperand<C>::kQkSteps; ++kk) {
     const uint64_t a = operandDescriptor<C::block_m>(q_lo, 0, kk); // Q: block_m rows

@@ -7,6 +7,7 @@
 #include "fa4jit/attention/p_directp.cuh"
 #include "fa4jit/attention/p_nvfp8.cuh"
 #include "fa4jit/attention/scores.cuh"
+#include "fa4jit/attention/scores_fp16.cuh"
 #include "fa4jit/attention/softmax.cuh"
 #include "fa4jit/attention_sm90/consumer_mma.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
@@ -29,7 +30,7 @@ struct ConsumerRows {
 // place in S, the multiplier folded into one FFMA per key) with l. kAllVisible: the unmasked arm
 // (every key of the tile, hence of tile 0, visible to every row of the warpgroup).
 template <class C, class CV, bool kAllVisible>
-FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+FA4JIT_DEVICE void softmaxRest(attention::ScoreRegs<CV> &s, PendingP<CV> &pp,
                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows,
                                bool first_tile) {
   using T = AttentionTraits<CV>;
@@ -48,7 +49,7 @@ FA4JIT_DEVICE void softmaxRest(float (&s)[AttentionTraits<CV>::kSTiles][4], Pend
 // Phase A of a tile's softmax: mask S (acc), advance the row max (o_scale: O's pending
 // factor), classify (directp) or exponentiate in place (nvfp8, bf16), advance l except nvfp8's.
 template <class C, class CV>
-FA4JIT_DEVICE void softmaxTile(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+FA4JIT_DEVICE void softmaxTile(attention::ScoreRegs<CV> &s, PendingP<CV> &pp,
                                attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
                                bool first_tile) {
   using T = AttentionTraits<CV>;
@@ -89,7 +90,7 @@ template <class CV> FA4JIT_DEVICE void fencePendingP(PendingP<CV> &pp) {
 }
 
 template <class C, class CV>
-FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], PendingP<CV> &pp,
+FA4JIT_DEVICE void softmaxStage(attention::ScoreRegs<CV> &s, PendingP<CV> &pp,
                                 attention::SoftmaxRows &st, float (&o_scale)[2], const ConsumerRows &rows, int key0,
                                 bool first_tile) {
   softmaxTile<C, CV>(s, pp, st, o_scale, rows, key0, first_tile);
@@ -122,14 +123,13 @@ FA4JIT_DEVICE void softmaxStage(float (&s)[AttentionTraits<CV>::kSTiles][4], Pen
 // Phase B: the A fragments of P (after the PV that read the previous ones has completed).
 template <class C, class CV>
 FA4JIT_DEVICE void packP(uint32_t (&pa)[POperand<C>::kSteps][4], const PendingP<CV> &pp,
-                         const float (&s)[AttentionTraits<CV>::kSTiles][4], attention::SoftmaxRows &st) {
+                         const attention::ScoreRegs<CV> &s, attention::SoftmaxRows &st) {
   if constexpr (C::ablation == StageAblation::SkipSoftmax) {
-    constexpr int kTiles = AttentionTraits<CV>::kSTiles;
 #pragma unroll
     for (int kb = 0; kb < POperand<C>::kSteps; ++kb)
 #pragma unroll
       for (int i = 0; i < 4; ++i) // not a plain copy: ptxas would coalesce P with S and serialize
-        pa[kb][i] = __float_as_uint(s[(4 * kb + i) % kTiles][(4 * kb + i) / kTiles]) + 1u;
+        pa[kb][i] = attention::scoreBits(s, 4 * kb + i) + 1u;
   } else if constexpr (C::route == attention::Route::DirectP) {
     attention::packDirectP<CV>(pa, pp);
   } else if constexpr (POperand<C>::kBf16) {

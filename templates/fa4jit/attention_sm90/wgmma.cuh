@@ -53,6 +53,14 @@ template <int kRegs> FA4JIT_DEVICE void sm90_fence_regs(uint32_t (&a)[kRegs][4])
     for (int i = 0; i < 4; ++i)
       asm volatile("" : "+r"(a[j][i])::"memory");
 }
+// FP16 scores (scores_fp16: two registers per n8 tile, wgmma_fp16acc.cuh).
+template <int kTiles> FA4JIT_DEVICE void sm90_fence_regs(uint32_t (&d)[kTiles][2]) {
+#pragma unroll
+  for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      asm volatile("" : "+r"(d[j][i])::"memory");
+}
 
 // D[64x64] (+)= A[64x32] * B[32x64], E4M3 inputs, FP32 accumulate; A (Q) and B from shared memory.
 FA4JIT_DEVICE void sm90_wgmma_m64n64k32_f32_e4m3_ss(float (&d)[8][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {

@@ -23,6 +23,11 @@ struct TargetLimits {
 };
 TargetLimits targetLimits(Target t);
 
+// The least qk_widen_shift with which FP16 scores (TileSpec::scores_fp16) cannot overflow: the
+// widened |Q|, |K| are at most E4M3(6 * 448 * 2^-shift) (22 at shift 7), so |S| <= head_dim * 22^2
+// = 61952 < 65504 at head_dim <= 128 with shift 7, and head_dim 256 needs 8.
+constexpr int minScoresFp16WidenShift(int head_dim) { return head_dim <= 128 ? 7 : 8; }
+
 // Dynamic shared memory of the attention kernel for this spec: Q and K tiles of head_dim
 // elements (2 bytes when they reach the tensor core as BF16, else 1) plus V (bf16 route: [keys][D]
 // BF16; else V^T [D][keys] FP8), every row padded by 16 bytes against bank conflicts. Computed

@@ -1,0 +1,47 @@
+#pragma once
+// Two FP16 values in one register (lane 0 in the low half) and the half2 arithmetic the FP16
+// paths run on them, one SASS instruction per pair each (F2FP, HSET2, HFMA2, HADD2, HMNMX2):
+// Direct-P's classifiers (p_directp.cuh) and the FP16 scores (scores_fp16.cuh).
+#include "fa4jit/common.cuh"
+
+namespace fa4jit::device::attention {
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+struct Half2 {
+  uint32_t u;
+};
+FA4JIT_DEVICE Half2 half2Splat(uint32_t half_bits) { return {half_bits | (half_bits << 16)}; }
+FA4JIT_DEVICE Half2 half2FromFloats(float lo, float hi) { // round to nearest even, as directpThresholdInput
+  Half2 r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r.u) : "f"(hi), "f"(lo));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpGeq(Half2 a, Half2 b) { // 1.0 or 0.0 per lane; NaN compares false
+  Half2 r;
+  asm("set.ge.f16x2.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpFmaV(Half2 a, Half2 b, Half2 c) {
+  Half2 r;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 directpAddV(Half2 a, Half2 b) {
+  Half2 r;
+  asm("add.rn.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 half2FmaSat(Half2 a, Half2 b, Half2 c) { // clamped to [0, 1], NaN -> 0
+  Half2 r;
+  asm("fma.rn.sat.f16x2 %0, %1, %2, %3;" : "=r"(r.u) : "r"(a.u), "r"(b.u), "r"(c.u));
+  return r;
+}
+FA4JIT_DEVICE Half2 half2Max(Half2 a, Half2 b) {
+  Half2 r;
+  asm("max.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+
+#endif
+
+} // namespace fa4jit::device::attention

@@ -1,0 +1,67 @@
+#pragma once
+// The per-tile passes over FP16 scores (score_tile.cuh's s[nt][2], scores_fp16): the mask and the
+// row and block maxima, two keys per instruction. A maximum of FP16 values is an FP16 value,
+// exact in FP32, so what leaves here is what the FP32 passes of scores.cuh and softmax.cuh give
+// for the same accumulators.
+#include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/half2.cuh"
+#include "fa4jit/attention/scores.cuh"
+#include "fa4jit/formats.cuh"
+
+namespace fa4jit::device::attention {
+
+constexpr uint32_t kHalfNegInf = 0xfc00u;
+
+FA4JIT_DEVICE uint32_t half2MaxBits(uint32_t a, uint32_t b) { return half2Max(Half2{a}, Half2{b}).u; }
+FA4JIT_DEVICE float halfLowToFloat(uint32_t v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(v & 0xffffu)));
+  return f;
+}
+FA4JIT_DEVICE float halfHighToFloat(uint32_t v) { return halfLowToFloat(v >> 16); }
+
+// Keys at or beyond a row's visible count get -inf (as maskScores): each half of a pair apart.
+template <class C>
+FA4JIT_DEVICE void maskScores(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const int (&vis)[2], int key0, int lane) {
+  using T = AttentionTraits<C>;
+  const int q = lane % 4;
+#pragma unroll
+  for (int nt = 0; nt < T::kSTiles; ++nt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const uint32_t lo = key0 + tileKey<C>(nt, q, 0) < vis[r] ? s[nt][r] & 0xffffu : kHalfNegInf;
+      const uint32_t hi = key0 + tileKey<C>(nt, q, 1) < vis[r] ? s[nt][r] >> 16 : kHalfNegInf;
+      s[nt][r] = lo | (hi << 16);
+    }
+  }
+}
+
+// rowTileMax (softmax.cuh) on FP16 pairs, for Direct-P's quad blocks (a 32-key block is the
+// k-step's four n8 tiles of the quad): per k-step and row three HMNMX2, then both rows' halves in
+// one register (two PRMT, one HMNMX2), and the quad's two shuffles for both rows at once.
+template <class CV, bool kBlocks>
+FA4JIT_DEVICE void rowTileMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
+                              float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
+  constexpr int kSteps = AttentionTraits<CV>::kBlockN / 32;
+  static_assert(kBlocks && !AttentionTraits<CV>::kThreadKeyBlocks && AttentionTraits<CV>::kSTiles == 4 * kSteps,
+                "FP16 scores: Direct-P's quad blocks of whole 32-key k-steps");
+  uint32_t tile = 0u;
+#pragma unroll
+  for (int kb = 0; kb < kSteps; ++kb) {
+    uint32_t v[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+      v[r] = half2MaxBits(half2MaxBits(s[4 * kb][r], s[4 * kb + 1][r]), half2MaxBits(s[4 * kb + 2][r], s[4 * kb + 3][r]));
+    // {row 0, row 1}: the max of each row's two halves
+    uint32_t m = half2MaxBits(bytePerm(v[0], v[1], 0x5410u), bytePerm(v[0], v[1], 0x7632u));
+    m = half2MaxBits(m, __shfl_xor_sync(0xffffffffu, m, 1));
+    m = half2MaxBits(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    block_max[kb][0] = halfLowToFloat(m);
+    block_max[kb][1] = halfHighToFloat(m);
+    tile = kb == 0 ? m : half2MaxBits(tile, m);
+  }
+  tile_max[0] = halfLowToFloat(tile);
+  tile_max[1] = halfHighToFloat(tile);
+}
+
+} // namespace fa4jit::device::attention
