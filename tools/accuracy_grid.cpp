@@ -6,6 +6,7 @@
 #include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_reference.h"
 
@@ -129,6 +130,9 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
             applyRouteNumericsDefaults(spec);
             if (g.guard_slack_log2)
               setGuardSlack(spec, *g.guard_slack_log2);
+            const bool fp16 = g.scores_fp16 && route == Route::DirectP && g.qk_widening == Widening::E4m3;
+            spec.tile.scores_fp16 = fp16;
+            spec.operands.qk_widen_shift = fp16 ? minScoresFp16WidenShift(dim) : OperandSpec{}.qk_widen_shift;
             auto m = cpu::runRouteModel(spec, p, mo);
             if (!m)
               return m.takeError();

@@ -116,7 +116,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return std::nullopt;
       a.tile.thread_key_blocks = p == "thread-blocks";
     } else if (p == "fp16-scores" || p == "fp32-scores") {
-      // (FP16 scores take quad blocks and the widening shift that keeps |S| finite)
+      // (FP16 scores take the widening shift that keeps |S| finite)
       if (!wgmma || a.route != Route::DirectP)
         return std::nullopt;
       s = withScoresFp16(std::move(s), p == "fp16-scores");

@@ -41,6 +41,8 @@ const char kUsage[] =
     "  --slack X           range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
     "  --qk-widening W     e4m3 or bf16: how NVFP4 Q/K reach the tensor core (default e4m3)\n"
+    "  --scores S          fp32 or fp16: directp's S accumulators (fp16: the sm_90a kernel's\n"
+    "                      scores_fp16, Q/K widened by 2^-7, 2^-8 at D256; default fp32)\n"
     "  --seed N            seed of the inputs and of the fits (default 1)\n"
     "  --threads N         worker threads, 0 = all cores     (default 0)\n"
     "  --json              print one JSON array of rows instead of a table\n"
@@ -240,7 +242,10 @@ int runAccuracy(int argc, char **argv) {
         v = s.str();
         return !v.empty();
       });
-    else if (a == "--qk-widening") {
+    else if (a == "--scores") {
+      ok = val == "fp32" || val == "fp16";
+      grid.scores_fp16 = val == "fp16";
+    } else if (a == "--qk-widening") {
       ok = val == "e4m3" || val == "bf16";
       grid.qk_widening = val == "bf16" ? Widening::Bf16 : Widening::E4m3;
     } else if (a == "--slack") {

@@ -367,13 +367,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
 KernelSpec withScoresFp16(KernelSpec s, bool fp16) {
   AttentionSpec &a = s.attention;
   a.tile.scores_fp16 = fp16;
-  if (fp16) { // (the FP16 block maxima are written for quad blocks)
-    a.tile.thread_key_blocks = false;
-    a.operands.qk_widen_shift = std::max(a.operands.qk_widen_shift, minScoresFp16WidenShift(a.head_dim));
-  } else { // FP32 S: the widening shift and key blocks of the defaults
-    a.operands.qk_widen_shift = OperandSpec{}.qk_widen_shift;
-    a.tile.thread_key_blocks = a.tile.block_n == 128 && threadKeyBlocksFit(s);
-  }
+  a.operands.qk_widen_shift =
+      fp16 ? std::max(a.operands.qk_widen_shift, minScoresFp16WidenShift(a.head_dim)) : OperandSpec{}.qk_widen_shift;
   return s;
 }
 

@@ -190,9 +190,6 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     const int least_shift = minScoresFp16WidenShift(a.head_dim);
     if (a.route != Route::DirectP)
       r.fail("attention.tile.scores_fp16", "exists for the directp route only (its classifiers run on FP16 pairs)");
-    if (t.thread_key_blocks)
-      r.fail("attention.tile.scores_fp16", "needs Direct-P's quad blocks (tile.thread_key_blocks false): the FP16 "
-                                           "block maxima are written for them only");
     if (t.block_n % 32 != 0)
       r.fail("attention.tile.scores_fp16", "needs block_n a multiple of 32 (whole k-steps of Direct-P blocks)");
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.qk_widen_shift < least_shift)

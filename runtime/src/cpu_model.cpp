@@ -136,6 +136,7 @@ llvm::Expected<ModelResult> runRouteModel(const AttentionSpec &spec, const Atten
     in.v = &fed->v[kv];
     in.score_factor = detail::scoreFactor(spec, q.scale, fed->k[kv].scale);
     in.visible = spec.causal ? causalVisibleKeys(row, s.seqlen_q, s.seqlen_k) : s.seqlen_k;
+    in.group_visible = spec.causal ? causalVisibleKeys(row - row % 64, s.seqlen_q, s.seqlen_k) : s.seqlen_k;
     return in;
   };
 

@@ -39,6 +39,9 @@ struct RowInputs {
   const FedOperand *v = nullptr;
   float score_factor = 1.0f;
   int visible = 0; // keys [0, visible) are visible
+  // Keys visible to every row of the row's group of 64 (a wgmma consumer's rows): with
+  // scores_fp16 a tile beyond them forms y in FP32 (the kernel's masked arm, NUMERICS.md §2.3).
+  int group_visible = 0;
 };
 
 // Online softmax over the key tiles and the epilogue: writes head_dim outputs and the LSE.

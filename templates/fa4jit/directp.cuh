@@ -259,11 +259,12 @@ FA4JIT_HD int directpClassify(const DirectPCoefficients &k, float acc, float mul
 }
 
 #if !defined(__CUDA_ARCH__)
-// The same from an FP16 score (TileSpec::scores_fp16, NUMERICS.md §2.3): the threshold and
-// piecewise classifiers, which take y in FP16 anyway, get y_h = FP16(fma(acc_h, FP16(mul),
-// FP16(bias))) — the kernel's one HFMA2 per pair of keys, exact in double before its one rounding
-// (acc_h and the two FP16 factors have 11 significant bits each); the others classify acc_h as
-// an FP32 accumulator. The CPU models' twin: the kernel evaluates the pairs in p_directp.cuh.
+// The same from an FP16 score in a tile that forms y in FP16 (TileSpec::scores_fp16, NUMERICS.md
+// §2.3): the threshold and piecewise classifiers, which take y in FP16 anyway, get y_h =
+// FP16(fma(acc_h, FP16(mul), FP16(bias))) — the kernel's one HFMA2 per pair of keys, exact in
+// double before its one rounding (acc_h and the two FP16 factors have 11 significant bits each);
+// the others classify acc_h as an FP32 accumulator. (Tiles that form y in FP32 call
+// directpClassify with acc_h.) The CPU models' twin: the kernel evaluates pairs in p_directp.cuh.
 inline int directpClassifyFp16Score(const DirectPCoefficients &k, float acc_h, float mul, float m_use, float e_f) {
   if (k.kind != 0 && k.kind != 3)
     return directpClassify(k, acc_h, mul, m_use, e_f);

@@ -190,25 +190,31 @@ double meanCosine(const AttentionResult &a, const AttentionResult &b) {
 } // namespace
 
 // TileSpec::scores_fp16 (NUMERICS.md §2.1, §2.3): S is an FP16 accumulator, and the piecewise
-// classifier's input y_h = FP16(fma(acc_h, FP16(mul), FP16(bias))) in one rounding.
+// classifier's input y_h = FP16(fma(acc_h, FP16(mul), FP16(bias))) in one rounding, except in a
+// tile some row of the 64-row group does not see whole (here the last, partial one: keys 672 on),
+// which forms y in FP32 as the kernel's masked arm does.
 TEST_CASE("directp FP16 scores: FP16 accumulators, the FP16 classifier input, accuracy kept", "[cpu_model][directp]") {
-  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 1.0, 77);
+  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 2.0, 77);
   const AttentionSpec half = fp16ScoresSpec(128, true), full = fp16ScoresSpec(128, false);
-  const RowTrace th = traceRow(half, p, {0, 1, 20}), tf = traceRow(full, p, {0, 1, 20});
-  int differ = 0;
-  for (int j = 0; j < 700; ++j) {
-    CHECK(device::roundToHalf(th.acc[j]) == th.acc[j]); // an FP16 value
-    CHECK(th.t[j] == th.acc[j] * th.score_mul);         // exact: 11 x 24 significant bits
-    const int b = j / 32;
-    const float e_f = static_cast<float>(th.block_exponent[b]);
-    const int tile = j / 96;
-    const double y_h = device::roundToHalf(static_cast<double>(th.acc[j]) * device::roundToHalf(th.score_mul) +
-                                           device::roundToHalf(-(th.tile_m[tile] + e_f)));
-    CHECK(th.code[j] == device::directpPiecewiseCode(fit::directpCoefficients(half.classifier), static_cast<float>(y_h)));
-    differ += th.code[j] != tf.code[j] ? 1 : 0;
+  int differ = 0, forms_differ = 0;
+  const device::DirectPCoefficients k = fit::directpCoefficients(half.classifier);
+  for (int row : {5, 20, 40, 63}) {
+    const RowTrace th = traceRow(half, p, {0, 1, row}), tf = traceRow(full, p, {0, 1, row});
+    for (int j = 0; j < 700; ++j) {
+      CHECK(device::roundToHalf(th.acc[j]) == th.acc[j]); // an FP16 value
+      CHECK(th.t[j] == th.acc[j] * th.score_mul);         // exact: 11 x 24 significant bits
+      const float bias = -(th.tile_m[j / 96] + static_cast<float>(th.block_exponent[j / 32]));
+      const double y_h = device::roundToHalf(static_cast<double>(th.acc[j]) * device::roundToHalf(th.score_mul) +
+                                             device::roundToHalf(bias));
+      const float y_f = std::fma(th.acc[j], th.score_mul, bias);
+      CHECK(th.code[j] == device::directpPiecewiseCode(k, j < 672 ? static_cast<float>(y_h) : y_f));
+      differ += th.code[j] != tf.code[j] ? 1 : 0;
+      forms_differ += device::directpPiecewiseCode(k, static_cast<float>(y_h)) != device::directpPiecewiseCode(k, y_f);
+    }
   }
-  // The two differ where y sits within the FP16 roundings of a code boundary: a few percent.
-  CHECK(differ < 700 / 20);
+  CHECK(forms_differ > 0); // (so the checks above tell the two forms apart)
+  // FP16 and FP32 scores differ where y sits within the FP16 roundings of a code boundary.
+  CHECK(differ < 4 * 700 / 20);
 
   ModelOptions o;
   o.selection.rows = evenRows(64, 16);
@@ -221,7 +227,7 @@ TEST_CASE("directp FP16 scores: FP16 accumulators, the FP16 classifier input, ac
   REQUIRE_OK(ref);
   const double cos_half = meanCosine(mh->result, *ref), cos_full = meanCosine(mf->result, *ref);
   INFO("cosine vs FP64: FP16 scores " << cos_half << ", FP32 scores " << cos_full);
-  CHECK(cos_half > 0.96);
+  CHECK(cos_half > 0.93); // (sigma 2: scores of std 4 in log2 units; 0.9399 measured)
   CHECK(std::fabs(cos_half - cos_full) < 2e-3);
 }
 
@@ -240,5 +246,38 @@ TEST_CASE("directp FP16 scores: the largest accumulator stays finite", "[cpu_mod
     }
     for (float v : t.o)
       CHECK(std::isfinite(v));
+  }
+}
+
+// The price of the shift: Q/K entries below ~1/1344 of their head's largest widen into E4M3's
+// subnormals at 2^-7 (at 2^-3: 1/21504). Heads whose largest entries sit in a few outlier
+// channels (r times the rest; Q's outlier channel meets zeros in K and K's in Q, so the scores
+// stay those of the Gaussian rest) lose the rest's precision first: nothing measurable up to
+// r = 300, -0.006 in cosine at r = 3000.
+TEST_CASE("directp FP16 scores: accuracy with outlier channels in Q and K", "[cpu_model][directp]") {
+  for (float r : {30.0f, 300.0f, 3000.0f}) {
+    OwnedProblem p = gaussianProblem({1, 1, 1, 256, 512, 128}, 1.0, 91);
+    for (int i = 0; i < 256; ++i) {
+      p.q[i * 128 + 0] = r * (i % 2 ? 1.0f : -1.0f);
+      p.q[i * 128 + 1] = 0.0f;
+    }
+    for (int j = 0; j < 512; ++j) {
+      p.k[j * 128 + 1] = r * (j % 3 ? 1.0f : -1.0f);
+      p.k[j * 128 + 0] = 0.0f;
+    }
+    ModelOptions o;
+    o.selection.rows = evenRows(256, 32);
+    auto mh = runRouteModel(fp16ScoresSpec(128, true), p.problem, o);
+    auto mf = runRouteModel(fp16ScoresSpec(128, false), p.problem, o);
+    REQUIRE_OK(mh);
+    REQUIRE_OK(mf);
+    ReferenceOptions ro;
+    ro.selection = o.selection;
+    auto ref = referenceAttention(p.problem, ro);
+    REQUIRE_OK(ref);
+    const double cos_half = meanCosine(mh->result, *ref), cos_full = meanCosine(mf->result, *ref);
+    INFO("outlier ratio " << r << ": cosine vs FP64, FP16 scores " << cos_half << ", FP32 scores " << cos_full);
+    // Measured: 0.91723 / 0.91741 (r 30), 0.92854 / 0.92855 (300), 0.92312 / 0.92938 (3000).
+    CHECK(cos_half > cos_full - (r <= 300.0f ? 1e-3 : 1e-2));
   }
 }

@@ -138,10 +138,11 @@ FA4JIT_DEVICE void addBlockSum(float &l, const PP &pp, int kb, int r, int k) {
 //   bit 23 and up, which PRMT ignores and which no carry can bring down).
 // The others classify y = fma(acc, mul, bias) with the block's bias = -(m + e_b) (directpClassify).
 // kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum); the block sums are skipped.
-// s: either form of score_tile.cuh. From FP16 scores (scores_fp16) y_h = FP16(fma(acc_h, mul_h,
-// bias_h)) in one HFMA2 per pair, with mul_h = FP16(mul) and bias_h = FP16(bias) (NUMERICS.md
-// §2.3); the affine and mixed classifiers read the FP16 values as FP32.
-template <class C, bool kSumL = true, class Scores>
+// s: either form of score_tile.cuh. From FP16 scores (scores_fp16) with kFp16Input y_h =
+// FP16(fma(acc_h, mul_h, bias_h)) in one HFMA2 per pair, with mul_h = FP16(mul) and bias_h =
+// FP16(bias) (NUMERICS.md §2.3); without it (the wgmma consumers' masked arm) y in FP32 from the
+// FP16 values, as from FP32 scores; the affine and mixed classifiers read them as FP32 always.
+template <class C, bool kSumL = true, bool kFp16Input = true, class Scores>
 FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
                                    const float (&block_max)[AttentionTraits<C>::kBlockN / 32][2], SoftmaxRows &st,
                                    float mul) {
@@ -205,7 +206,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
         } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
           const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
           Half2 yh[4];
-          if constexpr (ScoreTile<C>::kFp16) {
+          if constexpr (ScoreTile<C>::kFp16 && kFp16Input) {
             const Half2 mul_h = half2FromFloats(mul, mul), bias_h = half2FromFloats(bias, bias);
 #pragma unroll
             for (int i = 0; i < 4; ++i)
@@ -213,8 +214,8 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
           } else {
 #pragma unroll
             for (int i = 0; i < 4; ++i)
-              yh[i] = half2FromFloats(scoreExponent(s[4 * kb + i][2 * r], mul, bias),
-                                      scoreExponent(s[4 * kb + i][2 * r + 1], mul, bias));
+              yh[i] = half2FromFloats(scoreExponent(scoreValue(s, 4 * kb + i, r, 0), mul, bias),
+                                      scoreExponent(scoreValue(s, 4 * kb + i, r, 1), mul, bias));
           }
           if constexpr (kCoef.kind == 0)
             thresholdSelectors<C>(yh, sel);

@@ -11,6 +11,7 @@
 namespace fa4jit::device::attention {
 
 constexpr uint32_t kHalfNegInf = 0xfc00u;
+constexpr float kHalfOverflow = 65520.0f; // FP32 values from here on round to FP16 infinity
 
 FA4JIT_DEVICE uint32_t half2MaxBits(uint32_t a, uint32_t b) { return half2Max(Half2{a}, Half2{b}).u; }
 FA4JIT_DEVICE float halfLowToFloat(uint32_t v) {
@@ -36,30 +37,49 @@ FA4JIT_DEVICE void maskScores(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], con
   }
 }
 
-// rowTileMax (softmax.cuh) on FP16 pairs, for Direct-P's quad blocks (a 32-key block is the
-// k-step's four n8 tiles of the quad): per k-step and row three HMNMX2, then both rows' halves in
-// one register (two PRMT, one HMNMX2), and the quad's two shuffles for both rows at once.
+// rowTileMax (softmax.cuh) on FP16 pairs, for Direct-P's blocks as a thread meets them
+// (key_order.cuh's ThreadBlocks: per k-step with quad blocks, per 32 or 16 of its columns with
+// thread key blocks): per k-step and row three HMNMX2, one per further k-step of a block, then
+// both rows' halves in one register (two PRMT, one HMNMX2), so the shuffles a block spans (0, 1 or
+// 2) serve both rows at once; the tile max likewise from the blocks' packed maxima.
 template <class CV, bool kBlocks>
 FA4JIT_DEVICE void rowTileMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
-  constexpr int kSteps = AttentionTraits<CV>::kBlockN / 32;
-  static_assert(kBlocks && !AttentionTraits<CV>::kThreadKeyBlocks && AttentionTraits<CV>::kSTiles == 4 * kSteps,
-                "FP16 scores: Direct-P's quad blocks of whole 32-key k-steps");
+  using T = AttentionTraits<CV>;
+  using B = typename T::Blocks;
+  constexpr int kSteps = T::kBlockN / 32;
+  static_assert(kBlocks && T::kSTiles == 4 * kSteps, "FP16 scores: Direct-P's blocks of whole 32-key k-steps");
+  uint32_t v[B::kBlocks][2]; // per block and row: two partial maxima
+#pragma unroll
+  for (int kb = 0; kb < kSteps; ++kb)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const uint32_t step = half2MaxBits(half2MaxBits(s[4 * kb][r], s[4 * kb + 1][r]),
+                                         half2MaxBits(s[4 * kb + 2][r], s[4 * kb + 3][r]));
+      const int b = B::blockOfStep(kb);
+      v[b][r] = B::startsBlock(kb) ? step : half2MaxBits(v[b][r], step);
+    }
+  uint32_t m[B::kBlocks]; // per block: {row 0, row 1}
   uint32_t tile = 0u;
 #pragma unroll
-  for (int kb = 0; kb < kSteps; ++kb) {
-    uint32_t v[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-      v[r] = half2MaxBits(half2MaxBits(s[4 * kb][r], s[4 * kb + 1][r]), half2MaxBits(s[4 * kb + 2][r], s[4 * kb + 3][r]));
-    // {row 0, row 1}: the max of each row's two halves
-    uint32_t m = half2MaxBits(bytePerm(v[0], v[1], 0x5410u), bytePerm(v[0], v[1], 0x7632u));
-    m = half2MaxBits(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = half2MaxBits(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    block_max[kb][0] = halfLowToFloat(m);
-    block_max[kb][1] = halfHighToFloat(m);
-    tile = kb == 0 ? m : half2MaxBits(tile, m);
+  for (int b = 0; b < B::kBlocks; ++b) {
+    m[b] = half2MaxBits(bytePerm(v[b][0], v[b][1], 0x5410u), bytePerm(v[b][0], v[b][1], 0x7632u));
+    if (B::lanesOf(b) >= 2)
+      m[b] = half2MaxBits(m[b], __shfl_xor_sync(0xffffffffu, m[b], 1));
+    if (B::lanesOf(b) == 4)
+      m[b] = half2MaxBits(m[b], __shfl_xor_sync(0xffffffffu, m[b], 2));
+    tile = b == 0 ? m[b] : half2MaxBits(tile, m[b]);
   }
+#pragma unroll
+  for (int kb = 0; kb < kSteps; ++kb) {
+    block_max[kb][0] = halfLowToFloat(m[B::blockOfStep(kb)]);
+    block_max[kb][1] = halfHighToFloat(m[B::blockOfStep(kb)]);
+  }
+  // the tile max over the threads that share the row's narrowest block
+  if constexpr (B::fewestLanes() == 1)
+    tile = half2MaxBits(tile, __shfl_xor_sync(0xffffffffu, tile, 1));
+  if constexpr (B::fewestLanes() <= 2)
+    tile = half2MaxBits(tile, __shfl_xor_sync(0xffffffffu, tile, 2));
   tile_max[0] = halfLowToFloat(tile);
   tile_max[1] = halfHighToFloat(tile);
 }

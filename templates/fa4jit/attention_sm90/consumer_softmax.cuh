@@ -39,7 +39,7 @@ FA4JIT_DEVICE void softmaxRest(attention::ScoreRegs<CV> &s, PendingP<CV> &pp,
   attention::rowTileMax<CV, kDirectP>(s, block_max, tile_max);
   attention::advanceRowMax<CV, kAllVisible>(st, s, tile_max, rows.score_mul, first_tile, rows.lane, o_scale);
   if constexpr (kDirectP)
-    attention::classifyDirectP<CV, !C::mma_row_sum>(pp, s, block_max, st, rows.score_mul);
+    attention::classifyDirectP<CV, !C::mma_row_sum, kAllVisible>(pp, s, block_max, st, rows.score_mul);
   else if constexpr (POperand<C>::kBf16)
     attention::exponentiateBf16<CV>(s, st, rows.score_mul);
   else

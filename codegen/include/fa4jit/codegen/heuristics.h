@@ -47,8 +47,8 @@ bool threadKeyBlocksFit(const KernelSpec &spec);
 // `spec` with thread_key_blocks cleared where it no longer fits (a variant that moved the key
 // tile, the staging or V's key order keeps the quad blocks instead of turning invalid).
 KernelSpec keepingFitKeyBlocks(KernelSpec spec);
-// The spec with S accumulated in FP16 (TileSpec::scores_fp16: quad blocks and the widening shift
-// that keeps |S| finite) or in FP32 (the default shift and key blocks).
+// The spec with S accumulated in FP16 (TileSpec::scores_fp16, with the widening shift that keeps
+// |S| finite) or in FP32 (the default shift).
 KernelSpec withScoresFp16(KernelSpec spec, bool fp16);
 
 // The wgmma kernel's alternatives to its default consumer and staging choices, at the same tile:

@@ -128,7 +128,7 @@ struct TileSpec {
   // table come once per 32 (or 16) of a thread's scores instead of per 8. The numerics are
   // unchanged: the same keys form the same blocks.
   bool thread_key_blocks = false;
-  // wgmma-ws, directp, quad blocks (thread_key_blocks false): QK^T accumulates S in FP16 (the
+  // wgmma-ws, directp: QK^T accumulates S in FP16 (the
   // FP8 wgmma's .f16 form), two keys per register, and the softmax classifies FP16 pairs: the
   // classifier input of a pair is one HFMA2 from S instead of two FFMAs and a conversion, and the
   // block maxima take half the instructions (NUMERICS.md §2.1, §2.3). Needs qk_widen_shift >= 7
