@@ -116,7 +116,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   t.schedule = schedule;
   if (schedule == AttentionSchedule::MmaSync) {
     t = mmaSyncTiles(s.attention.route, d);
-    return s;
+    return withScoresFp16(s, false); // (FP32 scores: the default widening shift)
   }
   // wgmma: 2 consumer warpgroups x 64 rows + a producer warpgroup (3 at D = 64, below). S (block_n / 2 FP32 registers
   // per thread) next to O (D / 2). At D = 256 the FP8-fed routes take 128 keys too (S of 64
@@ -202,6 +202,14 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise), and the
   // 96-key order (two blocks in thread pairs) measured -4% to +4% (call 11): alternatives too.
   t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
+  // directp: S accumulated in FP16 by the QK^T wgmma, the classifier input one HFMA2 per pair of
+  // keys from it and the block maxima on FP16 pairs (main loop -15% SASS instructions at D128),
+  // with Q/K widened by 2^-7 (2^-8 at D256) so that |S| < 65504. Measured on the H200 (thirteenth
+  // session, call 2; 4k / 16k / 32k, non-causal, two passes in reversed order): D64 +17% / +22% /
+  // +18% (causal +10% / +28% / +31%), D128 +12% / +11% / +11%, D256 +7% / +5% / +6% over FP32
+  // S; CPU models' cosine to FP64 within +-3e-4 (docs/ACCURACY.md).
+  if (s.attention.route == Route::DirectP)
+    s = withScoresFp16(std::move(s), true);
   return s;
 }
 

@@ -158,8 +158,12 @@ TEST_CASE("folded constants follow NUMERICS.md", "[codegen][emitter]") {
   CHECK(cppFloatLiteral(0.0f) == "0x0p+0f");
   CHECK(cppFloatLiteral(-0.75f) == "-0x1.8p-1f");
   AttentionSpec a = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a).attention;
-  // kscale = FP32(1/sqrt(128) * log2(e)) = 0x1.0527dcp-3; E4M3 widening by 2^-3 on Q and K: * 64.
+  // kscale = FP32(1/sqrt(128) * log2(e)) = 0x1.0527dcp-3; E4M3 widening by 2^-7 on Q and K (the
+  // sm_90a directp default, FP16 scores): * 4^7; by 2^-3 (FP32 scores): * 64.
   CHECK(log2SoftmaxScale(a) == 0x1.0527dcp-3f);
+  REQUIRE(a.operands.qk_widen_shift == 7);
+  CHECK(foldedScoreScale(a) == 0x1.0527dcp+11f);
+  a.operands.qk_widen_shift = 3;
   CHECK(foldedScoreScale(a) == 0x1.0527dcp+3f);
   a.operands.qk_widening = Widening::Bf16;
   CHECK(foldedScoreScale(a) == 0x1.0527dcp-3f);

@@ -21,7 +21,7 @@ using namespace fa4jit::testing;
 
 namespace {
 
-enum class Pattern { Gaussian, HugeLogits, DominantKey, EqualScores };
+enum class Pattern { Gaussian, HugeLogits, DominantKey, EqualScores, OutlierChannels };
 
 struct Case {
   int batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim;
@@ -68,6 +68,23 @@ Inputs makeInputs(const Case &c, std::mt19937_64 &rng) {
         in.k.bits[r * c.head_dim + d] = formats::floatToBF16(v);
         in.k.values[r * c.head_dim + d] = formats::bf16ToFloat(in.k.bits[r * c.head_dim + d]);
       }
+    }
+  }
+  if (c.pattern == Pattern::OutlierChannels) {
+    // Q's channel 0 and K's channel 1 at +-2e4 and zeros where they meet the other: the scores stay
+    // the Gaussian rest's, while the heads' amax product (4e8) puts the FP16-score kernels'
+    // multiplier above FP16's range (scores_fp16's fallback, NUMERICS.md §2.3).
+    auto set = [](HostBf16 &t, std::size_t i, float v) {
+      t.bits[i] = formats::floatToBF16(v);
+      t.values[i] = formats::bf16ToFloat(t.bits[i]);
+    };
+    for (std::size_t r = 0; r < nq / c.head_dim; ++r) {
+      set(in.q, r * c.head_dim, r % 2 ? 2e4f : -2e4f);
+      set(in.q, r * c.head_dim + 1, 0.0f);
+    }
+    for (std::size_t r = 0; r < rows; ++r) {
+      set(in.k, r * c.head_dim + 1, r % 3 ? 2e4f : -2e4f);
+      set(in.k, r * c.head_dim, 0.0f);
     }
   }
   return in;
@@ -447,7 +464,8 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P bloc
 // at D256, so |S| < 65504), the piecewise classifier on FP16 pairs from it (NUMERICS.md §2.3): the
 // model rounds each accumulator to FP16 once, the tensor core at each k-step, so codes flip now and
 // then as with FP32 S (the route's bounds). Every head dim on its default tiles with quad blocks,
-// the huge-logit and dominant-key patterns included; then D128 with the threshold classifier.
+// the huge-logit and dominant-key patterns included; then D64/D256 on quad blocks, heads whose
+// multiplier overflows FP16, and D128 with the threshold classifier.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with FP16 scores", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
@@ -456,8 +474,18 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
     runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
       s = withScoresFp16(s, true);
       REQUIRE(s.attention.tile.scores_fp16);
-      REQUIRE_FALSE(s.attention.tile.thread_key_blocks);
     });
+  for (const Case &c : kCases) // D64 and D256 on quad blocks too (their default has thread blocks)
+    if (c.head_dim != 128)
+      runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+        s = withScoresFp16(s, true);
+        s.attention.tile.thread_key_blocks = false;
+      });
+  // Heads whose multiplier overflows FP16: every tile on the masked arm, y in FP32.
+  for (const Case &c : {Case{1, 2, 2, 256, 512, 128, false, Pattern::OutlierChannels},
+                        Case{1, 2, 2, 300, 300, 64, true, Pattern::OutlierChannels}})
+    runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+            [](KernelSpec &s) { s = withScoresFp16(s, true); });
   for (const Case &c : kCases)
     if (c.head_dim == 128)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
