@@ -497,6 +497,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
                 other.attention.tile.block_m = 128;
                 other.attention.tile.warps = 12;
               }
+              if (llvm::errorToBool(validateSpec(other))) // (and FP32 scores at D256)
+                other = withScoresFp16(std::move(other), false);
               out.push_back(other);
             }
           }
