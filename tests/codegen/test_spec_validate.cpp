@@ -510,3 +510,45 @@ TEST_CASE("thread key blocks: directp's wgmma kernel on 128-key tiles with fa4ji
   two.attention.tile.thread_key_blocks = true;
   CHECK(problems(two).empty());
 }
+
+// FP16 scores (TileSpec::scores_fp16): directp's default on sm_90a, with the widening shift that
+// keeps |S| below 65504 (7, 8 at D256); refused elsewhere and with a smaller shift.
+TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at D256)", "[codegen][validate]") {
+  for (int d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, causal, Target::Sm90a);
+      CHECK(s.attention.tile.scores_fp16);
+      CHECK(s.attention.operands.qk_widen_shift == minScoresFp16WidenShift(d));
+      CHECK(problems(s).empty());
+      const KernelSpec fp32 = withScoresFp16(s, false);
+      CHECK_FALSE(fp32.attention.tile.scores_fp16);
+      CHECK(fp32.attention.operands.qk_widen_shift == 3);
+      CHECK(problems(fp32).empty());
+      const KernelSpec sync = withAttentionSchedule(s, AttentionSchedule::MmaSync);
+      CHECK_FALSE(sync.attention.tile.scores_fp16);
+      CHECK(sync.attention.operands.qk_widen_shift == 3);
+    }
+  KernelSpec low = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  low.attention.operands.qk_widen_shift = 6;
+  CHECK_THAT(problems(low), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("qk_widen_shift >= 7"));
+  KernelSpec d256 = defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a);
+  d256.attention.operands.qk_widen_shift = 7;
+  CHECK_THAT(problems(d256), Catch::Contains("qk_widen_shift >= 8"));
+  d256.attention.operands.qk_widen_shift = 8;
+  d256.attention.classifier.kind = ClassifierKind::Threshold;
+  CHECK_THAT(problems(d256), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("threshold"));
+  KernelSpec nv = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  CHECK_FALSE(nv.attention.tile.scores_fp16);
+  nv.attention.tile.scores_fp16 = true;
+  nv.attention.operands.qk_widen_shift = 7;
+  CHECK_THAT(problems(nv), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("directp route only"));
+  KernelSpec sync = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  sync.attention.tile.schedule = AttentionSchedule::MmaSync;
+  sync.attention.tile.overlap = sync.attention.tile.pingpong = sync.attention.tile.mma_row_sum = false;
+  sync.attention.tile.persistent = false;
+  sync.attention.tile.kv_staging = KvStaging::InKernel;
+  sync.attention.tile.block_m = 64;
+  sync.attention.tile.warps = 4;
+  sync.attention.tile.block_n = 64;
+  CHECK_THAT(problems(sync), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("wgmma-ws only"));
+}
