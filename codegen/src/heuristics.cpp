@@ -201,7 +201,6 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // consumers of 96 keys have no 128-key form that fits their registers with the overlap (the
   // tuner's alternatives: two consumers, or three on the serial loop: -2% to +3%, noise), and the
   // 96-key order (two blocks in thread pairs) measured -4% to +4% (call 11): alternatives too.
-  t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
   // directp: S accumulated in FP16 by the QK^T wgmma, the classifier input one HFMA2 per pair of
   // keys from it and the block maxima on FP16 pairs (main loop -15% SASS instructions at D128),
   // with Q/K widened by 2^-7 (2^-8 at D256) so that |S| < 65504. Measured on the H200 (thirteenth
@@ -210,6 +209,14 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // S; CPU models' cosine to FP64 within +-3e-4 (docs/ACCURACY.md).
   if (s.attention.route == Route::DirectP)
     s = withScoresFp16(std::move(s), true);
+  // directp at D128: FP16 scores leave room for 128-key tiles on three consumers (S of 32
+  // registers), each 32-key block in one thread's columns. Measured on the H200 (thirteenth
+  // session, call 5; 4k / 16k / 32k, two passes): +16% / +16% / +16% non-causal, +9% / +12% /
+  // +9% causal over 96-key tiles (1.49x / 1.89x / 1.93x cuDNN non-causal); two consumers of 128
+  // keys +2-6% (causal -2 to +1%), of 192 keys -1 to -5%.
+  if (s.attention.route == Route::DirectP && d == 128 && t.block_m == 192)
+    t.block_n = 128;
+  t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
   return s;
 }
 
@@ -228,8 +235,13 @@ bool threadKeyBlocksFit(const KernelSpec &spec) {
 }
 
 KernelSpec keepingFitKeyBlocks(KernelSpec s) {
-  if (!threadKeyBlocksFit(s))
-    s.attention.tile.thread_key_blocks = false;
+  if (!threadKeyBlocksFit(s)) {
+    TileSpec &t = s.attention.tile;
+    t.thread_key_blocks = false;
+    // (three consumers of 128 keys fit only with them: quad blocks take 96 keys there)
+    if (t.block_m == 192 && t.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
+      t.block_n = 96;
+  }
   return s;
 }
 
@@ -346,6 +358,10 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (base.attention.route == Route::DirectP) {
     KernelSpec other = base;
     other.attention.tile.thread_key_blocks = !t.thread_key_blocks;
+    // (quad blocks of 128 keys do not fit three consumers: D128's take 96 keys then)
+    if (!other.attention.tile.thread_key_blocks && !specViolations(other).empty() && t.block_m == 192 &&
+        t.block_n == 128 && base.attention.head_dim == 128)
+      other.attention.tile.block_n = 96;
     if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other))
       out.push_back(other);
     if (base.attention.head_dim == 128 && t.block_n == 96 && t.kv_staging != KvStaging::InKernel) {
@@ -364,8 +380,13 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
       three.attention.tile.pingpong = false;
       out.push_back(three);
     }
-    // S accumulated in FP16 (quad blocks, Q/K widened by 2^-7 or 2^-8), or back in FP32.
+    // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three
+    // consumers then on 96-key tiles, quad blocks).
     KernelSpec scores = withScoresFp16(base, !t.scores_fp16);
+    if (!specViolations(scores).empty() && scores.attention.tile.block_m == 192) {
+      scores.attention.tile.block_n = 96;
+      scores = keepingFitKeyBlocks(std::move(scores));
+    }
     if (specViolations(scores).empty())
       out.push_back(scores);
   }

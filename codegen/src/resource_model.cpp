@@ -22,13 +22,16 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
 
   // mma.sync m16n8: each warp owns 16 rows, so per thread O holds 16 * head_dim / 32 FP32 values
   // and S 16 * block_n / 32; a wgmma consumer warpgroup owns 64 rows over 128 threads, the same
-  // per thread. P is packed two BF16 (bf16 route) or four E4M3 values per register.
+  // per thread (FP16 scores: half of S's). P is packed two BF16 (bf16 route) or four E4M3 values
+  // per register.
   // The serial wgmma loop packs P as the softmax consumes S, which is dead before the PV (ptxas
   // reuses its registers: D = 256 with 128 FP8 keys does not spill there); the overlapped one keeps
   // tile j's S beside tile j-1's P.
   const int p_registers = a.route == Route::Bf16 ? a.tile.block_n / 4 : a.tile.block_n / 8;
   const bool p_beside_s = a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized || a.tile.overlap;
-  const int accumulators = a.head_dim / 2 + a.tile.block_n / 2 + (p_beside_s ? p_registers : 0);
+  // FP16 scores (scores_fp16) hold S as pairs: block_n / 4 registers.
+  const int s_registers = a.tile.scores_fp16 ? a.tile.block_n / 4 : a.tile.block_n / 2;
+  const int accumulators = a.head_dim / 2 + s_registers + (p_beside_s ? p_registers : 0);
   if (r.uses_tmem) {
     r.registers = kAttentionFixedRegisters;
     r.register_cap = kMaxRegistersPerThread;

@@ -133,7 +133,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
   // and 96 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill).
   if (t.block_m == 192) {
-    if (a.head_dim > 128 || t.block_n > (a.head_dim <= 64 || (t.thread_key_blocks && !t.overlap) ? 128 : 96))
+    // (directp's FP16 scores with thread key blocks: S of 128 keys in 32 registers, which fit)
+    if (a.head_dim > 128 ||
+        t.block_n > (a.head_dim <= 64 || (t.thread_key_blocks && (!t.overlap || t.scores_fp16)) ? 128 : 96))
       r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
              a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
     else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) &&

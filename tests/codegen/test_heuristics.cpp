@@ -181,7 +181,7 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
         const KernelSpec s = defaultAttentionSpec(r, d, causal, Target::Sm90a);
         const bool expected = r == Route::DirectP && s.attention.tile.block_n == 128;
         CHECK(s.attention.tile.thread_key_blocks == expected);
-        CHECK(expected == (r == Route::DirectP && d != 128)); // D128's default: three consumers of 96 keys
+        CHECK(expected == (r == Route::DirectP)); // (D128: three consumers of 128 keys with FP16 scores)
         CHECK(specViolations(s).empty());
         for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) // every alternative valid
           CHECK(specViolations(alt).empty());
@@ -200,14 +200,21 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
   KernelSpec permuted = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
   permuted.attention.operands.v_keys_permuted16 = true;
   CHECK_FALSE(keepingFitKeyBlocks(permuted).attention.tile.thread_key_blocks);
-  // D128's alternatives carry both 128-key forms; D64/D256's carry the quad blocks.
-  int d128_thread = 0, d128_thread96 = 0;
+  // D128's alternatives carry the 96-key forms of three consumers (quad blocks, thread blocks and
+  // FP32 scores on quad blocks: the earlier defaults) and two consumers of 128 keys; D64/D256's
+  // carry the quad blocks.
+  int d128_thread96 = 0, d128_quad96 = 0, d128_fp32 = 0, d128_two = 0;
   for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a))) {
-    d128_thread += alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 ? 1 : 0;
-    d128_thread96 += alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 96 ? 1 : 0;
+    const TileSpec &t = alt.attention.tile;
+    d128_thread96 += t.thread_key_blocks && t.block_n == 96 && t.block_m == 192 ? 1 : 0;
+    d128_quad96 += !t.thread_key_blocks && t.block_n == 96 && t.block_m == 192 && t.scores_fp16 ? 1 : 0;
+    d128_fp32 += !t.scores_fp16 && t.block_n == 96 && t.block_m == 192 ? 1 : 0;
+    d128_two += t.block_m == 128 && t.overlap ? 1 : 0;
   }
-  CHECK(d128_thread == 2);
-  CHECK(d128_thread96 == 1);
+  CHECK(d128_thread96 >= 1);
+  CHECK(d128_quad96 >= 1);
+  CHECK(d128_fp32 == 1);
+  CHECK(d128_two >= 1);
   bool quad = false;
   for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a)))
     quad = quad || (!alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 &&

@@ -76,10 +76,14 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
 }
 
 TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
-  // directp's default at D128 (measured): three consumers of 96-key tiles. Q [192][128] + 3 stages x
+  // directp at D128 on three consumers of 96-key tiles (its FP32-score default until the thirteenth
+  // session; FP16 scores take 128 keys with thread key blocks). Q [192][128] + 3 stages x
   // (K [96][128] + V^T [128 + 8 row-sum rows][128]: one column block) + 8 mbarriers + 1024 slack.
-  const KernelSpec def = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
-                                               AttentionSchedule::WgmmaWarpSpecialized);
+  KernelSpec def = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
+                                         AttentionSchedule::WgmmaWarpSpecialized);
+  REQUIRE(def.attention.tile.block_n == 128);
+  def.attention.tile.block_n = 96;
+  def.attention.tile.thread_key_blocks = false;
   CHECK(def.attention.tile.block_m == 192);
   CHECK(def.attention.tile.warps == 16);
   CHECK(def.attention.tile.block_n == 96);
@@ -491,12 +495,15 @@ TEST_CASE("thread key blocks: directp's wgmma kernel on 128-key tiles with fa4ji
   KernelSpec sync = directp();
   sync.attention.tile.thread_key_blocks = true;
   CHECK_THAT(problems(sync), Catch::Contains("attention.tile.thread_key_blocks") && Catch::Contains("wgmma-ws only"));
-  // D128: three consumers take 128 keys with thread blocks on the serial loop only (the
-  // overlapped loop spills there), two consumers on either loop.
+  // D128: three consumers take 128 keys with thread blocks on the serial loop only with FP32 scores
+  // (the overlapped loop spills there), on either loop with FP16 ones (the default); two
+  // consumers on either loop.
   KernelSpec three = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
   REQUIRE(three.attention.tile.block_m == 192);
-  three.attention.tile.block_n = 128;
-  three.attention.tile.thread_key_blocks = true;
+  REQUIRE(three.attention.tile.block_n == 128);
+  REQUIRE(three.attention.tile.thread_key_blocks);
+  CHECK(problems(three).empty());
+  three = withScoresFp16(three, false);
   CHECK_THAT(problems(three), Catch::Contains("attention.tile.block_m"));
   three.attention.tile.overlap = false;
   three.attention.tile.pingpong = false;
@@ -523,7 +530,7 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
       const KernelSpec fp32 = withScoresFp16(s, false);
       CHECK_FALSE(fp32.attention.tile.scores_fp16);
       CHECK(fp32.attention.operands.qk_widen_shift == 3);
-      CHECK(problems(fp32).empty());
+      CHECK(problems(fp32).empty() == (d != 128)); // (D128's 128 keys on three consumers need FP16 S)
       const KernelSpec sync = withAttentionSchedule(s, AttentionSchedule::MmaSync);
       CHECK_FALSE(sync.attention.tile.scores_fp16);
       CHECK(sync.attention.operands.qk_widen_shift == 3);
@@ -550,5 +557,6 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
   sync.attention.tile.block_m = 64;
   sync.attention.tile.warps = 4;
   sync.attention.tile.block_n = 64;
+  sync.attention.tile.thread_key_blocks = false;
   CHECK_THAT(problems(sync), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("wgmma-ws only"));
 }

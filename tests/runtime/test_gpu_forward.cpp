@@ -413,10 +413,10 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
 }
 
 // Direct-P blocks in one thread's S columns (TileSpec::thread_key_blocks: the widening orders K's
-// rows and V^T's columns, the masks and the anchor sample by tileKey): the default where it has
-// them (D64, D256), D128's 96-key tiles (blocks in thread pairs and the quad) and its 128-key
-// thread-block alternatives the tuner may pick (two consumers on the overlapped loop, three on the
-// serial one), and K/V widened by every CTA's producer.
+// rows and V^T's columns, the masks and the anchor sample by tileKey): the defaults (three
+// consumers of 128 keys at D64 and D128, two at D256), D128's 96-key tiles (blocks in thread pairs
+// and the quad) and its 128-key alternatives the tuner may pick (two consumers on the overlapped
+// loop, three on the serial one with FP32 scores), and K/V widened by every CTA's producer.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P blocks in one thread's columns",
           "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
@@ -425,21 +425,20 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P bloc
   for (const Case &c : kCases) {
     std::vector<std::function<void(KernelSpec &)>> kernels;
     if (c.head_dim == 128) {
+      // the default: three consumers of 128 keys (FP16 scores)
+      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.block_n == 128); });
       // three consumers of 96 keys: two blocks in thread pairs, the third in the quad
+      kernels.push_back([](KernelSpec &s) { s.attention.tile.block_n = 96; });
+      // two consumers of 128 keys, and three on the serial loop with FP32 scores
       kernels.push_back([](KernelSpec &s) {
-        REQUIRE(s.attention.tile.block_n == 96);
-        s.attention.tile.thread_key_blocks = true;
+        s.attention.tile.block_m = 128;
+        s.attention.tile.warps = 12;
       });
-      for (int i : {0, 1}) // D128's two 128-key thread-block alternatives, in the tuner's order
-        kernels.push_back([i](KernelSpec &s) {
-          int seen = 0;
-          for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
-            if (alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 && seen++ == i) {
-              s = alt;
-              return;
-            }
-          FAIL("D128 lists " << seen << " 128-key thread-block alternatives, not two");
-        });
+      kernels.push_back([](KernelSpec &s) {
+        s = withScoresFp16(s, false);
+        s.attention.tile.overlap = false;
+        s.attention.tile.pingpong = false;
+      });
     } else {
       kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.thread_key_blocks); });
     }

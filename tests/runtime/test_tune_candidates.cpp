@@ -127,8 +127,9 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK(estimateResources(s).violations.at(0).find("registers") == 0);
   // wgmma-ws consumers: 240 registers with prewidened K/V, 216 with in-kernel widening. D = 256
   // with 128 FP8 keys fits the serial loop (P takes S's registers), not the overlapped one.
-  KernelSpec w = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
-                                       AttentionSchedule::WgmmaWarpSpecialized);
+  KernelSpec w = withScoresFp16(withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
+                                                      AttentionSchedule::WgmmaWarpSpecialized),
+                                false); // (FP32 scores: FP16 ones take half S's registers)
   REQUIRE(w.attention.tile.block_n == 128);
   REQUIRE_FALSE(w.attention.tile.overlap);
   CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersPrewidened);

@@ -30,9 +30,11 @@ FA4JIT_DEVICE void maskScores(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], con
   for (int nt = 0; nt < T::kSTiles; ++nt) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const uint32_t lo = key0 + tileKey<C>(nt, q, 0) < vis[r] ? s[nt][r] & 0xffffu : kHalfNegInf;
-      const uint32_t hi = key0 + tileKey<C>(nt, q, 1) < vis[r] ? s[nt][r] >> 16 : kHalfNegInf;
-      s[nt][r] = lo | (hi << 16);
+      // (in place, one half at a time: the masked arm holds no more registers than S itself)
+      if (key0 + tileKey<C>(nt, q, 0) >= vis[r])
+        s[nt][r] = (s[nt][r] & 0xffff0000u) | kHalfNegInf;
+      if (key0 + tileKey<C>(nt, q, 1) >= vis[r])
+        s[nt][r] = (s[nt][r] & 0x0000ffffu) | (kHalfNegInf << 16);
     }
   }
 }

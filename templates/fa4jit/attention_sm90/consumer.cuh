@@ -80,8 +80,12 @@ struct PingPong {
   }
   FA4JIT_DEVICE void afterIssue() {
     ++done;
-    if (on && (consumer != consumers - 1 || done < points))
-      namedBarrierArrive(barrierOf(consumer + 1 == consumers ? 0 : consumer + 1), kThreads);
+    if (on && (consumer != consumers - 1 || done < points)) {
+      uint32_t tid; // (read again: held across the loop, the id was what ptxas spilled)
+      asm volatile("mov.u32 %0, %%tid.x;" : "=r"(tid));
+      const int next = static_cast<int>(tid / kWarpgroupThreads) % consumers; // (consumer c is warpgroup c + 1)
+      namedBarrierArrive(barrierOf(next), kThreads);
+    }
   }
 };
 

@@ -77,12 +77,11 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const int vis[2] = {attention::visibleKeys<C::causal>(row_base + g, sq, sk),
                         attention::visibleKeys<C::causal>(row_base + g + 8, sq, sk)};
 
-    float score_mul = C::score_scale, out_factor = 1.0f; // the bf16 route's (no per-head scales)
+    float score_mul = C::score_scale; // the bf16 route's (no per-head scales)
     if constexpr (!S::kBf16) {
       const float gq = reinterpret_cast<const float *>(p.q_global_scale)[head_q];
       const float gk = reinterpret_cast<const float *>(p.k_global_scale)[head_kv];
       score_mul = (gq * gk) * C::score_scale; // NUMERICS.md §2.1: this order, in FP32
-      out_factor = outputFactor<C>(p, head_kv);
     }
 
     float o[OAccumulator<C>::kTiles][4]; // with mma_row_sum, one more n8 tile: l in its column 0
@@ -116,18 +115,18 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     if constexpr (!S::kHandsOutWork)
       ring_tiles += n_tiles;
 
-    // Handed-out tiles: the epilogue reads its tile and thread again (see receiveWorkTiles).
+    // The epilogue reads its thread, rows and V factor again (handed-out tiles: their tile too,
+    // see receiveWorkTiles) instead of holding them across the main loop: with three consumers
+    // of 160 registers those values were what ptxas spilled (NVRTC 13.0: directp D128 on 128-key
+    // tiles with FP16 scores, 16 bytes, one reload per tile in the loop).
     WorkTile we = w;
-    int lane_e = lane, row_base_e = row_base, head_q_e = head_q;
-    float out_e = out_factor;
-    if constexpr (S::kHandsOutWork) {
+    if constexpr (S::kHandsOutWork)
       we = readWorkTile<C>(p, cta.work_slot + 4 * (q_parity ^ 1u));
-      const ConsumerThread mine = consumerThreadNow();
-      lane_e = mine.ctid % 32;
-      row_base_e = we.m0() + mine.c * kRowsPerConsumer + mine.ctid / 32 * 16;
-      head_q_e = we.headQ(p);
-      out_e = outputFactor<C>(p, we.headKv(p));
-    }
+    const ConsumerThread mine = consumerThreadNow();
+    const int lane_e = mine.ctid % 32;
+    const int row_base_e = we.m0() + mine.c * kRowsPerConsumer + mine.ctid / 32 * 16;
+    const int head_q_e = we.headQ(p);
+    const float out_e = S::kBf16 ? 1.0f : outputFactor<C>(p, we.headKv(p));
     uint16_t *o_rows = reinterpret_cast<uint16_t *>(p.o) + we.b * p.o_batch_stride + we.hq * p.o_head_stride +
                        row_base_e * p.o_row_stride;
     float *lse_rows = p.lse == 0 ? nullptr

@@ -45,7 +45,8 @@ KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
 // them on adds no violation of spec_validate's rules, which are the one statement of them.
 bool threadKeyBlocksFit(const KernelSpec &spec);
 // `spec` with thread_key_blocks cleared where it no longer fits (a variant that moved the key
-// tile, the staging or V's key order keeps the quad blocks instead of turning invalid).
+// tile, the staging or V's key order keeps the quad blocks instead of turning invalid; D128's
+// three consumers of 128 keys then take 96-key tiles, where quad blocks fit).
 KernelSpec keepingFitKeyBlocks(KernelSpec spec);
 // The spec with S accumulated in FP16 (TileSpec::scores_fp16, with the widening shift that keeps
 // |S| finite) or in FP32 (the default shift).
