@@ -187,6 +187,21 @@ double meanCosine(const AttentionResult &a, const AttentionResult &b) {
   return sum / n;
 }
 
+// The mean cosines against FP64 of two specs' models over the rows.
+std::pair<double, double> cosinesVsFp64(const AttentionSpec &a, const AttentionSpec &b, const OwnedProblem &p,
+                                        const std::vector<int> &rows) {
+  ModelOptions o;
+  o.selection.rows = rows;
+  auto ma = runRouteModel(a, p.problem, o), mb = runRouteModel(b, p.problem, o);
+  REQUIRE_OK(ma);
+  REQUIRE_OK(mb);
+  ReferenceOptions ro;
+  ro.selection = o.selection;
+  auto ref = referenceAttention(p.problem, ro);
+  REQUIRE_OK(ref);
+  return {meanCosine(ma->result, *ref), meanCosine(mb->result, *ref)};
+}
+
 } // namespace
 
 // TileSpec::scores_fp16 (NUMERICS.md §2.1, §2.3): S is an FP16 accumulator, and the piecewise
@@ -216,16 +231,7 @@ TEST_CASE("directp FP16 scores: FP16 accumulators, the FP16 classifier input, ac
   // FP16 and FP32 scores differ where y sits within the FP16 roundings of a code boundary.
   CHECK(differ < 4 * 700 / 20);
 
-  ModelOptions o;
-  o.selection.rows = evenRows(64, 16);
-  auto mh = runRouteModel(half, p.problem, o), mf = runRouteModel(full, p.problem, o);
-  REQUIRE_OK(mh);
-  REQUIRE_OK(mf);
-  ReferenceOptions ro;
-  ro.selection = o.selection;
-  auto ref = referenceAttention(p.problem, ro);
-  REQUIRE_OK(ref);
-  const double cos_half = meanCosine(mh->result, *ref), cos_full = meanCosine(mf->result, *ref);
+  const auto [cos_half, cos_full] = cosinesVsFp64(half, full, p, evenRows(64, 16));
   INFO("cosine vs FP64: FP16 scores " << cos_half << ", FP32 scores " << cos_full);
   CHECK(cos_half > 0.93); // (sigma 2: scores of std 4 in log2 units; 0.9399 measured)
   CHECK(std::fabs(cos_half - cos_full) < 2e-3);
@@ -265,17 +271,8 @@ TEST_CASE("directp FP16 scores: accuracy with outlier channels in Q and K", "[cp
       p.k[j * 128 + 1] = r * (j % 3 ? 1.0f : -1.0f);
       p.k[j * 128 + 0] = 0.0f;
     }
-    ModelOptions o;
-    o.selection.rows = evenRows(256, 32);
-    auto mh = runRouteModel(fp16ScoresSpec(128, true), p.problem, o);
-    auto mf = runRouteModel(fp16ScoresSpec(128, false), p.problem, o);
-    REQUIRE_OK(mh);
-    REQUIRE_OK(mf);
-    ReferenceOptions ro;
-    ro.selection = o.selection;
-    auto ref = referenceAttention(p.problem, ro);
-    REQUIRE_OK(ref);
-    const double cos_half = meanCosine(mh->result, *ref), cos_full = meanCosine(mf->result, *ref);
+    const auto [cos_half, cos_full] =
+        cosinesVsFp64(fp16ScoresSpec(128, true), fp16ScoresSpec(128, false), p, evenRows(256, 32));
     INFO("outlier ratio " << r << ": cosine vs FP64, FP16 scores " << cos_half << ", FP32 scores " << cos_full);
     // Measured: 0.91723 / 0.91741 (r 30), 0.92854 / 0.92855 (300), 0.92312 / 0.92938 (3000).
     CHECK(cos_half > cos_full - (r <= 300.0f ? 1e-3 : 1e-2));
