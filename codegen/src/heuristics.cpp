@@ -234,13 +234,21 @@ bool threadKeyBlocksFit(const KernelSpec &spec) {
   return true;
 }
 
+namespace {
+// D128's three consumers fit 128-key tiles only with FP16 scores and thread key blocks: a variant
+// without either takes 96-key tiles there.
+KernelSpec fittingThreeConsumerKeys(KernelSpec s) {
+  TileSpec &t = s.attention.tile;
+  if (t.block_m == 192 && t.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
+    t.block_n = 96;
+  return s;
+}
+} // namespace
+
 KernelSpec keepingFitKeyBlocks(KernelSpec s) {
   if (!threadKeyBlocksFit(s)) {
-    TileSpec &t = s.attention.tile;
-    t.thread_key_blocks = false;
-    // (three consumers of 128 keys fit only with them: quad blocks take 96 keys there)
-    if (t.block_m == 192 && t.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
-      t.block_n = 96;
+    s.attention.tile.thread_key_blocks = false;
+    s = fittingThreeConsumerKeys(std::move(s));
   }
   return s;
 }
@@ -358,10 +366,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   if (base.attention.route == Route::DirectP) {
     KernelSpec other = base;
     other.attention.tile.thread_key_blocks = !t.thread_key_blocks;
-    // (quad blocks of 128 keys do not fit three consumers: D128's take 96 keys then)
-    if (!other.attention.tile.thread_key_blocks && !specViolations(other).empty() && t.block_m == 192 &&
-        t.block_n == 128 && base.attention.head_dim == 128)
-      other.attention.tile.block_n = 96;
+    other = fittingThreeConsumerKeys(std::move(other));
     if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other))
       out.push_back(other);
     if (base.attention.head_dim == 128 && t.block_n == 96 && t.kv_staging != KvStaging::InKernel) {
@@ -382,11 +387,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     }
     // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three
     // consumers then on 96-key tiles, quad blocks).
-    KernelSpec scores = withScoresFp16(base, !t.scores_fp16);
-    if (!specViolations(scores).empty() && scores.attention.tile.block_m == 192) {
-      scores.attention.tile.block_n = 96;
-      scores = keepingFitKeyBlocks(std::move(scores));
-    }
+    const KernelSpec scores = fittingThreeConsumerKeys(withScoresFp16(base, !t.scores_fp16));
     if (specViolations(scores).empty())
       out.push_back(scores);
   }

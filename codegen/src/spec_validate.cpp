@@ -195,8 +195,6 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
       checkTightRegisters(a, "attention.tile.scores_fp16", "FP16 scores at head_dim 256 (S beside a 256-wide O)", r);
     if (a.route != Route::DirectP)
       r.fail("attention.tile.scores_fp16", "exists for the directp route only (its classifiers run on FP16 pairs)");
-    if (t.block_n % 32 != 0)
-      r.fail("attention.tile.scores_fp16", "needs block_n a multiple of 32 (whole k-steps of Direct-P blocks)");
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.qk_widen_shift < least_shift)
       r.fail("attention.tile.scores_fp16", "needs Q/K widened to E4M3 with qk_widen_shift >= ", least_shift,
              " at head_dim ", a.head_dim, " (then |S| <= head_dim * 22^2 * 4^(7 - shift) < 65504, FP16's largest; "

@@ -41,6 +41,13 @@ FA4JIT_DEVICE Half2 half2Max(Half2 a, Half2 b) {
   asm("max.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
   return r;
 }
+// Either half as FP32 (exact).
+FA4JIT_DEVICE float halfLowToFloat(uint32_t v) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(v & 0xffffu)));
+  return f;
+}
+FA4JIT_DEVICE float halfHighToFloat(uint32_t v) { return halfLowToFloat(v >> 16); }
 
 #endif
 

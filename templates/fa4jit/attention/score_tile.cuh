@@ -8,6 +8,7 @@
 // Columns are tile keys through tileKey (scores.cuh). The helpers here let the code that reads S
 // once per tile (the sampled anchor, the leave-one-out variants) take either form.
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/half2.cuh"
 
 namespace fa4jit::device::attention {
 
@@ -40,10 +41,7 @@ template <int kTiles> FA4JIT_DEVICE float scoreValue(const float (&s)[kTiles][4]
   return s[nt][2 * r + e];
 }
 template <int kTiles> FA4JIT_DEVICE float scoreValue(const uint32_t (&s)[kTiles][2], int nt, int r, int e) {
-  const unsigned short h = static_cast<unsigned short>(e == 0 ? s[nt][r] & 0xffffu : s[nt][r] >> 16);
-  float v;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(v) : "h"(h));
-  return v;
+  return e == 0 ? halfLowToFloat(s[nt][r]) : halfHighToFloat(s[nt][r]);
 }
 
 // The bits of register i of the tile (i < kTiles * kRegs, tile-major), for the leave-one-out

@@ -14,12 +14,6 @@ constexpr uint32_t kHalfNegInf = 0xfc00u;
 constexpr float kHalfOverflow = 65520.0f; // FP32 values from here on round to FP16 infinity
 
 FA4JIT_DEVICE uint32_t half2MaxBits(uint32_t a, uint32_t b) { return half2Max(Half2{a}, Half2{b}).u; }
-FA4JIT_DEVICE float halfLowToFloat(uint32_t v) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<unsigned short>(v & 0xffffu)));
-  return f;
-}
-FA4JIT_DEVICE float halfHighToFloat(uint32_t v) { return halfLowToFloat(v >> 16); }
 
 // Keys at or beyond a row's visible count get -inf (as maskScores): each half of a pair apart.
 template <class C>
