@@ -117,7 +117,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       a.tile.thread_key_blocks = p == "thread-blocks";
     } else if (p == "fp16-scores" || p == "fp32-scores") {
       // (FP16 scores take the widening shift that keeps |S| finite)
-      if (!wgmma || a.route != Route::DirectP)
+      if (!wgmma || a.route == Route::Bf16)
         return std::nullopt;
       s = withScoresFp16(std::move(s), p == "fp16-scores");
     } else if (p == "mma-sum" || p == "alu-sum") {

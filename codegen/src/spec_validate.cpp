@@ -133,9 +133,11 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
   // and 96 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill).
   if (t.block_m == 192) {
-    // (directp's FP16 scores with thread key blocks: S of 128 keys in 32 registers, which fit)
-    if (a.head_dim > 128 ||
-        t.block_n > (a.head_dim <= 64 || (t.thread_key_blocks && (!t.overlap || t.scores_fp16)) ? 128 : 96))
+    // (FP16 scores: S of 128 keys in 32 registers, which fit for nvfp8, and for directp with thread
+    // key blocks)
+    const bool s128_fits = a.head_dim <= 64 || (t.thread_key_blocks && (!t.overlap || t.scores_fp16)) ||
+                           (t.scores_fp16 && a.route == Route::Nvfp8);
+    if (a.head_dim > 128 || t.block_n > (s128_fits ? 128 : 96))
       r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
              a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
     else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) &&
@@ -193,8 +195,9 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
     // (CI's SASS check: the threshold classifier spilled 28 bytes there, NVRTC 13.0)
     if (a.head_dim == 256)
       checkTightRegisters(a, "attention.tile.scores_fp16", "FP16 scores at head_dim 256 (S beside a 256-wide O)", r);
-    if (a.route != Route::DirectP)
-      r.fail("attention.tile.scores_fp16", "exists for the directp route only (its classifiers run on FP16 pairs)");
+    if (a.route == Route::Bf16)
+      r.fail("attention.tile.scores_fp16", "exists for the FP8-fed routes only (FP8 wgmma's FP16 accumulators; the "
+                                           "bf16 route's P is exp2 of FP32 scores)");
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.qk_widen_shift < least_shift)
       r.fail("attention.tile.scores_fp16", "needs Q/K widened to E4M3 with qk_widen_shift >= ", least_shift,
              " at head_dim ", a.head_dim, " (then |S| <= head_dim * 22^2 * 4^(7 - shift) < 65504, FP16's largest; "

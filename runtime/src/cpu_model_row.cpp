@@ -61,12 +61,28 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
       p[j] = formats::roundToBF16(e);
     }
     return;
-  case Route::Nvfp8:
+  case Route::Nvfp8: {
+    const float addend = static_cast<float>(off) - m;
+    // FP16 scores: x_h = FP16(acc_h * FP16(mul) + addend) (one HFMA2, exact in double before its
+    // rounding) and 2^x_h in FP16 where the row's exponents fit FP16, else x in FP32 and 2^x
+    // rounded to FP16; E4M3 from the FP16 value (NUMERICS.md §2.3).
+    const bool fp16 = spec.tile.scores_fp16;
+    const bool half_exponents = fp16 && device::halfExponentsFit(mul, addend);
+    const double mul_h = device::roundToHalf(mul);
     for (int j = j0; j < j1; ++j) {
-      p[j] = x[j] == kNegInf ? 0.0f : e4m3Round(std::exp2(device::scoreExponent(acc[j], mul, static_cast<float>(off) - m)));
+      if (x[j] == kNegInf) {
+        p[j] = 0.0f;
+      } else if (half_exponents) {
+        const double x_h = device::roundToHalf(static_cast<double>(acc[j]) * mul_h + addend);
+        p[j] = e4m3Round(static_cast<float>(device::roundToHalf(std::exp2(x_h))));
+      } else {
+        const float e = std::exp2(device::scoreExponent(acc[j], mul, addend));
+        p[j] = e4m3Round(fp16 ? static_cast<float>(device::roundToHalf(e)) : e);
+      }
       lsum += p[j];
     }
     return;
+  }
   case Route::DirectP: {
     const bool native = spec.operands.v_widening == Widening::Native;
     // FP16 scores: y in FP16 in a tile every row of the row's 64-row group sees whole (the kernel's
@@ -122,8 +138,13 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
 
   float m = kNegInf, l = 0.0f;
   const bool sampled = spec.guard.kind == GuardKind::SampledAnchor;
+  // nvfp8 on FP16 scores: every m on the FP16 exponents' grid (halfExponentRowMax)
+  const bool half_grid = spec.route == Route::Nvfp8 && spec.tile.scores_fp16;
+  const auto on_grid = [&](float t_max) {
+    return half_grid ? device::halfExponentRowMax(t_max, static_cast<float>(spec.operands.p_offset_log2)) : t_max;
+  };
   if (sampled)
-    m = sampledAnchor(in, t);
+    m = on_grid(sampledAnchor(in, t));
   if (trace)
     trace->anchor = m;
 
@@ -133,9 +154,9 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
     for (int j = j0; j < j1; ++j)
       tmax = std::max(tmax, t[j]);
     if (tmax != kNegInf) { // a tile of masked keys changes nothing
-      float m_new = std::max(m, tmax);
+      float m_new = std::max(m, on_grid(tmax));
       if (sampled)
-        m_new = tmax <= m + spec.guard.slack_log2 ? m : tmax;
+        m_new = tmax <= m + spec.guard.slack_log2 ? m : on_grid(tmax);
       if (m_new != m) {
         const float r = m == kNegInf ? 0.0f : std::exp2(m - m_new);
         for (float &ov : o)

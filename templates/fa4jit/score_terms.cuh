@@ -50,4 +50,36 @@ FA4JIT_HD float fusedMulAdd(float a, float b, float c) {
 // x = acc * mul + addend with one rounding (the kernels' FFMA).
 FA4JIT_HD float scoreExponent(float acc, float mul, float addend) { return fusedMulAdd(acc, mul, addend); }
 
+// nvfp8 on FP16 scores (TileSpec::scores_fp16, NUMERICS.md §2.2-§2.3): a row's exponents
+// x_h = FP16(fma(acc_h, FP16(mul), addend)) in one HFMA2 per pair of keys, with addend = off - m
+// itself an FP16 value. So m moves on the grid where off - m is a multiple of 2^-4 (exact in FP16
+// below 2^7): each new maximum t is raised to the next grid point, off - floor_16(off - t), at most
+// 2^-4 above t (so x <= off + slack still). The O rescale then uses the same m as the exponents.
+// Beyond |off - t| >= 2^17 the grid's magic number no longer rounds: t stays as it is (and the row
+// takes the FP32 exponents, halfExponentsFit).
+constexpr float kHalfExponentAddendLimit = 128.0f; // |addend| below it: a multiple of 2^-4 is FP16-exact
+FA4JIT_HD float halfExponentRowMax(float t, float off) {
+  const float v = off - t;
+#if defined(__CUDA_ARCH__)
+  if (!(fabsf(v) < 131072.0f)) // (also t = -inf)
+    return t;
+  // a round-down add onto 1.5 * 2^19, whose quantum is 2^-4: floor_16(v), exactly
+  return off - (__fadd_rd(v, 786432.0f) - 786432.0f);
+#else
+  if (!(std::fabs(v) < 131072.0f))
+    return t;
+  return off - std::floor(v * 16.0f) * 0.0625f;
+#endif
+}
+// Whether a row's exponents take the FP16 form: FP16(mul) normal and finite (relative rounding
+// <= 2^-12, a temperature change of that much) and the addend off - m FP16-exact.
+FA4JIT_HD bool halfExponentsFit(float mul, float addend) {
+  constexpr float kHalfMinNormal = 6.10351562e-05f; // 2^-14
+#if defined(__CUDA_ARCH__)
+  return mul >= kHalfMinNormal && mul <= 65504.0f && fabsf(addend) < kHalfExponentAddendLimit;
+#else
+  return mul >= kHalfMinNormal && mul <= 65504.0f && std::fabs(addend) < kHalfExponentAddendLimit;
+#endif
+}
+
 } // namespace fa4jit::device

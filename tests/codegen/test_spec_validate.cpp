@@ -544,11 +544,17 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
   d256.attention.operands.qk_widen_shift = 8;
   d256.attention.classifier.kind = ClassifierKind::Threshold;
   CHECK_THAT(problems(d256), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("threshold"));
-  KernelSpec nv = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
-  CHECK_FALSE(nv.attention.tile.scores_fp16);
-  nv.attention.tile.scores_fp16 = true;
-  nv.attention.operands.qk_widen_shift = 7;
-  CHECK_THAT(problems(nv), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("directp route only"));
+  // nvfp8 takes FP16 scores too, and with them 128-key tiles on D128's three consumers; bf16 not.
+  KernelSpec nv = withScoresFp16(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a), true);
+  CHECK(problems(nv).empty());
+  nv.attention.tile.block_m = 192;
+  nv.attention.tile.warps = 16;
+  nv.attention.tile.block_n = 128;
+  CHECK(problems(nv).empty());
+  CHECK_THAT(problems(withScoresFp16(nv, false)), Catch::Contains("block_n <= 96"));
+  KernelSpec bf = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  bf.attention.tile.scores_fp16 = true;
+  CHECK_THAT(problems(bf), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("FP8-fed routes only"));
   KernelSpec sync = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
   sync.attention.tile.schedule = AttentionSchedule::MmaSync;
   sync.attention.tile.overlap = sync.attention.tile.pingpong = sync.attention.tile.mma_row_sum = false;

@@ -496,6 +496,35 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
       });
 }
 
+// nvfp8 on FP16 scores (TileSpec::scores_fp16, NUMERICS.md §2.3): the exponents in one HFMA2 per
+// pair and 2^x on the MUFU's FP16 form where a row's exponents fit FP16, in FP32 elsewhere (the
+// huge-logit pattern's |m| >= 128, heads whose multiplier overflows FP16). Every case on the
+// default tiles, D128 also on three consumers of 128 keys (S of 32 registers), then the FP16
+// overflow heads.
+TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, nvfp8 with FP16 scores", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  for (const Case &c : kCases)
+    runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+      s = withScoresFp16(s, true);
+      REQUIRE(s.attention.tile.scores_fp16);
+    });
+  for (const Case &c : kCases)
+    if (c.head_dim == 128)
+      runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+        s = withScoresFp16(s, true);
+        s.attention.tile.block_n = 128;
+        s.attention.tile.block_m = 192;
+        s.attention.tile.warps = 16;
+      });
+  for (const Case &c : {Case{1, 2, 2, 256, 512, 128, false, Pattern::OutlierChannels},
+                        Case{1, 2, 2, 300, 300, 64, true, Pattern::OutlierChannels},
+                        Case{1, 2, 2, 256, 333, 256, true, Pattern::OutlierChannels}})
+    runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
+            [](KernelSpec &s) { s = withScoresFp16(s, true); });
+}
+
 // The consumer loop without the softmax/PV overlap (the tuner may pick it), with and without the
 // consumers taking turns at each QK^T and PV.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consumer loop", "[gpu][forward]") {

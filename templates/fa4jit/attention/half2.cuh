@@ -1,7 +1,8 @@
 #pragma once
 // Two FP16 values in one register (lane 0 in the low half) and the half2 arithmetic the FP16
-// paths run on them, one SASS instruction per pair each (F2FP, HSET2, HFMA2, HADD2, HMNMX2):
-// Direct-P's classifiers (p_directp.cuh) and the FP16 scores (scores_fp16.cuh).
+// paths run on them, one SASS instruction per pair each (F2FP, HSET2, HFMA2, HADD2, HMNMX2) but
+// the exp2 (two MUFU.EX2.F16 and a PRMT): Direct-P's classifiers (p_directp.cuh), nvfp8's P
+// (p_nvfp8.cuh) and the FP16 scores (scores_fp16.cuh).
 #include "fa4jit/common.cuh"
 
 namespace fa4jit::device::attention {
@@ -39,6 +40,18 @@ FA4JIT_DEVICE Half2 half2FmaSat(Half2 a, Half2 b, Half2 c) { // clamped to [0, 1
 FA4JIT_DEVICE Half2 half2Max(Half2 a, Half2 b) {
   Half2 r;
   asm("max.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(a.u), "r"(b.u));
+  return r;
+}
+// 2^x per lane (MUFU.EX2.F16, a lane at a time: the packed form is two MUFU ops and a PRMT).
+FA4JIT_DEVICE Half2 half2Exp2(Half2 x) {
+  Half2 r;
+  asm("ex2.approx.f16x2 %0, %1;" : "=r"(r.u) : "r"(x.u));
+  return r;
+}
+// Both lanes to E4M3 (round to nearest even, saturating at 448): the high lane in the high byte.
+FA4JIT_DEVICE uint32_t half2ToE4m3x2(Half2 v) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;" : "=h"(r) : "r"(v.u));
   return r;
 }
 // Either half as FP32 (exact).

@@ -5,6 +5,7 @@
 // (tile_load.cuh): a0 = (g, n-tiles 4kb, 4kb+1), a1 = (g+8, same), a2 = (g, 4kb+2, 4kb+3),
 // a3 = (g+8, same); byte order inside a register: tile 4kb (2 keys) then tile 4kb+1 (2 keys).
 #include "fa4jit/attention/config.cuh"
+#include "fa4jit/attention/half2.cuh"
 #include "fa4jit/attention/mma.cuh"
 #include "fa4jit/attention/softmax.cuh"
 #include "fa4jit/formats.cuh"
@@ -37,6 +38,58 @@ FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4]
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         half[i] = floatsToE4M3x2(p[4 * kb + i][2 * r], p[4 * kb + i][2 * r + 1]);
+        if constexpr (kSumL) {
+          float f0, f1;
+          unpackE4m3x2(half[i], f0, f1);
+          st.l[r] += f0;
+          st.l[r] += f1;
+        }
+      }
+      pa[kb][r] = half[0] | (half[1] << 16);
+      pa[kb][2 + r] = half[2] | (half[3] << 16);
+    }
+  }
+}
+
+// The same on FP16 scores (scores_fp16, NUMERICS.md §2.3), P in place as FP16 pairs: per row whose
+// exponents fit FP16 (halfExponentsFit: m on the grid of softmax.cuh's advanceRowMax) x_h =
+// FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 and 2^x_h on the MUFU's FP16 form; other rows
+// (a multiplier outside FP16's normal range, |off - m| >= 128) x in FP32 from the FP16 values, as
+// from FP32 scores, and 2^x rounded to FP16. The branch is per thread and row, after the row max's
+// shuffles: it may diverge.
+template <class C>
+FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const SoftmaxRows &st, float mul) {
+  constexpr float kOff = static_cast<float>(C::p_offset_log2);
+  const Half2 mul_h = half2FromFloats(mul, mul);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const float addend = kOff - st.m_use[r];
+    if (halfExponentsFit(mul, addend)) {
+      const Half2 addend_h = half2FromFloats(addend, addend);
+#pragma unroll
+      for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+        s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h)).u;
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+        s[nt][r] = half2FromFloats(exp2Hw(scoreExponent(halfLowToFloat(s[nt][r]), mul, addend)),
+                                   exp2Hw(scoreExponent(halfHighToFloat(s[nt][r]), mul, addend)))
+                       .u;
+    }
+  }
+}
+
+template <class C, bool kSumL = true>
+FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
+                             const uint32_t (&p)[AttentionTraits<C>::kSTiles][2], SoftmaxRows &st) {
+#pragma unroll
+  for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      uint32_t half[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        half[i] = half2ToE4m3x2(Half2{p[4 * kb + i][r]});
         if constexpr (kSumL) {
           float f0, f1;
           unpackE4m3x2(half[i], f0, f1);

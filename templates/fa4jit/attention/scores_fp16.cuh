@@ -33,18 +33,42 @@ FA4JIT_DEVICE void maskScores(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], con
   }
 }
 
-// rowTileMax (softmax.cuh) on FP16 pairs, for Direct-P's blocks as a thread meets them
-// (key_order.cuh's ThreadBlocks: per k-step with quad blocks, per 32 or 16 of its columns with
+// The row maxima of a whole tile on FP16 pairs (nvfp8's tile max, no blocks): per row a tree of
+// HMNMX2 over the row's registers (four chains, then two levels), both rows' halves in one
+// register (two PRMT, one HMNMX2), and the quad's two shuffles for both rows at once.
+template <class CV>
+FA4JIT_DEVICE void rowTileMaxOnly(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2], float (&tile_max)[2]) {
+  constexpr int kTiles = AttentionTraits<CV>::kSTiles;
+  static_assert(kTiles % 4 == 0, "FP16 scores: tiles of whole 32-key k-steps");
+  uint32_t v[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    uint32_t m[4] = {s[0][r], s[1][r], s[2][r], s[3][r]};
+#pragma unroll
+    for (int nt = 4; nt < kTiles; ++nt)
+      m[nt % 4] = half2MaxBits(m[nt % 4], s[nt][r]);
+    v[r] = half2MaxBits(half2MaxBits(m[0], m[1]), half2MaxBits(m[2], m[3]));
+  }
+  uint32_t tile = half2MaxBits(bytePerm(v[0], v[1], 0x5410u), bytePerm(v[0], v[1], 0x7632u));
+  tile = half2MaxBits(tile, __shfl_xor_sync(0xffffffffu, tile, 1));
+  tile = half2MaxBits(tile, __shfl_xor_sync(0xffffffffu, tile, 2));
+  tile_max[0] = halfLowToFloat(tile);
+  tile_max[1] = halfHighToFloat(tile);
+}
+
+// Direct-P's block maxima and the tile max (softmax.cuh's rowTileMax) on FP16 pairs, for the
+// blocks as a thread meets them (key_order.cuh's ThreadBlocks: per k-step with quad blocks, per
+// 32 or 16 of its columns with
 // thread key blocks): per k-step and row three HMNMX2, one per further k-step of a block, then
 // both rows' halves in one register (two PRMT, one HMNMX2), so the shuffles a block spans (0, 1 or
 // 2) serve both rows at once; the tile max likewise from the blocks' packed maxima.
-template <class CV, bool kBlocks>
-FA4JIT_DEVICE void rowTileMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
-                              float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
+template <class CV>
+FA4JIT_DEVICE void rowBlockMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
+                               float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
   using T = AttentionTraits<CV>;
   using B = typename T::Blocks;
   constexpr int kSteps = T::kBlockN / 32;
-  static_assert(kBlocks && T::kSTiles == 4 * kSteps, "FP16 scores: Direct-P's blocks of whole 32-key k-steps");
+  static_assert(T::kSTiles == 4 * kSteps, "FP16 scores: Direct-P's blocks of whole 32-key k-steps");
   uint32_t v[B::kBlocks][2]; // per block and row: two partial maxima
 #pragma unroll
   for (int kb = 0; kb < kSteps; ++kb)
@@ -78,6 +102,16 @@ FA4JIT_DEVICE void rowTileMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][
     tile = half2MaxBits(tile, __shfl_xor_sync(0xffffffffu, tile, 2));
   tile_max[0] = halfLowToFloat(tile);
   tile_max[1] = halfHighToFloat(tile);
+}
+
+// rowTileMax on FP16 pairs: with Direct-P's block maxima (kBlocks) or the tile's alone.
+template <class CV, bool kBlocks>
+FA4JIT_DEVICE void rowTileMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
+                              float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
+  if constexpr (kBlocks)
+    rowBlockMax<CV>(s, block_max, tile_max);
+  else
+    rowTileMaxOnly<CV>(s, tile_max);
 }
 
 } // namespace fa4jit::device::attention

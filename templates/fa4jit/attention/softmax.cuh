@@ -129,6 +129,11 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const Scores &s, const float (
   const int q = lane % 4;
   // m may be -inf only before a visible key has been seen
   const bool may_be_inf = !(kAllVisible && !first_tile);
+  // nvfp8 on FP16 scores: every m on the FP16 exponents' grid (score_terms.cuh)
+  constexpr bool kHalfGrid = C::route == Route::Nvfp8 && ScoreTile<C>::kFp16;
+  const auto onGrid = [](float t) {
+    return kHalfGrid ? halfExponentRowMax(t, static_cast<float>(C::p_offset_log2)) : t;
+  };
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float m_new;
@@ -141,12 +146,12 @@ FA4JIT_DEVICE void advanceRowMax(SoftmaxRows &st, const Scores &s, const float (
           for (int e = 0; e < 2; ++e)
             if (tileKey<C>(nt, q, e) % C::guard_sample_stride == 0)
               anchor = fmaxf(anchor, scoreValue(s, nt, r, e));
-        st.m[r] = warpQuadMax(anchor) * mul;
+        st.m[r] = onGrid(warpQuadMax(anchor) * mul);
       }
       const float tile_max_t = tile_max[r] * mul;
-      m_new = tile_max_t <= st.m[r] + C::guard_slack_log2 ? st.m[r] : tile_max_t;
+      m_new = tile_max_t <= st.m[r] + C::guard_slack_log2 ? st.m[r] : onGrid(tile_max_t);
     } else {
-      m_new = fmaxf(st.m[r], tile_max[r] * mul);
+      m_new = fmaxf(st.m[r], onGrid(tile_max[r] * mul)); // (onGrid is monotone: m stays on the grid)
     }
     o_scale[r] = 1.0f;
     if (m_new != st.m[r]) {
