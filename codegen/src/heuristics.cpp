@@ -216,6 +216,19 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // keys +2-6% (causal -2 to +1%), of 192 keys -1 to -5%.
   if (s.attention.route == Route::DirectP && d == 128 && t.block_m == 192)
     t.block_n = 128;
+  // nvfp8: S in FP16 too, with x_h = FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 per pair
+  // and 2^x_h on the MUFU's FP16 form (two MUFU.EX2.F16 and a PRMT per pair: no fewer issue
+  // slots than FP32's two FFMA), the tile max on FP16 pairs, and at D128 three consumers of
+  // 128-key tiles (S of 32 registers). Measured on the H200 (fourteenth session, call 1; 4k /
+  // 16k / 32k, two passes in reversed order) over FP32 S on 96-key tiles: D128 +6% / +8% / +5%,
+  // causal +6% / +4% / +4% (on 96-key tiles FP16 S alone -2%); D256 +7% / +5% / +10%, causal
+  // +3% / -3% / -3% (so non-causal only); D64 -11% to -14%, causal -3%: FP32 there. CPU models'
+  // cosine to FP64 within -1e-5 .. +1.6e-3 of FP32 S (docs/ACCURACY.md).
+  if (s.attention.route == Route::Nvfp8 && (d == 128 || (d == 256 && !s.attention.causal))) {
+    s = withScoresFp16(std::move(s), true);
+    if (d == 128)
+      t.block_n = 128;
+  }
   t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
   return s;
 }
@@ -235,8 +248,8 @@ bool threadKeyBlocksFit(const KernelSpec &spec) {
 }
 
 namespace {
-// D128's three consumers fit 128-key tiles only with FP16 scores and thread key blocks: a variant
-// without either takes 96-key tiles there.
+// D128's three consumers fit 128-key tiles only with FP16 scores (and directp's only with thread key
+// blocks): a variant without them takes 96-key tiles there.
 KernelSpec fittingThreeConsumerKeys(KernelSpec s) {
   TileSpec &t = s.attention.tile;
   if (t.block_m == 192 && t.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
@@ -385,8 +398,10 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
       three.attention.tile.pingpong = false;
       out.push_back(three);
     }
-    // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three
-    // consumers then on 96-key tiles, quad blocks).
+  }
+  // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three consumers
+  // then on 96-key tiles, quad blocks).
+  if (base.attention.route != Route::Bf16) {
     const KernelSpec scores = fittingThreeConsumerKeys(withScoresFp16(base, !t.scores_fp16));
     if (specViolations(scores).empty())
       out.push_back(scores);

@@ -229,3 +229,33 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
     }
   CHECK(listed >= 6);
 }
+
+// nvfp8's FP16 scores (measured, heuristics.cpp): the sm_90a default at D128 (three consumers of
+// 128 keys) and at D256 without causal masking; FP32 elsewhere; the other form is the tuner's
+// alternative everywhere, D128's FP32 form on 96-key tiles.
+TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[codegen][heuristics]") {
+  for (int d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      INFO("D " << d << " causal " << causal);
+      const KernelSpec s = defaultAttentionSpec(Route::Nvfp8, d, causal, Target::Sm90a);
+      const bool fp16 = d == 128 || (d == 256 && !causal);
+      CHECK(s.attention.tile.scores_fp16 == fp16);
+      CHECK(s.attention.operands.qk_widen_shift == (fp16 ? minScoresFp16WidenShift(d) : 3));
+      if (d == 128)
+        CHECK((s.attention.tile.block_m == 192 && s.attention.tile.block_n == 128));
+      CHECK(specViolations(s).empty());
+      int other = 0;
+      for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
+        if (alt.attention.tile.scores_fp16 != fp16) {
+          ++other;
+          CHECK(specViolations(alt).empty());
+          if (d == 128)
+            CHECK(alt.attention.tile.block_n == 96);
+        }
+      CHECK(other == 1);
+    }
+  CHECK_FALSE(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm100a).attention.tile.scores_fp16);
+  CHECK_FALSE(withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a),
+                                    AttentionSchedule::MmaSync)
+                  .attention.tile.scores_fp16);
+}

@@ -456,15 +456,20 @@ TEST_CASE("wgmma consumer order, ping-pong, K/V staging and ablations", "[codege
   s.attention.tile.block_m = 128;
   s.attention.tile.warps = 12;
   CHECK(problems(s).empty());
-  // Three consumers of 96-key tiles need the turns in the non-causal overlapped loop (spilled without).
-  s = w;
+  // Three consumers of 96-key tiles (FP32 scores) need the turns in the non-causal overlapped loop
+  // (spilled without).
+  s = withScoresFp16(w, false);
   REQUIRE(s.attention.tile.block_m == 192);
-  REQUIRE(s.attention.tile.block_n == 96);
+  REQUIRE(s.attention.tile.block_n == 128); // (FP16 scores' tile: refused with FP32 ones)
+  CHECK_THAT(problems(s), Catch::Contains("block_n <= 96"));
+  s.attention.tile.block_n = 96;
+  CHECK(problems(s).empty());
   s.attention.tile.pingpong = false;
   CHECK_THAT(problems(s), Catch::Contains("attention.tile.block_m") && Catch::Contains("pingpong"));
   s.attention.tile.block_n = 64;
   CHECK(problems(s).empty());
-  s = w;
+  s = withScoresFp16(w, false);
+  s.attention.tile.block_n = 96;
   s.attention.causal = true; // the causal kernels run free by default, and fit
   s.attention.tile.pingpong = false;
   CHECK(problems(s).empty());

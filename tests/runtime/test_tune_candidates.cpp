@@ -150,15 +150,21 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK(estimateResources(wb).registers == 256 / 2 + 80 / 2 + kWgmmaFixedRegisters); // serial: P in S's registers
   wb.attention.tile.overlap = true; // P of 80 keys beside S and O: 228 of 240
   CHECK(estimateResources(wb).fits());
-  // Three consumers (block_m 192, D = 64 default): 160 registers each; D = 128 fits 64-key tiles
-  // only (128 keys spill: CI's SASS check saw 192 bytes).
+  // Three consumers (block_m 192, D = 64 default): 160 registers each; D = 128 fits 128-key tiles
+  // with FP16 scores (S of 32 registers, the nvfp8 default) and 96 with FP32 ones (128 keys of FP32
+  // S spill: CI's SASS check saw 192 bytes).
   KernelSpec w3 = defaultAttentionSpec(Route::Nvfp8, 64, false, Target::Sm90a);
   REQUIRE(w3.attention.tile.block_m == 192);
   CHECK(estimateResources(w3).register_cap == kWgmmaConsumerRegistersThreeConsumers);
   CHECK(estimateResources(w3).fits());
   KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a); // three consumers by default
   REQUIRE(w3d.attention.tile.block_m == 192);
-  CHECK(w3d.attention.tile.block_n == 96);
+  CHECK(w3d.attention.tile.block_n == 128);
+  CHECK(w3d.attention.tile.scores_fp16);
+  CHECK(estimateResources(w3d).fits());
+  w3d = withScoresFp16(w3d, false);
+  CHECK_FALSE(estimateResources(w3d).fits());
+  w3d.attention.tile.block_n = 96;
   CHECK(estimateResources(w3d).fits());
   w3d.attention.tile.block_n = 64;
   CHECK(estimateResources(w3d).fits());
