@@ -27,8 +27,8 @@ struct AccuracyGrid {
   std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
   std::vector<std::string> classifiers = {"piecewise", "threshold", "affine", "affine-a2", "mixed"};
   Widening qk_widening = Widening::E4m3; // how the models widen NVFP4 Q/K (NUMERICS.md §2.1)
-  // directp: S as the sm_90a kernel's FP16 accumulators (TileSpec::scores_fp16, with Q/K widened
-  // by 2^-7, or 2^-8 at D256) instead of FP32 ones.
+  // FP8-fed routes: S as the sm_90a kernels' FP16 accumulators (TileSpec::scores_fp16, with Q/K
+  // widened by 2^-7, or 2^-8 at D256) instead of FP32 ones.
   bool scores_fp16 = false;
   // The range guard's slack (log2 units); unset: each route's default (applyRouteNumericsDefaults).
   // The FP8-fed routes then feed P with offset 8 - ceil(slack), the most E4M3 allows.
