@@ -5,6 +5,7 @@
 
 #include "expected_checks.h"
 #include "fa4jit/codegen/gaussian_rng.h"
+#include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_tensor.h"
 
 
@@ -36,6 +37,15 @@ inline OwnedProblem gaussianProblem(const AttentionShape &s, double sigma, uint6
   p.problem.k = TensorRef::contiguous(p.k.data(), s.heads_kv, s.seqlen_k, s.head_dim);
   p.problem.v = TensorRef::contiguous(p.v.data(), s.heads_kv, s.seqlen_k, s.head_dim);
   return p;
+}
+
+// One row's trace through a route model.
+inline RowTrace traceRow(const AttentionSpec &spec, const OwnedProblem &p, TraceRow where) {
+  ModelOptions o;
+  o.trace = {where};
+  auto m = runRouteModel(spec, p.problem, o);
+  REQUIRE_OK(m);
+  return m->traces[0];
 }
 
 inline std::vector<int> evenRows(int seqlen, int n) {

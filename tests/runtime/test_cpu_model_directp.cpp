@@ -45,14 +45,6 @@ bool nearBoundary(double p) {
   return false;
 }
 
-RowTrace traceRow(const AttentionSpec &spec, const OwnedProblem &p, TraceRow where) {
-  ModelOptions o;
-  o.trace = {where};
-  auto m = runRouteModel(spec, p.problem, o);
-  REQUIRE_OK(m);
-  return m->traces[0];
-}
-
 } // namespace
 
 TEST_CASE("directp threshold codes equal exp2 + round to nearest", "[cpu_model][directp]") {

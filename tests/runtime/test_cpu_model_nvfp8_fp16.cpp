@@ -30,14 +30,6 @@ AttentionSpec nvfp8Spec(int d, bool fp16) {
   return s;
 }
 
-RowTrace traceRow(const AttentionSpec &spec, const OwnedProblem &p, TraceRow where) {
-  ModelOptions o;
-  o.trace = {where};
-  auto m = runRouteModel(spec, p.problem, o);
-  REQUIRE_OK(m);
-  return m->traces[0];
-}
-
 float e4m3Round(double v) { return formats::e4m3ToFloat(formats::floatToE4M3(static_cast<float>(v))); }
 
 // What the kernel feeds for key j of a tile whose row max is m: the FP16 form (HFMA2, MUFU.EX2.F16)

@@ -26,31 +26,6 @@ FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4],
       s[nt][i] = exp2Hw(scoreExponent(s[nt][i], mul, addend[i / 2]));
 }
 
-// kSumL false: the wgmma kernel's PV sums l itself (mma_row_sum), so the bytes are not decoded.
-template <class C, bool kSumL = true>
-FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                             const float (&p)[AttentionTraits<C>::kSTiles][4], SoftmaxRows &st) {
-#pragma unroll
-  for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      uint32_t half[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        half[i] = floatsToE4M3x2(p[4 * kb + i][2 * r], p[4 * kb + i][2 * r + 1]);
-        if constexpr (kSumL) {
-          float f0, f1;
-          unpackE4m3x2(half[i], f0, f1);
-          st.l[r] += f0;
-          st.l[r] += f1;
-        }
-      }
-      pa[kb][r] = half[0] | (half[1] << 16);
-      pa[kb][2 + r] = half[2] | (half[3] << 16);
-    }
-  }
-}
-
 // The same on FP16 scores (scores_fp16, NUMERICS.md §2.3), P in place as FP16 pairs: per row whose
 // exponents fit FP16 (halfExponentsFit: m on the grid of softmax.cuh's advanceRowMax) x_h =
 // FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 and 2^x_h on the MUFU's FP16 form; other rows
@@ -79,9 +54,18 @@ FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][
   }
 }
 
-template <class C, bool kSumL = true>
-FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4],
-                             const uint32_t (&p)[AttentionTraits<C>::kSTiles][2], SoftmaxRows &st) {
+// The E4M3 pair of row r's keys 8 nt + 2 q, + 1 of P in either form of score_tile.cuh.
+template <int kTiles> FA4JIT_DEVICE uint32_t e4m3PairOf(const float (&p)[kTiles][4], int nt, int r) {
+  return floatsToE4M3x2(p[nt][2 * r], p[nt][2 * r + 1]);
+}
+template <int kTiles> FA4JIT_DEVICE uint32_t e4m3PairOf(const uint32_t (&p)[kTiles][2], int nt, int r) {
+  return half2ToE4m3x2(Half2{p[nt][r]});
+}
+
+// The A fragments of P (either form) and, with kSumL, l. kSumL false: the wgmma kernel's PV sums
+// l itself (mma_row_sum), so the bytes are not decoded.
+template <class C, bool kSumL = true, class Probs>
+FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4], const Probs &p, SoftmaxRows &st) {
 #pragma unroll
   for (int kb = 0; kb < AttentionTraits<C>::kBlockN / 32; ++kb) {
 #pragma unroll
@@ -89,7 +73,7 @@ FA4JIT_DEVICE void packNvfp8(uint32_t (&pa)[AttentionTraits<C>::kBlockN / 32][4]
       uint32_t half[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        half[i] = half2ToE4m3x2(Half2{p[4 * kb + i][r]});
+        half[i] = e4m3PairOf(p, 4 * kb + i, r);
         if constexpr (kSumL) {
           float f0, f1;
           unpackE4m3x2(half[i], f0, f1);
