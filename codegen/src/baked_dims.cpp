@@ -142,7 +142,9 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
     d.baked.push_back({"thread_key_blocks", "bool", boolText(a.tile.thread_key_blocks),
                        "each Direct-P block in one thread's S columns (keys ordered by the widening)"});
     d.baked.push_back({"scores_fp16", "bool", boolText(a.tile.scores_fp16),
-                       "QK^T accumulates S as FP16 pairs (directp)"});
+                       "QK^T accumulates S as FP16 pairs (the FP8-fed routes)"});
+    d.baked.push_back({"pieces_from_scores", "bool", boolText(a.tile.pieces_from_scores),
+                       "the piecewise classifier's pieces evaluated from S directly (directp)"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

@@ -127,6 +127,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
         j.attribute("overlap", a.tile.overlap);
         if (a.tile.persistent) // absent means false: the other kernels' text is what it was
           j.attribute("persistent", true);
+        if (a.tile.pieces_from_scores) // absent means false (as persistent)
+          j.attribute("pieces_from_scores", true);
         j.attribute("pingpong", a.tile.pingpong);
         if (a.tile.scores_fp16) // absent means false (as persistent)
           j.attribute("scores_fp16", true);
@@ -353,6 +355,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("kv_multicast", a.tile.kv_multicast));
     FA4JIT_TRY(s.readBool("thread_key_blocks", a.tile.thread_key_blocks));
     FA4JIT_TRY(s.readBool("scores_fp16", a.tile.scores_fp16));
+    FA4JIT_TRY(s.readBool("pieces_from_scores", a.tile.pieces_from_scores));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -480,6 +483,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.kv_multicast = TileSpec{}.kv_multicast;
     a.tile.thread_key_blocks = TileSpec{}.thread_key_blocks;
     a.tile.scores_fp16 = TileSpec{}.scores_fp16;
+    a.tile.pieces_from_scores = TileSpec{}.pieces_from_scores;
   }
   return s;
 }
@@ -507,7 +511,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
       x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
       x.tile.kv_multicast == y.tile.kv_multicast && x.tile.thread_key_blocks == y.tile.thread_key_blocks &&
-      x.tile.scores_fp16 == y.tile.scores_fp16 &&
+      x.tile.scores_fp16 == y.tile.scores_fp16 && x.tile.pieces_from_scores == y.tile.pieces_from_scores &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

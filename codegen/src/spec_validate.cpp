@@ -190,6 +190,10 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
       r.fail("attention.tile.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
                                                  "widening applies the whole key order itself");
   }
+  if (t.pieces_from_scores &&
+      (a.route != Route::DirectP || !t.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise))
+    r.fail("attention.tile.pieces_from_scores", "needs the directp route's piecewise classifier on FP16 scores "
+                                                "(its pieces then read S's FP16 pairs directly)");
   if (t.scores_fp16) {
     const int least_shift = minScoresFp16WidenShift(a.head_dim);
     // (CI's SASS check: the threshold classifier spilled 28 bytes there, NVRTC 13.0)
@@ -246,6 +250,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.thread_key_blocks", "exists on wgmma-ws only");
   else if (t.scores_fp16)
     r.fail("attention.tile.scores_fp16", "exists on wgmma-ws only");
+  else if (t.pieces_from_scores)
+    r.fail("attention.tile.pieces_from_scores", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -86,9 +86,11 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
   case Route::DirectP: {
     const bool native = spec.operands.v_widening == Widening::Native;
     // FP16 scores: y in FP16 in a tile every row of the row's 64-row group sees whole (the kernel's
-    // unmasked arm) while FP16(mul) is finite, else in FP32 (NUMERICS.md §2.3).
+    // unmasked arm) while FP16(mul) is finite, else in FP32 (NUMERICS.md §2.3); with the pieces
+    // folded onto S, the piecewise classifier's pieces read acc_h directly.
+    const bool folded = spec.tile.pieces_from_scores && in.coeffs.kind == 3;
     const bool fp16_input = spec.tile.scores_fp16 && j0 + spec.tile.block_n <= in.group_visible &&
-                            std::isfinite(device::roundToHalf(mul));
+                            device::directpHalfMultiplierFits(in.coeffs, mul, folded);
     for (int b0 = j0; b0 < j1; b0 += 32) {
       const int b1 = std::min(j1, b0 + 32);
       // e_b from t - m, not from x: the row max's block must see exactly 0 (NUMERICS.md §2.3).
@@ -107,9 +109,11 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
       block_exp[b0 / 32] = eb;
       for (int j = b0; j < b1; ++j) {
         const float e_f = static_cast<float>(eb);
-        const int c = x[j] == kNegInf ? 0
-                      : fp16_input    ? device::directpClassifyFp16Score(in.coeffs, acc[j], mul, m, e_f)
-                                      : device::directpClassify(in.coeffs, acc[j], mul, m, e_f);
+        const int c = x[j] == kNegInf            ? 0
+                      : fp16_input && folded ? device::directpPiecewiseFoldedCode(in.coeffs, acc[j], mul,
+                                                                                 device::directpBias(m, e_f))
+                      : fp16_input           ? device::directpClassifyFp16Score(in.coeffs, acc[j], mul, m, e_f)
+                                             : device::directpClassify(in.coeffs, acc[j], mul, m, e_f);
         code[j] = static_cast<uint8_t>(c);
         const float mag = formats::kE2M1Magnitude[c];
         // E4m3 feed: exact unless e_b + off < -8, where E4M3's subnormals flush small codes.

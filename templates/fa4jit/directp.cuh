@@ -271,6 +271,34 @@ inline int directpClassifyFp16Score(const DirectPCoefficients &k, float acc_h, f
   const double y_h = roundToHalf(static_cast<double>(acc_h) * roundToHalf(mul) + roundToHalf(directpBias(m_use, e_f)));
   return directpCode(k, static_cast<float>(y_h));
 }
+
+// The piecewise classifier with its pieces folded onto the FP16 score (TileSpec::
+// pieces_from_scores, NUMERICS.md §2.3): per piece A = FP16(a * mul) (the product in FP32) and
+// B = FP16(fma(a, bias, b)) (FP32), z = sat(FP16(acc_h * A + B)) in one HFMA2.SAT per pair of keys
+// (so y is never formed), then c = rn(7 max(z_lo, z_hi)) as directpPiecewiseCode. The kernel's
+// twin is p_directp.cuh's classifyDirectP.
+inline int directpPiecewiseFoldedCode(const DirectPCoefficients &k, float acc_h, float mul, float bias) {
+  auto sat = [](double v) { return v > 0.0 ? (v < 1.0 ? v : 1.0) : 0.0; }; // NaN -> 0
+  auto piece = [&](float a, float b) {
+    const double slope = roundToHalf(a * mul), offset = roundToHalf(std::fma(a, bias, b));
+    return sat(roundToHalf(static_cast<double>(acc_h) * slope + offset));
+  };
+  const double zl = piece(k.piece[0], k.piece[1]), zh = piece(k.piece[2], k.piece[3]);
+  const double z = zl > zh ? zl : zh;
+  return static_cast<int>(roundToHalf(7.0 * z + 1024.0) - 1024.0);
+}
 #endif
+
+// Whether FP16 scores may form the classifier's input in FP16 for a head of multiplier mul: the
+// FP16 multiplier, or with folded pieces each piece's slope times it, finite (below 65520, where
+// FP32 rounds to FP16 infinity). Kernels and models decide the same way.
+FA4JIT_HD bool directpHalfMultiplierFits(const DirectPCoefficients &k, float mul, bool pieces_from_scores) {
+  float scale = 1.0f;
+  if (pieces_from_scores && k.kind == 3) {
+    scale = k.piece[0] > scale ? k.piece[0] : scale;
+    scale = k.piece[2] > scale ? k.piece[2] : scale;
+  }
+  return mul * scale < 65520.0f;
+}
 
 } // namespace fa4jit::device

@@ -560,6 +560,17 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
   KernelSpec bf = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
   bf.attention.tile.scores_fp16 = true;
   CHECK_THAT(problems(bf), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("FP8-fed routes only"));
+  // The piecewise pieces folded onto S: directp's piecewise classifier on FP16 scores only.
+  KernelSpec fold = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  fold.attention.tile.pieces_from_scores = true;
+  CHECK(problems(fold).empty());
+  CHECK_THAT(problems(withScoresFp16(fold, false)), Catch::Contains("attention.tile.pieces_from_scores"));
+  KernelSpec fold_threshold = fold;
+  fold_threshold.attention.classifier.kind = ClassifierKind::Threshold;
+  CHECK_THAT(problems(fold_threshold), Catch::Contains("pieces_from_scores") && Catch::Contains("piecewise"));
+  KernelSpec fold_nv = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  fold_nv.attention.tile.pieces_from_scores = true;
+  CHECK_THAT(problems(fold_nv), Catch::Contains("attention.tile.pieces_from_scores"));
   KernelSpec sync = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
   sync.attention.tile.schedule = AttentionSchedule::MmaSync;
   sync.attention.tile.overlap = sync.attention.tile.pingpong = sync.attention.tile.mma_row_sum = false;

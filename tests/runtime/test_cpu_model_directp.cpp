@@ -229,6 +229,44 @@ TEST_CASE("directp FP16 scores: FP16 accumulators, the FP16 classifier input, ac
   CHECK(std::fabs(cos_half - cos_full) < 2e-3);
 }
 
+// TileSpec::pieces_from_scores: each piece of the piecewise classifier read from S, z =
+// sat(FP16(acc_h * FP16(a mul) + FP16(fma(a, bias, b)))), in the tiles that form y in FP16 (the
+// others as before); the codes move where the two roundings differ at a boundary, the accuracy
+// does not.
+TEST_CASE("directp FP16 scores: the piecewise classifier's pieces folded onto S", "[cpu_model][directp]") {
+  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 2.0, 78);
+  const AttentionSpec plain = fp16ScoresSpec(128, true);
+  AttentionSpec folded = plain;
+  folded.tile.pieces_from_scores = true;
+  const device::DirectPCoefficients k = fit::directpCoefficients(folded.classifier);
+  int differ = 0, forms_differ = 0;
+  for (int row = 0; row < 64; row += 2) { // (the two forms differ on ~0.1% of keys: every other row)
+    const RowTrace tf = traceRow(folded, p, {0, 1, row}), tp = traceRow(plain, p, {0, 1, row});
+    for (int j = 0; j < 700; ++j) {
+      const float bias = -(tf.tile_m[j / 96] + static_cast<float>(tf.block_exponent[j / 32]));
+      const int folded_code = device::directpPiecewiseFoldedCode(k, tf.acc[j], tf.score_mul, bias);
+      const int y_code = device::directpPiecewiseCode(k, std::fma(tf.acc[j], tf.score_mul, bias));
+      CHECK(tf.code[j] == (j < 672 ? folded_code : y_code)); // (keys 672 on: the partial tile, FP32 y)
+      differ += tf.code[j] != tp.code[j] ? 1 : 0;
+      const double y_h = device::roundToHalf(static_cast<double>(tf.acc[j]) * device::roundToHalf(tf.score_mul) +
+                                             device::roundToHalf(bias));
+      forms_differ += folded_code != device::directpPiecewiseCode(k, static_cast<float>(y_h)) ? 1 : 0;
+    }
+  }
+  CHECK(forms_differ > 0); // (so the check above tells the folded form from y_h's)
+  CHECK(differ < 32 * 700 / 100);
+  const auto [cos_folded, cos_plain] = cosinesVsFp64(folded, plain, p, evenRows(64, 16));
+  INFO("cosine vs FP64: pieces from S " << cos_folded << ", from y_h " << cos_plain);
+  CHECK(std::fabs(cos_folded - cos_plain) < 2e-3);
+  // A head whose slope times the multiplier overflows FP16 forms y in FP32 everywhere (slopes
+  // above 1 only: the default's are 0.09 and 0.29).
+  device::DirectPCoefficients steep = k;
+  steep.piece[2] = 2.0f;
+  CHECK(device::directpHalfMultiplierFits(steep, 40000.0f, false));
+  CHECK_FALSE(device::directpHalfMultiplierFits(steep, 40000.0f, true));
+  CHECK(device::directpHalfMultiplierFits(k, 40000.0f, true));
+}
+
 // The widening shift bounds |S| below FP16's 65504 whatever the inputs: Q = K = one constant, the
 // largest |acc| there is (head_dim * 20^2 at shift 7; 256 * 10.5^2 at 8), stays finite.
 TEST_CASE("directp FP16 scores: the largest accumulator stays finite", "[cpu_model][directp]") {

@@ -490,6 +490,12 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
                         Case{1, 2, 2, 300, 300, 64, true, Pattern::OutlierChannels}})
     runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
             [](KernelSpec &s) { s = withScoresFp16(s, true); });
+  // The piecewise classifier's pieces folded onto S (pieces_from_scores), every case.
+  for (const Case &c : kCases)
+    runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
+      s = withScoresFp16(s, true);
+      s.attention.tile.pieces_from_scores = true;
+    });
   for (const Case &c : kCases)
     if (c.head_dim == 128)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {

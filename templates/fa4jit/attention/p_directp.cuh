@@ -44,22 +44,20 @@ FA4JIT_DEVICE void thresholdSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) 
 }
 
 // The piecewise codes (directpPiecewiseCode) of one fragment row's four key pairs, as the two PRMT
-// selectors of the block: per pair one F2FP, two HFMA2.SAT, one HMNMX2 and one HFMA2 that rounds
-// 7 z onto the magic number 1024 (FP16 bits 0x6400 | c: the code in bits 0..2 of each half); per
-// two pairs one PRMT gathers the four code bytes as c00, c10, c01, c11 and one LEA.HI (t + t >> 12)
-// moves c01 and c11 into nibbles 1 and 3: nibbles c00, c01, c10, c11, the selector. The constants
-// are the same in both lanes, so the FP16 operations take them as immediates or half-swizzled
-// registers (lane-specific ones cost a register move per use: ptxas rematerialized them).
-template <class C>
-FA4JIT_DEVICE void piecewiseSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) {
-  constexpr DirectPCoefficients kCoef = C::classifier;
-  const Half2 a_lo = half2Splat(directpHalfBits(kCoef.piece[0])), b_lo = half2Splat(directpHalfBits(kCoef.piece[1]));
-  const Half2 a_hi = half2Splat(directpHalfBits(kCoef.piece[2])), b_hi = half2Splat(directpHalfBits(kCoef.piece[3]));
+// selectors of the block: per pair (x: y_h, or acc_h with the pieces folded onto S) two
+// HFMA2.SAT, one HMNMX2 and one HFMA2 that rounds 7 z onto the magic number 1024 (FP16 bits
+// 0x6400 | c: the code in bits 0..2 of each half); per two pairs one PRMT gathers the four code
+// bytes as c00, c10, c01, c11 and one LEA.HI (t + t >> 12) moves c01 and c11 into nibbles 1 and
+// 3: nibbles c00, c01, c10, c11, the selector. The pieces are the same in both lanes, so the FP16
+// operations take them as immediates or half-swizzled registers (lane-specific ones cost a
+// register move per use: ptxas rematerialized them).
+FA4JIT_DEVICE void piecewiseSelectorsOf(const Half2 (&x)[4], Half2 a_lo, Half2 b_lo, Half2 a_hi, Half2 b_hi,
+                                        uint32_t (&sel)[2]) {
   const Half2 seven = half2Splat(0x4700u), magic = half2Splat(0x6400u);
   uint32_t v[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const Half2 z = half2Max(half2FmaSat(a_lo, yh[i], b_lo), half2FmaSat(a_hi, yh[i], b_hi));
+    const Half2 z = half2Max(half2FmaSat(a_lo, x[i], b_lo), half2FmaSat(a_hi, x[i], b_hi));
     v[i] = directpFmaV(z, seven, magic).u;
   }
 #pragma unroll
@@ -68,6 +66,21 @@ FA4JIT_DEVICE void piecewiseSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) 
     sel[h] = t + (t >> 12); // codes < 8: no carries
   }
 }
+template <class C>
+FA4JIT_DEVICE void piecewiseSelectors(const Half2 (&yh)[4], uint32_t (&sel)[2]) {
+  constexpr DirectPCoefficients kCoef = C::classifier;
+  piecewiseSelectorsOf(yh, half2Splat(directpHalfBits(kCoef.piece[0])), half2Splat(directpHalfBits(kCoef.piece[1])),
+                       half2Splat(directpHalfBits(kCoef.piece[2])), half2Splat(directpHalfBits(kCoef.piece[3])), sel);
+}
+
+// C::pieces_from_scores where the config has it (the wgmma kernels' configs bake it), else false.
+template <class C> struct PiecesFromScoresOf {
+  template <class X> FA4JIT_HD static constexpr bool get(decltype(&X::pieces_from_scores)) {
+    return X::pieces_from_scores;
+  }
+  template <class X> FA4JIT_HD static constexpr bool get(...) { return false; }
+  static constexpr bool value = get<C>(nullptr);
+};
 
 // P in two halves: classifyDirectP does the per-element work into plain registers and advances
 // l, packDirectP writes the A fragments. The wgmma consumers run the second only after the PV that
@@ -158,6 +171,11 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
   // of 32 S columns where a block spans a quad, once per block of the thread's with thread key
   // blocks (softmax.cuh's rowTileMax then repeats the block max at each of its k-steps).
   using B = typename T::Blocks;
+  // The piecewise classifier with its pieces folded onto FP16 scores (pieces_from_scores,
+  // NUMERICS.md §2.3): z = sat(fma(acc_h, FP16(a mul), FP16(fma(a, bias, b)))) per piece, one
+  // HFMA2.SAT per piece and pair from S (y_h is never formed), the offsets once per block and row.
+  constexpr bool kFolded = ScoreTile<C>::kFp16 && kFp16Input && kCoef.kind == 3 && PiecesFromScoresOf<C>::value;
+  Half2 folded_b[2][2] = {}; // per row: the lower and the upper piece's offset
   float floor_magic[2] = {0.0f, 0.0f}, neg_e_f[2] = {0.0f, 0.0f};
   int k_fed[2] = {0, 0};
   uint32_t fed_lo[2] = {0u, 0u}, fed_hi[2] = {0u, 0u};
@@ -185,6 +203,13 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
         const E2M1ToE4M3Table fed = e2m1ToE4M3TablePow2Normal(k_fed[r]);
         fed_lo[r] = fed.lo;
         fed_hi[r] = fed.hi;
+        if constexpr (kFolded) {
+          const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
+          const float b_lo = fmaf(kCoef.piece[0], bias, kCoef.piece[1]);
+          const float b_hi = fmaf(kCoef.piece[2], bias, kCoef.piece[3]);
+          folded_b[r][0] = half2FromFloats(b_lo, b_lo);
+          folded_b[r][1] = half2FromFloats(b_hi, b_hi);
+        }
       }
       uint32_t sel[2] = {0u, 0u};
       { // (a scope of its own: the k-step's bias and codes end with it)
@@ -206,7 +231,15 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
         } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
           const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
           Half2 yh[4];
-          if constexpr (ScoreTile<C>::kFp16 && kFp16Input) {
+          if constexpr (kFolded) {
+            // (each piece from S, its slope and the block's offset formed at the block's start)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+              yh[i] = Half2{s[4 * kb + i][r]};
+            const float a_lo = kCoef.piece[0] * mul, a_hi = kCoef.piece[2] * mul;
+            piecewiseSelectorsOf(yh, half2FromFloats(a_lo, a_lo), folded_b[r][0], half2FromFloats(a_hi, a_hi),
+                                 folded_b[r][1], sel);
+          } else if constexpr (ScoreTile<C>::kFp16 && kFp16Input) {
             const Half2 mul_h = half2FromFloats(mul, mul), bias_h = half2FromFloats(bias, bias);
 #pragma unroll
             for (int i = 0; i < 4; ++i)
@@ -217,7 +250,9 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
               yh[i] = half2FromFloats(scoreExponent(scoreValue(s, 4 * kb + i, r, 0), mul, bias),
                                       scoreExponent(scoreValue(s, 4 * kb + i, r, 1), mul, bias));
           }
-          if constexpr (kCoef.kind == 0)
+          if constexpr (kFolded)
+            ; // (the selectors are built)
+          else if constexpr (kCoef.kind == 0)
             thresholdSelectors<C>(yh, sel);
           else
             piecewiseSelectors<C>(yh, sel);

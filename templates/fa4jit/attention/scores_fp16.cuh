@@ -11,7 +11,6 @@
 namespace fa4jit::device::attention {
 
 constexpr uint32_t kHalfNegInf = 0xfc00u;
-constexpr float kHalfOverflow = 65520.0f; // FP32 values from here on round to FP16 infinity
 
 FA4JIT_DEVICE uint32_t half2MaxBits(uint32_t a, uint32_t b) { return half2Max(Half2{a}, Half2{b}).u; }
 

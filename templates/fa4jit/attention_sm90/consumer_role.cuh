@@ -92,10 +92,12 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     attention::softmaxInit(st);
 
     // FP16 scores form y in FP16 on the unmasked arm, with the multiplier in FP16, and in FP32 on
-    // the masked one (NUMERICS.md §2.3): a head whose multiplier overflows FP16 (>= 65520) runs
-    // every tile there.
+    // the masked one (NUMERICS.md §2.3): a head whose multiplier (or, with the pieces folded onto
+    // S, a piece's slope times it) overflows FP16 runs every tile there.
     const float mul = scoreMultiplier(score_mul);
-    const bool fp16_mul = !attention::ScoreTile<CV>::kFp16 || mul < attention::kHalfOverflow;
+    constexpr DirectPCoefficients kCoef = C::classifier; // (a copy: the member has no device definition)
+    const bool fp16_mul = !attention::ScoreTile<CV>::kFp16 ||
+                          directpHalfMultiplierFits(kCoef, mul, attention::PiecesFromScoresOf<CV>::value);
     const ConsumerRows rows{mul, {vis[0], vis[1]}, fp16_mul ? wg_unmasked : 0, lane};
     const int n_mine = (wg_keys + S::kBlockN - 1) / S::kBlockN;
     bool same_tiles = true; // every consumer of the CTA runs as many tiles as this one

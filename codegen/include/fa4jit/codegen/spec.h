@@ -134,6 +134,10 @@ struct TileSpec {
   // block maxima take half the instructions (NUMERICS.md §2.1, §2.3). Needs qk_widen_shift >= 7
   // (8 at head_dim 256), which keeps |S| below FP16's 65504 whatever the inputs.
   bool scores_fp16 = false;
+  // wgmma-ws, directp with FP16 scores and the piecewise classifier: each piece evaluated from S
+  // directly, sat(fma(acc_h, FP16(a mul), FP16(a bias + b))), one HFMA2.SAT per piece and pair of
+  // keys, instead of forming y_h first (one HFMA2 fewer per pair; NUMERICS.md §2.3).
+  bool pieces_from_scores = false;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
