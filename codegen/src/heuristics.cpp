@@ -526,6 +526,12 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             out.push_back(other);
           }
           if (r == Route::DirectP) { // each classifier is its own code path there
+            // the piecewise classifier's pieces read from S (pieces_from_scores, opt-in: not
+            // measured on the H200 yet, so no tuner candidate)
+            KernelSpec folded = ws;
+            folded.attention.tile.pieces_from_scores = true;
+            if (specViolations(folded).empty())
+              out.push_back(folded);
             for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
               KernelSpec other = ws;
               other.attention.classifier.kind = k;
