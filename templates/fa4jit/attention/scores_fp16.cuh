@@ -57,10 +57,10 @@ FA4JIT_DEVICE void rowTileMaxOnly(const uint32_t (&s)[AttentionTraits<CV>::kSTil
 
 // Direct-P's block maxima and the tile max (softmax.cuh's rowTileMax) on FP16 pairs, for the
 // blocks as a thread meets them (key_order.cuh's ThreadBlocks: per k-step with quad blocks, per
-// 32 or 16 of its columns with
-// thread key blocks): per k-step and row three HMNMX2, one per further k-step of a block, then
-// both rows' halves in one register (two PRMT, one HMNMX2), so the shuffles a block spans (0, 1 or
-// 2) serve both rows at once; the tile max likewise from the blocks' packed maxima.
+// 32 or 16 of its columns with thread key blocks): per k-step and row three HMNMX2, one per
+// further k-step of a block, then both rows' halves in one register (two PRMT, one HMNMX2), so
+// the shuffles a block spans (0, 1 or 2) serve both rows at once; the tile max likewise from the
+// blocks' packed maxima.
 template <class CV>
 FA4JIT_DEVICE void rowBlockMax(const uint32_t (&s)[AttentionTraits<CV>::kSTiles][2],
                                float (&block_max)[AttentionTraits<CV>::kBlockN / 32][2], float (&tile_max)[2]) {
