@@ -139,7 +139,7 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
                            (t.scores_fp16 && a.route == Route::Nvfp8);
     if (a.head_dim > 128 || t.block_n > (s128_fits ? 128 : 96))
       r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
-             a.head_dim <= 64 ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
+             s128_fits ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
     else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) &&
              (t.block_n == 96 || (a.route == Route::Bf16 && t.block_n == 128)) && t.overlap && !t.pingpong &&
              !a.causal)

@@ -228,18 +228,18 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
               sel[i / 2] += bits << (4 * (2 * (i % 2) + e));
             }
           }
+        } else if constexpr (kFolded) { // piecewise, each piece from S (its offsets at the block's start)
+          Half2 acc_h[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            acc_h[i] = Half2{s[4 * kb + i][r]};
+          const float a_lo = kCoef.piece[0] * mul, a_hi = kCoef.piece[2] * mul;
+          piecewiseSelectorsOf(acc_h, half2FromFloats(a_lo, a_lo), folded_b[r][0], half2FromFloats(a_hi, a_hi),
+                               folded_b[r][1], sel);
         } else if constexpr (kCoef.kind == 0 || kCoef.kind == 3) { // threshold, piecewise: FP16 pairs
           const float bias = neg_e_f[r] - st.m_use[r]; // == directpBias(m, e_f)
           Half2 yh[4];
-          if constexpr (kFolded) {
-            // (each piece from S, its slope and the block's offset formed at the block's start)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              yh[i] = Half2{s[4 * kb + i][r]};
-            const float a_lo = kCoef.piece[0] * mul, a_hi = kCoef.piece[2] * mul;
-            piecewiseSelectorsOf(yh, half2FromFloats(a_lo, a_lo), folded_b[r][0], half2FromFloats(a_hi, a_hi),
-                                 folded_b[r][1], sel);
-          } else if constexpr (ScoreTile<C>::kFp16 && kFp16Input) {
+          if constexpr (ScoreTile<C>::kFp16 && kFp16Input) {
             const Half2 mul_h = half2FromFloats(mul, mul), bias_h = half2FromFloats(bias, bias);
 #pragma unroll
             for (int i = 0; i < 4; ++i)
@@ -250,9 +250,7 @@ FA4JIT_DEVICE void classifyDirectP(PendingP<C> &pp, const Scores &s,
               yh[i] = half2FromFloats(scoreExponent(scoreValue(s, 4 * kb + i, r, 0), mul, bias),
                                       scoreExponent(scoreValue(s, 4 * kb + i, r, 1), mul, bias));
           }
-          if constexpr (kFolded)
-            ; // (the selectors are built)
-          else if constexpr (kCoef.kind == 0)
+          if constexpr (kCoef.kind == 0)
             thresholdSelectors<C>(yh, sel);
           else
             piecewiseSelectors<C>(yh, sel);

@@ -128,11 +128,11 @@ struct TileSpec {
   // table come once per 32 (or 16) of a thread's scores instead of per 8. The numerics are
   // unchanged: the same keys form the same blocks.
   bool thread_key_blocks = false;
-  // wgmma-ws, directp: QK^T accumulates S in FP16 (the
-  // FP8 wgmma's .f16 form), two keys per register, and the softmax classifies FP16 pairs: the
-  // classifier input of a pair is one HFMA2 from S instead of two FFMAs and a conversion, and the
-  // block maxima take half the instructions (NUMERICS.md §2.1, §2.3). Needs qk_widen_shift >= 7
-  // (8 at head_dim 256), which keeps |S| below FP16's 65504 whatever the inputs.
+  // wgmma-ws, the FP8-fed routes: QK^T accumulates S in FP16 (the FP8 wgmma's .f16 form), two
+  // keys per register, and the softmax works on FP16 pairs: directp's classifier input of a pair
+  // is one HFMA2 from S instead of two FFMAs and a conversion, nvfp8's exponent one HFMA2 and the
+  // MUFU's FP16 exp2, and the maxima take half the instructions (NUMERICS.md §2.1, §2.3). Needs
+  // qk_widen_shift >= 7 (8 at head_dim 256), which keeps |S| below FP16's 65504 whatever the inputs.
   bool scores_fp16 = false;
   // wgmma-ws, directp with FP16 scores and the piecewise classifier: each piece evaluated from S
   // directly, sat(fma(acc_h, FP16(a mul), FP16(a bias + b))), one HFMA2.SAT per piece and pair of
