@@ -33,24 +33,42 @@ FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4],
 // from FP32 scores, and 2^x rounded to FP16. The branch is per thread and row, after the row max's
 // shuffles: it may diverge.
 template <class C>
+FA4JIT_DEVICE void exponentiateNvfp8Row(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], int r, float mul,
+                                        float addend) {
+  if (halfExponentsFit(mul, addend)) {
+    const Half2 mul_h = half2FromFloats(mul, mul);
+    const Half2 addend_h = half2FromFloats(addend, addend);
+#pragma unroll
+    for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+      s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h)).u;
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
+      s[nt][r] = half2FromFloats(exp2Hw(scoreExponent(halfLowToFloat(s[nt][r]), mul, addend)),
+                                 exp2Hw(scoreExponent(halfHighToFloat(s[nt][r]), mul, addend)))
+                     .u;
+  }
+}
+
+// Both rows of the thread in one loop where both fit (the usual case): the same numbers as row by
+// row, but one basic block, so that ptxas interleaves the two rows' HFMA2 and MUFU chains. Row by
+// row, each row's exponents ended a block of their own and their latencies added up (the D = 64
+// kernel with FP16 scores ran 11-14% behind FP32 scores, PERF.md fourteenth session).
+template <class C>
 FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
-  const Half2 mul_h = half2FromFloats(mul, mul);
+  const float addend[2] = {kOff - st.m_use[0], kOff - st.m_use[1]};
+  if (halfExponentsFit(mul, addend[0]) && halfExponentsFit(mul, addend[1])) {
+    const Half2 mul_h = half2FromFloats(mul, mul);
+    const Half2 addend_h[2] = {half2FromFloats(addend[0], addend[0]), half2FromFloats(addend[1], addend[1])};
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const float addend = kOff - st.m_use[r];
-    if (halfExponentsFit(mul, addend)) {
-      const Half2 addend_h = half2FromFloats(addend, addend);
+    for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
-      for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
-        s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h)).u;
-    } else {
-#pragma unroll
-      for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
-        s[nt][r] = half2FromFloats(exp2Hw(scoreExponent(halfLowToFloat(s[nt][r]), mul, addend)),
-                                   exp2Hw(scoreExponent(halfHighToFloat(s[nt][r]), mul, addend)))
-                       .u;
-    }
+      for (int r = 0; r < 2; ++r)
+        s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h[r])).u;
+  } else {
+    exponentiateNvfp8Row<C>(s, 0, mul, addend[0]);
+    exponentiateNvfp8Row<C>(s, 1, mul, addend[1]);
   }
 }
 
