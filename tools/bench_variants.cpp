@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, pieces-from-scores, pieces-from-y, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, pieces-from-scores, pieces-from-y, poly0..poly24, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -47,6 +47,15 @@ std::optional<int> guardSlackVariant(llvm::StringRef name) {
   return n;
 }
 
+// "polyN", N in [0, 24]: nvfp8's exp2 of the first N n8 key tiles of each tile as the FP16
+// polynomial (TileSpec::exp2_poly_tiles; the variant takes FP16 scores, which it needs).
+std::optional<int> exp2PolyVariant(llvm::StringRef name) {
+  int n = 0;
+  if (!name.consume_front("poly") || name.getAsInteger(10, n) || n < 0 || n > 24)
+    return std::nullopt;
+  return n;
+}
+
 // rows128 | rows192: query rows per wgmma CTA (two or three consumer warpgroups).
 std::optional<int> blockRowsVariant(llvm::StringRef name) {
   int m = 0;
@@ -72,7 +81,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "no-multicast" || p == "thread-blocks" || p == "quad-blocks" || p == "fp16-scores" ||
           p == "fp32-scores" || p == "pieces-from-scores" || p == "pieces-from-y")
         continue;
-      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p))
+      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p) ||
+          exp2PolyVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -120,6 +130,12 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || a.route == Route::Bf16)
         return std::nullopt;
       s = withScoresFp16(std::move(s), p == "fp16-scores");
+    } else if (const std::optional<int> poly = exp2PolyVariant(p)) {
+      if (!wgmma || a.route != Route::Nvfp8)
+        return std::nullopt;
+      if (!a.tile.scores_fp16)
+        s = withScoresFp16(std::move(s), true);
+      a.tile.exp2_poly_tiles = *poly;
     } else if (p == "pieces-from-scores" || p == "pieces-from-y") {
       // (directp's piecewise classifier on FP16 scores only)
       if (!wgmma || a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)

@@ -145,6 +145,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
                        "QK^T accumulates S as FP16 pairs (the FP8-fed routes)"});
     d.baked.push_back({"pieces_from_scores", "bool", boolText(a.tile.pieces_from_scores),
                        "the piecewise classifier's pieces evaluated from S directly (directp)"});
+    d.baked.push_back({"exp2_poly_tiles", "int", intText(a.tile.exp2_poly_tiles),
+                       "n8 key tiles whose exp2 is an FP16 polynomial on the FMA pipe (nvfp8)"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

@@ -9,6 +9,7 @@
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/resource_model.h"
 #include "fa4jit/codegen/sm100_attention.h"
+#include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
 namespace fa4jit {
@@ -207,8 +208,14 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // session, call 2; 4k / 16k / 32k, non-causal, two passes in reversed order): D64 +17% / +22% /
   // +18% (causal +10% / +28% / +31%), D128 +12% / +11% / +11%, D256 +7% / +5% / +6% over FP32
   // S; CPU models' cosine to FP64 within +-3e-4 (docs/ACCURACY.md).
-  if (s.attention.route == Route::DirectP)
+  // The piecewise classifier's pieces then read S directly (pieces_from_scores: one HFMA2 fewer
+  // per pair of keys). Measured on the H200 (fifteenth session, call 1; 4k / 16k / 32k,
+  // non-causal, two passes): D64 +1% / +1% / +3%, D128 +1% / +1% / +2%, D256 +1% / +2% / +2%
+  // over forming y_h first (docs/PERF.md).
+  if (s.attention.route == Route::DirectP) {
     s = withScoresFp16(std::move(s), true);
+    t.pieces_from_scores = true;
+  }
   // directp at D128: FP16 scores leave room for 128-key tiles on three consumers (S of 32
   // registers), each 32-key block in one thread's columns. Measured on the H200 (thirteenth
   // session, call 5; 4k / 16k / 32k, two passes): +16% / +16% / +16% non-causal, +9% / +12% /
@@ -399,6 +406,12 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
       out.push_back(three);
     }
   }
+  // directp's piecewise classifier: its pieces from S, or from y_h formed first.
+  if (canonicalize(base).attention.tile.pieces_from_scores) {
+    KernelSpec unfolded = base;
+    unfolded.attention.tile.pieces_from_scores = false;
+    out.push_back(unfolded);
+  }
   // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three consumers
   // then on 96-key tiles, quad blocks).
   if (base.attention.route != Route::Bf16) {
@@ -412,6 +425,8 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
 KernelSpec withScoresFp16(KernelSpec s, bool fp16) {
   AttentionSpec &a = s.attention;
   a.tile.scores_fp16 = fp16;
+  if (!fp16)
+    a.tile.exp2_poly_tiles = 0; // (the polynomial takes FP16 exponents)
   a.operands.qk_widen_shift =
       fp16 ? std::max(a.operands.qk_widen_shift, minScoresFp16WidenShift(a.head_dim)) : OperandSpec{}.qk_widen_shift;
   return s;
@@ -526,12 +541,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             out.push_back(other);
           }
           if (r == Route::DirectP) { // each classifier is its own code path there
-            // the piecewise classifier's pieces read from S (pieces_from_scores, opt-in: not
-            // measured on the H200 yet, so no tuner candidate)
-            KernelSpec folded = ws;
-            folded.attention.tile.pieces_from_scores = true;
-            if (specViolations(folded).empty())
-              out.push_back(folded);
+            // (the piecewise classifier forming y_h first: one of wgmmaScheduleAlternatives)
             for (ClassifierKind k : {ClassifierKind::Threshold, ClassifierKind::Affine}) {
               KernelSpec other = ws;
               other.attention.classifier.kind = k;

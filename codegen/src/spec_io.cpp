@@ -127,6 +127,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
         j.attribute("overlap", a.tile.overlap);
         if (a.tile.persistent) // absent means false: the other kernels' text is what it was
           j.attribute("persistent", true);
+        if (a.tile.exp2_poly_tiles != 0) // absent means 0 (as persistent)
+          j.attribute("exp2_poly_tiles", a.tile.exp2_poly_tiles);
         if (a.tile.pieces_from_scores) // absent means false (as persistent)
           j.attribute("pieces_from_scores", true);
         j.attribute("pingpong", a.tile.pingpong);
@@ -356,6 +358,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("thread_key_blocks", a.tile.thread_key_blocks));
     FA4JIT_TRY(s.readBool("scores_fp16", a.tile.scores_fp16));
     FA4JIT_TRY(s.readBool("pieces_from_scores", a.tile.pieces_from_scores));
+    FA4JIT_TRY(s.readInt("exp2_poly_tiles", a.tile.exp2_poly_tiles));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -484,13 +487,19 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.thread_key_blocks = TileSpec{}.thread_key_blocks;
     a.tile.scores_fp16 = TileSpec{}.scores_fp16;
     a.tile.pieces_from_scores = TileSpec{}.pieces_from_scores;
+    a.tile.exp2_poly_tiles = TileSpec{}.exp2_poly_tiles;
   }
+  // The folded pieces are how the piecewise classifier reads FP16 scores; with another classifier
+  // or FP32 scores there is nothing to fold (the flag then says nothing, so that a classifier or
+  // score-form change of a default spec needs no other edit).
+  if (a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
+    a.tile.pieces_from_scores = false;
   return s;
 }
 
 // A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
 // cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 216 && sizeof(TileSpec) == 28, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) == 220 && sizeof(TileSpec) == 32, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -512,6 +521,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
       x.tile.kv_multicast == y.tile.kv_multicast && x.tile.thread_key_blocks == y.tile.thread_key_blocks &&
       x.tile.scores_fp16 == y.tile.scores_fp16 && x.tile.pieces_from_scores == y.tile.pieces_from_scores &&
+      x.tile.exp2_poly_tiles == y.tile.exp2_poly_tiles &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

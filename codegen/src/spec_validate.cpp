@@ -190,10 +190,14 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
       r.fail("attention.tile.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
                                                  "widening applies the whole key order itself");
   }
-  if (t.pieces_from_scores &&
-      (a.route != Route::DirectP || !t.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise))
-    r.fail("attention.tile.pieces_from_scores", "needs the directp route's piecewise classifier on FP16 scores "
-                                                "(its pieces then read S's FP16 pairs directly)");
+  if (t.exp2_poly_tiles != 0) {
+    if (a.route != Route::Nvfp8 || !t.scores_fp16)
+      r.fail("attention.tile.exp2_poly_tiles", "needs the nvfp8 route on FP16 scores (the polynomial takes FP16 "
+                                               "exponents)");
+    else if (t.exp2_poly_tiles < 0 || t.exp2_poly_tiles > t.block_n / 8)
+      r.fail("attention.tile.exp2_poly_tiles", t.exp2_poly_tiles, " is not in [0, block_n / 8 = ", t.block_n / 8,
+             "] (n8 tiles of keys)");
+  }
   if (t.scores_fp16) {
     const int least_shift = minScoresFp16WidenShift(a.head_dim);
     // (CI's SASS check: the threshold classifier spilled 28 bytes there, NVRTC 13.0)
@@ -252,6 +256,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.scores_fp16", "exists on wgmma-ws only");
   else if (t.pieces_from_scores)
     r.fail("attention.tile.pieces_from_scores", "exists on wgmma-ws only");
+  else if (t.exp2_poly_tiles != 0)
+    r.fail("attention.tile.exp2_poly_tiles", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

@@ -65,7 +65,8 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
     const float addend = static_cast<float>(off) - m;
     // FP16 scores: x_h = FP16(acc_h * FP16(mul) + addend) (one HFMA2, exact in double before its
     // rounding) and 2^x_h in FP16 where the row's exponents fit FP16, else x in FP32 and 2^x
-    // rounded to FP16; E4M3 from the FP16 value (NUMERICS.md §2.3).
+    // rounded to FP16; E4M3 from the FP16 value (NUMERICS.md §2.3). The first exp2_poly_tiles n8
+    // tiles of keys of each tile take 2^x_h as the kernel's FP16 polynomial (exp2PolyHalf).
     const bool fp16 = spec.tile.scores_fp16;
     const bool half_exponents = fp16 && device::halfExponentsFit(mul, addend);
     const double mul_h = device::roundToHalf(mul);
@@ -74,7 +75,10 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
         p[j] = 0.0f;
       } else if (half_exponents) {
         const double x_h = device::roundToHalf(static_cast<double>(acc[j]) * mul_h + addend);
-        p[j] = e4m3Round(static_cast<float>(device::roundToHalf(std::exp2(x_h))));
+        const double e_h = device::exp2PolyKey(j % spec.tile.block_n, spec.tile.exp2_poly_tiles)
+                               ? device::exp2PolyHalf(x_h)
+                               : device::roundToHalf(std::exp2(x_h));
+        p[j] = e4m3Round(static_cast<float>(e_h));
       } else {
         const float e = std::exp2(device::scoreExponent(acc[j], mul, addend));
         p[j] = e4m3Round(fp16 ? static_cast<float>(device::roundToHalf(e)) : e);

@@ -49,28 +49,6 @@ FA4JIT_HD int directpBlockExponent(float block_max_x) {
 constexpr int kDirectPThresholdGridLog2 = 7;
 constexpr float kDirectPThresholdLimit = 4.0f;
 
-// v rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a double:
-// the host's twin of the kernels' FP16 conversions and of each FP16 operation's single rounding.
-// Exact for any double input (it rounds the double once, never through float).
-#if !defined(__CUDA_ARCH__)
-inline double roundToHalf(double v) {
-  if (!std::isfinite(v))
-    return v;
-  const double a = std::fabs(v);
-  if (a >= 65520.0) // half-way above FP16's largest finite value 65504, and beyond: infinity
-    return std::copysign(static_cast<double>(INFINITY), v);
-  int e;
-  std::frexp(a, &e);                              // a = f * 2^e, f in [0.5, 1)
-  const int q = (e - 1 < -14 ? -14 : e - 1) - 10; // the FP16 quantum at a (subnormal: 2^-24)
-  const double w = std::ldexp(a, -q);             // exact, < 2^11
-  double r = std::floor(w);
-  const double frac = w - r;
-  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0))
-    r += 1.0;
-  return std::copysign(std::ldexp(r, q), v);
-}
-#endif
-
 // y rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a float.
 FA4JIT_HD float directpThresholdInput(float y) {
 #if defined(__CUDA_ARCH__)

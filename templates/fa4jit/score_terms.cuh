@@ -82,4 +82,65 @@ FA4JIT_HD bool halfExponentsFit(float mul, float addend) {
 #endif
 }
 
+// v rounded to FP16 (to nearest, ties to even; overflow to +-inf, NaN stays NaN), as a double:
+// the host's twin of the kernels' FP16 conversions and of each FP16 operation's single rounding.
+// Exact for any double input (it rounds the double once, never through float).
+#if !defined(__CUDA_ARCH__)
+inline double roundToHalf(double v) {
+  if (!std::isfinite(v))
+    return v;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) // half-way above FP16's largest finite value 65504, and beyond: infinity
+    return std::copysign(static_cast<double>(INFINITY), v);
+  int e;
+  std::frexp(a, &e);                              // a = f * 2^e, f in [0.5, 1)
+  const int q = (e - 1 < -14 ? -14 : e - 1) - 10; // the FP16 quantum at a (subnormal: 2^-24)
+  const double w = std::ldexp(a, -q);             // exact, < 2^11
+  double r = std::floor(w);
+  const double frac = w - r;
+  if (frac > 0.5 || (frac == 0.5 && std::fmod(r, 2.0) != 0.0))
+    r += 1.0;
+  return std::copysign(std::ldexp(r, q), v);
+}
+#endif
+
+// nvfp8's exp2 of x_h on the FMA and integer pipes instead of the MUFU (TileSpec::exp2_poly_tiles,
+// NUMERICS.md §2.3), in FP16 steps, each rounded once:
+//   xc = max(x_h, -14)               (E4M3 flushes 2^x below 2^-10 to 0 anyway; NaN stays NaN)
+//   s  = FP16(xc + 1551)             (1551 + round(xc): FP16's quantum is 1 on [1024, 2048))
+//   j  = s - 1551, f = xc - j        (both exact, |f| <= 1/2)
+//   q  = ((c3 f + c2) f + c1) f + c0 (Horner, three HFMA2)
+//   P  = FP16(q * 2^j)               (2^j from s's bits: its low five are j + 15)
+// The FP16 coefficients minimize the largest relative error of the whole evaluation over every FP16
+// f in [-1/2, 1/2]: 5.6e-4, against 4.8e-4 for 2^f correctly rounded to FP16 and ~1e-3
+// (2^-9.9) for the MUFU's ex2.approx.f16. The kernel's x <= off + slack <= 8 (the validator's
+// bound) keeps j + 15 <= 24, below FP16's infinity.
+constexpr uint32_t kExp2PolyCoefficientBits[4] = {0x3C00u, 0x398Cu, 0x33C1u, 0x2B0Au}; // c0..c3
+constexpr uint32_t kExp2PolyMagicBits = 0x660Fu;                                        // 1551
+constexpr uint32_t kExp2PolyFloorBits = 0xCB00u;                                        // -14
+// Keys whose exp2 the polynomial takes: the first exp2_poly_tiles n8 tiles of each tile's 8-key
+// tiles (key mod block_n < 8 exp2_poly_tiles), where the rest take the MUFU.
+FA4JIT_HD constexpr bool exp2PolyKey(int key_in_tile, int poly_tiles) { return key_in_tile < 8 * poly_tiles; }
+
+#if !defined(__CUDA_ARCH__)
+// The host's twin, exactly (every step an FP16 operation with one rounding, roundToHalf).
+inline double halfFromBits(uint32_t b) {
+  const int e = static_cast<int>((b >> 10) & 31u), m = static_cast<int>(b & 1023u);
+  const double v = e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+  return (b & 0x8000u) ? -v : v;
+}
+inline double exp2PolyHalf(double x_h) {
+  if (std::isnan(x_h))
+    return x_h;
+  const double xc = std::fmax(x_h, halfFromBits(kExp2PolyFloorBits));
+  const double magic = halfFromBits(kExp2PolyMagicBits);
+  const double s = roundToHalf(xc + magic);
+  const double j = s - magic, f = xc - j;
+  double q = halfFromBits(kExp2PolyCoefficientBits[3]);
+  for (int k = 2; k >= 0; --k)
+    q = roundToHalf(q * f + halfFromBits(kExp2PolyCoefficientBits[k]));
+  return roundToHalf(std::ldexp(q, static_cast<int>(j)));
+}
+#endif
+
 } // namespace fa4jit::device

@@ -1,5 +1,6 @@
 // Spec validation: every generated variant passes; each rule fails with a message naming the field.
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
 #include <catch2/catch.hpp>
@@ -560,17 +561,47 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
   KernelSpec bf = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
   bf.attention.tile.scores_fp16 = true;
   CHECK_THAT(problems(bf), Catch::Contains("attention.tile.scores_fp16") && Catch::Contains("FP8-fed routes only"));
-  // The piecewise pieces folded onto S: directp's piecewise classifier on FP16 scores only.
+  // The piecewise pieces folded onto S (the directp default): where there is nothing to fold
+  // (FP32 scores, another classifier, another route) the spec stays valid and canonicalize()
+  // clears the flag, so the kernel and its cache key are those of the unfolded spec.
   KernelSpec fold = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
-  fold.attention.tile.pieces_from_scores = true;
+  REQUIRE(fold.attention.tile.pieces_from_scores);
   CHECK(problems(fold).empty());
-  CHECK_THAT(problems(withScoresFp16(fold, false)), Catch::Contains("attention.tile.pieces_from_scores"));
+  CHECK(canonicalize(fold).attention.tile.pieces_from_scores);
   KernelSpec fold_threshold = fold;
   fold_threshold.attention.classifier.kind = ClassifierKind::Threshold;
-  CHECK_THAT(problems(fold_threshold), Catch::Contains("pieces_from_scores") && Catch::Contains("piecewise"));
+  fold_threshold.attention.tile.block_n = 128; // (the threshold classifier's tile: two consumers)
+  fold_threshold.attention.tile.block_m = 128;
+  fold_threshold.attention.tile.warps = 12;
+  CHECK(problems(fold_threshold).empty());
+  for (const KernelSpec &inert : {withScoresFp16(fold, false), fold_threshold}) {
+    CHECK_FALSE(canonicalize(inert).attention.tile.pieces_from_scores);
+    KernelSpec unfolded = inert;
+    unfolded.attention.tile.pieces_from_scores = false;
+    CHECK(specHash(inert) == specHash(unfolded));
+  }
   KernelSpec fold_nv = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
   fold_nv.attention.tile.pieces_from_scores = true;
-  CHECK_THAT(problems(fold_nv), Catch::Contains("attention.tile.pieces_from_scores"));
+  CHECK(problems(fold_nv).empty());
+  CHECK_FALSE(canonicalize(fold_nv).attention.tile.pieces_from_scores);
+  // nvfp8's exp2 polynomial: FP16 scores only, at most block_n / 8 tiles.
+  KernelSpec poly = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
+  REQUIRE(poly.attention.tile.scores_fp16);
+  poly.attention.tile.exp2_poly_tiles = poly.attention.tile.block_n / 8;
+  CHECK(problems(poly).empty());
+  KernelSpec poly_over = poly;
+  poly_over.attention.tile.exp2_poly_tiles += 1;
+  CHECK_THAT(problems(poly_over), Catch::Contains("attention.tile.exp2_poly_tiles") && Catch::Contains("block_n / 8"));
+  poly_over.attention.tile.exp2_poly_tiles = -1;
+  CHECK_THAT(problems(poly_over), Catch::Contains("attention.tile.exp2_poly_tiles"));
+  KernelSpec poly_fp32 = poly;
+  poly_fp32.attention.tile.scores_fp16 = false;
+  poly_fp32.attention.operands.qk_widen_shift = 3;
+  CHECK_THAT(problems(poly_fp32), Catch::Contains("attention.tile.exp2_poly_tiles") && Catch::Contains("FP16 scores"));
+  CHECK(withScoresFp16(poly, false).attention.tile.exp2_poly_tiles == 0);
+  KernelSpec poly_dp = fold;
+  poly_dp.attention.tile.exp2_poly_tiles = 2;
+  CHECK_THAT(problems(poly_dp), Catch::Contains("attention.tile.exp2_poly_tiles") && Catch::Contains("nvfp8"));
   KernelSpec sync = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
   sync.attention.tile.schedule = AttentionSchedule::MmaSync;
   sync.attention.tile.overlap = sync.attention.tile.pingpong = sync.attention.tile.mma_row_sum = false;

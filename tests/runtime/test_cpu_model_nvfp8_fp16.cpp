@@ -130,3 +130,64 @@ TEST_CASE("nvfp8 FP16 scores: accuracy against FP64 as with FP32 scores", "[cpu_
     }
   }
 }
+
+// The FP16 polynomial of exp2_poly_tiles (score_terms.cuh), over every FP16 exponent the kernels
+// can form (x_h <= off + slack <= 8; below -14 the clamp): within 6e-4 of 2^x relative (the
+// evaluation's own bound, measured 5.6e-4; 2^x correctly rounded to FP16 is within 4.9e-4) where
+// 2^x is an FP16 normal, and E4M3 of it equal to E4M3 of 2^x except at a rounding boundary.
+TEST_CASE("nvfp8 FP16 scores: 2^x as the FP16 polynomial", "[cpu_model]") {
+  double worst = 0;
+  int e4m3_differs = 0, n = 0;
+  for (uint32_t bits = 0; bits < 0x10000u; ++bits) {
+    const double x = device::halfFromBits(bits);
+    if (!(x >= -14.0 && x <= 9.0))
+      continue;
+    const double p = device::exp2PolyHalf(x), ref = std::exp2(x);
+    worst = std::max(worst, std::fabs(p - ref) / ref);
+    e4m3_differs += e4m3Round(p) != e4m3Round(ref) ? 1 : 0;
+    ++n;
+  }
+  INFO("largest relative error " << worst << ", E4M3 differs on " << e4m3_differs << " of " << n);
+  CHECK(worst < 6e-4);
+  CHECK(e4m3_differs < n / 50); // (one E4M3 step where the error crosses a rounding boundary: measured 0.2%)
+  // Below the clamp: 2^-14, which E4M3 flushes to 0, as it flushes 2^x there; a masked key's -inf too.
+  for (double x : {-14.5, -30.0, -1000.0, -65504.0, -HUGE_VAL}) {
+    CHECK(device::exp2PolyHalf(x) == std::ldexp(1.0, -14));
+    CHECK(e4m3Round(device::exp2PolyHalf(x)) == 0.0f);
+  }
+  CHECK(std::isnan(device::exp2PolyHalf(NAN)));
+  CHECK(device::exp2PolyHalf(0.0) == 1.0);
+  CHECK(device::exp2PolyHalf(8.0) == 256.0); // (j = 8, f = 0: c0 = 1 exactly)
+}
+
+// The model takes the polynomial for exactly the keys exp2_poly_tiles names (the first 8 n of each
+// tile), the MUFU's form for the rest, and its accuracy against FP64 moves by less than E4M3's noise.
+TEST_CASE("nvfp8 FP16 scores: the polynomial's keys, and its accuracy", "[cpu_model]") {
+  OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 1.5, 61);
+  AttentionSpec spec = nvfp8Spec(128, true);
+  spec.tile.exp2_poly_tiles = 5; // keys 0..39 of each tile of 128
+  int poly_differs = 0;
+  for (int row = 0; row < 64; row += 3) {
+    const RowTrace t = traceRow(spec, p, {0, 1, row});
+    for (int tile = 0; tile < 6; ++tile) {
+      const float m = t.tile_m[tile];
+      for (int j = tile * 128; j < std::min(700, tile * 128 + 128); ++j) {
+        const double x_h =
+            device::roundToHalf(static_cast<double>(t.acc[j]) * device::roundToHalf(t.score_mul) + (5.0f - m));
+        const bool poly = j % 128 < 40;
+        CHECK(t.p_fed[j] == (poly ? e4m3Round(device::exp2PolyHalf(x_h)) : fedFp16Form(t, j, m)));
+        poly_differs += poly && e4m3Round(device::exp2PolyHalf(x_h)) != fedFp16Form(t, j, m) ? 1 : 0;
+      }
+    }
+  }
+  CHECK(poly_differs > 0); // (so the check tells the two forms apart)
+  for (int d : {64, 128}) {
+    OwnedProblem q = gaussianProblem({1, 2, 1, 128, 600, d}, 1.0, 62 + d);
+    AttentionSpec all = nvfp8Spec(d, true);
+    all.tile.exp2_poly_tiles = 16;
+    const double cos_poly = meanCosineVsFp64(all, q, evenRows(128, 16));
+    const double cos_mufu = meanCosineVsFp64(nvfp8Spec(d, true), q, evenRows(128, 16));
+    INFO("D" << d << ": cosine vs FP64, polynomial " << cos_poly << ", MUFU form " << cos_mufu);
+    CHECK(std::fabs(cos_poly - cos_mufu) < 5e-4);
+  }
+}

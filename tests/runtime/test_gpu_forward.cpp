@@ -511,7 +511,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
 // pair and 2^x on the MUFU's FP16 form where a row's exponents fit FP16, in FP32 elsewhere (the
 // huge-logit pattern's |m| >= 128, heads whose multiplier overflows FP16). Every case on the
 // default tiles, D128 also on three consumers of 128 keys (S of 32 registers), then the FP16
-// overflow heads.
+// overflow heads, then 2^x_h as the FP16 polynomial of score_terms.cuh.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, nvfp8 with FP16 scores", "[gpu][forward]") {
   if (gpuEngine().target() != Target::Sm90a)
     return;
@@ -534,6 +534,14 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, nvfp8 with FP
                         Case{1, 2, 2, 256, 333, 256, true, Pattern::OutlierChannels}})
     runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
             [](KernelSpec &s) { s = withScoresFp16(s, true); });
+  // 2^x_h as the FP16 polynomial (exp2_poly_tiles) for a quarter of the keys of every tile, and
+  // for all of them (the model takes the same polynomial for the same keys).
+  for (const int quarters : {1, 4})
+    for (const Case &c : kCases)
+      runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [quarters](KernelSpec &s) {
+        s = withScoresFp16(s, true);
+        s.attention.tile.exp2_poly_tiles = s.attention.tile.block_n / 32 * quarters;
+      });
 }
 
 // The consumer loop without the softmax/PV overlap (the tuner may pick it), with and without the

@@ -26,9 +26,25 @@ FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4],
       s[nt][i] = exp2Hw(scoreExponent(s[nt][i], mul, addend[i / 2]));
 }
 
+// C::exp2_poly_tiles where the config has it (the wgmma kernels' configs bake it), else 0.
+template <class C> struct Exp2PolyTilesOf {
+  template <class X> FA4JIT_HD static constexpr int get(decltype(&X::exp2_poly_tiles)) { return X::exp2_poly_tiles; }
+  template <class X> FA4JIT_HD static constexpr int get(...) { return 0; }
+  static constexpr int value = get<C>(nullptr);
+};
+
+// 2^x_h of one pair of keys of n8 tile nt: the polynomial for the first exp2_poly_tiles tiles
+// (exp2PolyKey), the MUFU for the rest.
+template <class C> FA4JIT_DEVICE Half2 halfExp2Of(int nt, Half2 x) {
+  if (exp2PolyKey(8 * nt, Exp2PolyTilesOf<C>::value))
+    return half2Exp2Poly(x);
+  return half2Exp2(x);
+}
+
 // The same on FP16 scores (scores_fp16, NUMERICS.md §2.3), P in place as FP16 pairs: per row whose
 // exponents fit FP16 (halfExponentsFit: m on the grid of softmax.cuh's advanceRowMax) x_h =
-// FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 and 2^x_h on the MUFU's FP16 form; other rows
+// FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 and 2^x_h on the MUFU's FP16 form (or, for the
+// first exp2_poly_tiles n8 tiles, score_terms.cuh's FP16 polynomial on the FMA pipe); other rows
 // (a multiplier outside FP16's normal range, |off - m| >= 128) x in FP32 from the FP16 values, as
 // from FP32 scores, and 2^x rounded to FP16. The branch is per thread and row, after the row max's
 // shuffles: it may diverge.
@@ -40,7 +56,7 @@ FA4JIT_DEVICE void exponentiateNvfp8Row(uint32_t (&s)[AttentionTraits<C>::kSTile
     const Half2 addend_h = half2FromFloats(addend, addend);
 #pragma unroll
     for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
-      s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h)).u;
+      s[nt][r] = halfExp2Of<C>(nt, directpFmaV(Half2{s[nt][r]}, mul_h, addend_h)).u;
   } else {
 #pragma unroll
     for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
@@ -65,7 +81,7 @@ FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][
     for (int nt = 0; nt < AttentionTraits<C>::kSTiles; ++nt)
 #pragma unroll
       for (int r = 0; r < 2; ++r)
-        s[nt][r] = half2Exp2(directpFmaV(Half2{s[nt][r]}, mul_h, addend_h[r])).u;
+        s[nt][r] = halfExp2Of<C>(nt, directpFmaV(Half2{s[nt][r]}, mul_h, addend_h[r])).u;
   } else {
     exponentiateNvfp8Row<C>(s, 0, mul, addend[0]);
     exponentiateNvfp8Row<C>(s, 1, mul, addend[1]);

@@ -136,8 +136,14 @@ struct TileSpec {
   bool scores_fp16 = false;
   // wgmma-ws, directp with FP16 scores and the piecewise classifier: each piece evaluated from S
   // directly, sat(fma(acc_h, FP16(a mul), FP16(a bias + b))), one HFMA2.SAT per piece and pair of
-  // keys, instead of forming y_h first (one HFMA2 fewer per pair; NUMERICS.md §2.3).
+  // keys, instead of forming y_h first (one HFMA2 fewer per pair; NUMERICS.md §2.3). Elsewhere
+  // (another route or classifier, FP32 scores) it has no effect and canonicalize() clears it.
   bool pieces_from_scores = false;
+  // wgmma-ws, nvfp8 with FP16 scores: of each tile's block_n / 8 n8 tiles of keys, the first
+  // exp2_poly_tiles take 2^x_h as an FP16 polynomial on the FMA pipe (score_terms.cuh,
+  // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM: where the MUFU
+  // is the longest pipe (D64) some of its work moves to the pipes with room.
+  int exp2_poly_tiles = 0;
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
