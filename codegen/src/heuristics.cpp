@@ -231,10 +231,17 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // causal +6% / +4% / +4% (on 96-key tiles FP16 S alone -2%); D256 +7% / +5% / +10%, causal
   // +3% / -3% / -3% (so non-causal only); D64 -11% to -14%, causal -3%: FP32 there. CPU models'
   // cosine to FP64 within -1e-5 .. +1.6e-3 of FP32 S (docs/ACCURACY.md).
+  // At D256 (non-causal, 64-key tiles) half of each tile's exp2 then runs as the FP16 polynomial
+  // on the FMA pipe (exp2_poly_tiles, NUMERICS.md §2.3). Measured on the H200 (fifteenth session,
+  // call 2; 4k / 16k / 32k, two passes in reversed order) over the MUFU for every key: D256 +2% to
+  // +5% / +2% / +2%; D128 0 to -2% (a quarter to three quarters of the keys), D64 0 to -9%: the MUFU is
+  // not what bounds those (PERF.md fifteenth session), so they keep it.
   if (s.attention.route == Route::Nvfp8 && (d == 128 || (d == 256 && !s.attention.causal))) {
     s = withScoresFp16(std::move(s), true);
     if (d == 128)
       t.block_n = 128;
+    if (d == 256)
+      t.exp2_poly_tiles = t.block_n / 16;
   }
   t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
   return s;
@@ -405,6 +412,13 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
       three.attention.tile.pingpong = false;
       out.push_back(three);
     }
+  }
+  // nvfp8 on FP16 scores: half of each tile's exp2 as the FP16 polynomial, or none.
+  if (base.attention.route == Route::Nvfp8 && t.scores_fp16) {
+    KernelSpec poly = base;
+    poly.attention.tile.exp2_poly_tiles = t.exp2_poly_tiles == 0 ? t.block_n / 16 : 0;
+    if (specViolations(poly).empty())
+      out.push_back(poly);
   }
   // directp's piecewise classifier: its pieces from S, or from y_h formed first.
   if (canonicalize(base).attention.tile.pieces_from_scores) {

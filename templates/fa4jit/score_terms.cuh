@@ -115,7 +115,10 @@ inline double roundToHalf(double v) {
 // f in [-1/2, 1/2]: 5.6e-4, against 4.8e-4 for 2^f correctly rounded to FP16 and ~1e-3
 // (2^-9.9) for the MUFU's ex2.approx.f16. The kernel's x <= off + slack <= 8 (the validator's
 // bound) keeps j + 15 <= 24, below FP16's infinity.
-constexpr uint32_t kExp2PolyCoefficientBits[4] = {0x3C00u, 0x398Cu, 0x33C1u, 0x2B0Au}; // c0..c3
+// (c_k's FP16 bits, c0..c3: a function, since device code cannot index a host constexpr array)
+FA4JIT_HD constexpr uint32_t exp2PolyCoefficientBits(int k) {
+  return k == 0 ? 0x3C00u : k == 1 ? 0x398Cu : k == 2 ? 0x33C1u : 0x2B0Au;
+}
 constexpr uint32_t kExp2PolyMagicBits = 0x660Fu;                                        // 1551
 constexpr uint32_t kExp2PolyFloorBits = 0xCB00u;                                        // -14
 // Keys whose exp2 the polynomial takes: the first exp2_poly_tiles n8 tiles of each tile's 8-key
@@ -136,9 +139,9 @@ inline double exp2PolyHalf(double x_h) {
   const double magic = halfFromBits(kExp2PolyMagicBits);
   const double s = roundToHalf(xc + magic);
   const double j = s - magic, f = xc - j;
-  double q = halfFromBits(kExp2PolyCoefficientBits[3]);
+  double q = halfFromBits(exp2PolyCoefficientBits(3));
   for (int k = 2; k >= 0; --k)
-    q = roundToHalf(q * f + halfFromBits(kExp2PolyCoefficientBits[k]));
+    q = roundToHalf(q * f + halfFromBits(exp2PolyCoefficientBits(k)));
   return roundToHalf(std::ldexp(q, static_cast<int>(j)));
 }
 #endif

@@ -253,9 +253,39 @@ TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[code
             CHECK(alt.attention.tile.block_n == 96);
         }
       CHECK(other == 1);
+      // The exp2 polynomial: half of each tile's keys at non-causal D256, none elsewhere; the
+      // other choice is one alternative where the scores are FP16, and FP32 scores never take it.
+      const int poly = d == 256 && !causal ? s.attention.tile.block_n / 16 : 0;
+      CHECK(s.attention.tile.exp2_poly_tiles == poly);
+      int poly_alts = 0;
+      for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {
+        if (!alt.attention.tile.scores_fp16)
+          CHECK(alt.attention.tile.exp2_poly_tiles == 0);
+        if (alt.attention.tile.scores_fp16 && alt.attention.tile.exp2_poly_tiles != poly) {
+          ++poly_alts;
+          CHECK(alt.attention.tile.exp2_poly_tiles == (poly == 0 ? s.attention.tile.block_n / 16 : 0));
+          CHECK(specViolations(alt).empty());
+        }
+      }
+      CHECK(poly_alts == (fp16 ? 1 : 0));
     }
   CHECK_FALSE(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm100a).attention.tile.scores_fp16);
   CHECK_FALSE(withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a),
                                     AttentionSchedule::MmaSync)
                   .attention.tile.scores_fp16);
+}
+
+// directp's piecewise pieces read from S (measured, heuristics.cpp): the sm_90a default at every
+// head dim; forming y_h first is one tuner alternative.
+TEST_CASE("directp's folded pieces: the sm_90a default, y_h first the alternative", "[codegen][heuristics]") {
+  for (int d : {64, 128, 256})
+    for (bool causal : {false, true}) {
+      INFO("D " << d << " causal " << causal);
+      const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, causal, Target::Sm90a);
+      CHECK(canonicalize(s).attention.tile.pieces_from_scores);
+      int unfolded = 0;
+      for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
+        unfolded += alt.attention.tile.scores_fp16 && !canonicalize(alt).attention.tile.pieces_from_scores ? 1 : 0;
+      CHECK(unfolded == 1);
+    }
 }

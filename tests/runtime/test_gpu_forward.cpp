@@ -178,10 +178,15 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
         } else {
           // Rows with few visible keys are judged apart: there one P code flipped by S rounding
           // moves l by up to a third, so LSE by ~1e-2 (measured with FP8 wgmma, whose S keeps ~14
-          // bits); from 32 keys on, a flip moves LSE by at most a few 1e-3.
+          // bits); from 32 keys on, a flip moves LSE by at most a few 1e-3. Rows of equal scores
+          // are judged as rows carried by one key: every key has the same P, so one rounding that
+          // falls the other way (an S bit, or nvfp8's FP16 row max on its 2^-4 grid one point
+          // higher) moves all of l by one step of the fed format, and O not at all (measured 1.03e-2
+          // on the D64 Sk512 case with FP16 scores, fifteenth session, seed 5481702186711462397).
           const double e = std::fabs(double(lse[row]) - lm) / std::max(1.0, std::fabs(lm));
           const int visible = c.causal ? cpu::causalVisibleKeys(r, c.seqlen_q, c.seqlen_k) : c.seqlen_k;
-          (visible >= 32 ? lse_err : lse_err_short) = std::max(visible >= 32 ? lse_err : lse_err_short, e);
+          const bool many = visible >= 32 && c.pattern != Pattern::EqualScores;
+          (many ? lse_err : lse_err_short) = std::max(many ? lse_err : lse_err_short, e);
           zero_rows += any_nonzero ? 0 : 1;
         }
         identical_rows += same;

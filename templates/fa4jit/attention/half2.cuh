@@ -52,14 +52,14 @@ FA4JIT_DEVICE Half2 half2Exp2(Half2 x) {
 // 2^x per lane without the MUFU (score_terms.cuh's exp2PolyHalf, the same steps): one HMNMX2,
 // three HADD2, three HFMA2, an HMUL2, a shift and a LOP3 per pair, on the FMA and integer pipes.
 FA4JIT_DEVICE Half2 half2Exp2Poly(Half2 x) {
-  Half2 xc, s, j, f, q = half2Splat(kExp2PolyCoefficientBits[3]);
+  Half2 xc, s, j, f, q = half2Splat(exp2PolyCoefficientBits(3));
   asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(xc.u) : "r"(x.u), "r"(half2Splat(kExp2PolyFloorBits).u));
   s = directpAddV(xc, half2Splat(kExp2PolyMagicBits));
   j = directpAddV(s, half2Splat(kExp2PolyMagicBits | 0x8000u)); // s - 1551
   asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(f.u) : "r"(xc.u), "r"(j.u));
 #pragma unroll
   for (int k = 2; k >= 0; --k)
-    q = directpFmaV(q, f, half2Splat(kExp2PolyCoefficientBits[k]));
+    q = directpFmaV(q, f, half2Splat(exp2PolyCoefficientBits(k)));
   const Half2 scale{(s.u << 10) & 0x7C007C00u}; // 2^j per lane: exponent field j + 15, no mantissa
   Half2 r;
   asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(r.u) : "r"(q.u), "r"(scale.u));
