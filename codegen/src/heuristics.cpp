@@ -210,8 +210,8 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // S; CPU models' cosine to FP64 within +-3e-4 (docs/ACCURACY.md).
   // The piecewise classifier's pieces then read S directly (pieces_from_scores: one HFMA2 fewer
   // per pair of keys). Measured on the H200 (fifteenth session, call 1; 4k / 16k / 32k,
-  // non-causal, two passes): D64 +1% / +1% / +3%, D128 +1% / +1% / +2%, D256 +1% / +2% / +2%
-  // over forming y_h first (docs/PERF.md).
+  // non-causal, two passes, medians): D64 +2% / +5% / +3%, D128 +1% / +1% / +2%, D256 +3% / +3% /
+  // +2% over forming y_h first (docs/PERF.md).
   if (s.attention.route == Route::DirectP) {
     s = withScoresFp16(std::move(s), true);
     t.pieces_from_scores = true;
@@ -233,8 +233,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // cosine to FP64 within -1e-5 .. +1.6e-3 of FP32 S (docs/ACCURACY.md).
   // At D256 (non-causal, 64-key tiles) half of each tile's exp2 then runs as the FP16 polynomial
   // on the FMA pipe (exp2_poly_tiles, NUMERICS.md §2.3). Measured on the H200 (fifteenth session,
-  // call 2; 4k / 16k / 32k, two passes in reversed order) over the MUFU for every key: D256 +2% to
-  // +5% / +2% / +2%; D128 0 to -2% (a quarter to three quarters of the keys), D64 0 to -9%: the MUFU is
+  // call 2; 4k / 16k / 32k, two passes in reversed order) over the MUFU for every key: D256 +4% /
+  // +2% / +8% (+2% against the better pass); D128 0 to -7% (a quarter to three quarters of the
+  // keys), D64 0 to -8%: the MUFU is
   // not what bounds those (PERF.md fifteenth session), so they keep it.
   if (s.attention.route == Route::Nvfp8 && (d == 128 || (d == 256 && !s.attention.causal))) {
     s = withScoresFp16(std::move(s), true);

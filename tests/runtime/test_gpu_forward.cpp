@@ -208,7 +208,16 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // sqrt(64 / rows) below (0.17 at 2 rows). A kernel bug moves every row (the block-exponent bug of
   // NUMERICS.md §2.3 gave 0.09-0.13 on the cases of >= 100 rows), which the bound still catches.
   const bool flips = route == Route::DirectP && spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
-  const double rel_tol = tol.rel_l2_vs_model * (flips && rows < 64 ? std::sqrt(64.0 / double(rows)) : 1.0);
+  // nvfp8 on FP16 scores at huge logits (|t| in the hundreds): FP16 holds such an S to 2^-11 of
+  // it, a quarter to half a log2 unit, and the wgmma rounds its FP16 accumulators at every k-step
+  // of 32 where the model rounds the exact S once; on the rows one or two keys carry (all rows at
+  // this pattern) a different rounding moves P, hence O, by up to 2^0.5. Measured on the H200:
+  // 7% of the rows of the Sk512 D128 case differ, rel-L2 1.66e-2 (default guard) and 2.16e-2
+  // (slack 2, fifteenth session, seed 4303842007998106889). The FP64 cosine is not read at this
+  // pattern: the FP16 form's accuracy there is ACCURACY.md's large-logit table.
+  const bool huge_fp16 = c.pattern == Pattern::HugeLogits && spec->attention.tile.scores_fp16;
+  const double rel_tol = huge_fp16 ? 4e-2
+                                   : tol.rel_l2_vs_model * (flips && rows < 64 ? std::sqrt(64.0 / double(rows)) : 1.0);
   CHECK(rel <= rel_tol);
   // Relative to max(1, |LSE|). FP8 wgmma accumulates with ~14 significant bits (DeepSeek-V3
   // §3.3.2, H800), so its S differs from the model's in about the 14th bit; where few keys carry a
