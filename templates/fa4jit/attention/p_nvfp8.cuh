@@ -68,8 +68,8 @@ FA4JIT_DEVICE void exponentiateNvfp8Row(uint32_t (&s)[AttentionTraits<C>::kSTile
 
 // Both rows of the thread in one loop where both fit (the usual case): the same numbers as row by
 // row, but one basic block, so that ptxas interleaves the two rows' HFMA2 and MUFU chains. Row by
-// row, each row's exponents ended a block of their own and their latencies added up (the D = 64
-// kernel with FP16 scores ran 11-14% behind FP32 scores, PERF.md fourteenth session).
+// row, each row's exponents ended a block of their own: measured on the H200 (PERF.md, fifteenth
+// session §1), one block is +10-13% at D64, +3% at D128, +1-2% at D256.
 template <class C>
 FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
