@@ -69,12 +69,14 @@ FA4JIT_DEVICE void exponentiateNvfp8Row(uint32_t (&s)[AttentionTraits<C>::kSTile
 // Both rows of the thread in one loop where both fit (the usual case): the same numbers as row by
 // row, but one basic block, so that ptxas interleaves the two rows' HFMA2 and MUFU chains. Row by
 // row, each row's exponents ended a block of their own: measured on the H200 (PERF.md, fifteenth
-// session §1), one block is +10-13% at D64, +3% at D128, +1-2% at D256.
-template <class C>
+// session §1), one block is +10-13% at D64, +3% at D128, +1-2% at D256. kBothRows false keeps
+// the row-by-row code alone: the kernels that sum l on the ALUs (mma_row_sum off) need the
+// registers the one block holds at once (D128's three consumers of 128 keys spilled 4 bytes).
+template <class C, bool kBothRows = true>
 FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
   const float addend[2] = {kOff - st.m_use[0], kOff - st.m_use[1]};
-  if (halfExponentsFit(mul, addend[0]) && halfExponentsFit(mul, addend[1])) {
+  if (kBothRows && halfExponentsFit(mul, addend[0]) && halfExponentsFit(mul, addend[1])) {
     const Half2 mul_h = half2FromFloats(mul, mul);
     const Half2 addend_h[2] = {half2FromFloats(addend[0], addend[0]), half2FromFloats(addend[1], addend[1])};
 #pragma unroll

@@ -43,7 +43,7 @@ FA4JIT_DEVICE void softmaxRest(attention::ScoreRegs<CV> &s, PendingP<CV> &pp,
   else if constexpr (POperand<C>::kBf16)
     attention::exponentiateBf16<CV>(s, st, rows.score_mul);
   else
-    attention::exponentiateNvfp8<CV>(s, st, rows.score_mul);
+    attention::exponentiateNvfp8<CV, C::mma_row_sum>(s, st, rows.score_mul);
 }
 
 // Phase A of a tile's softmax: mask S (acc), advance the row max (o_scale: O's pending
