@@ -415,8 +415,7 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     }
   }
   // nvfp8 on FP16 scores: half of each tile's exp2 as the FP16 polynomial, or none.
-  // (D256 only: at D128's three consumers the polynomial spills 4 bytes, CI's compile-all check)
-  if (base.attention.route == Route::Nvfp8 && t.scores_fp16 && base.attention.head_dim == 256) {
+  if (base.attention.route == Route::Nvfp8 && t.scores_fp16) {
     KernelSpec poly = base;
     poly.attention.tile.exp2_poly_tiles = t.exp2_poly_tiles == 0 ? t.block_n / 16 : 0;
     if (specViolations(poly).empty())
