@@ -14,8 +14,8 @@ namespace fa4jit::device::attention {
 
 // In two halves (as p_directp.cuh): exp2 in place in S (acc in, one FFMA and one exp2 per key),
 // then the E4M3 packing and l, which sums the decoded bytes (the wgmma consumers run it once the
-// previous PV has completed).
-template <class C>
+// previous PV has completed). (kBothRows: as the FP16 form's; FP32 exponents are one block anyway.)
+template <class C, bool kBothRows = true>
 FA4JIT_DEVICE void exponentiateNvfp8(float (&s)[AttentionTraits<C>::kSTiles][4], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);
   const float addend[2] = {kOff - st.m_use[0], kOff - st.m_use[1]};
