@@ -235,8 +235,8 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // on the FMA pipe (exp2_poly_tiles, NUMERICS.md §2.3). Measured on the H200 (fifteenth session,
   // call 2; 4k / 16k / 32k, two passes in reversed order) over the MUFU for every key: D256 +4% /
   // +2% / +8% (+2% against the better pass); D128 0 to -7% (a quarter to three quarters of the
-  // keys), D64 0 to -8%: the MUFU is
-  // not what bounds those (PERF.md fifteenth session), so they keep it.
+  // keys), D64 0 to -8%: the MUFU is not what bounds those (PERF.md fifteenth session), so they
+  // keep it.
   if (s.attention.route == Route::Nvfp8 && (d == 128 || (d == 256 && !s.attention.causal))) {
     s = withScoresFp16(std::move(s), true);
     if (d == 128)

@@ -141,8 +141,8 @@ struct TileSpec {
   bool pieces_from_scores = false;
   // wgmma-ws, nvfp8 with FP16 scores: of each tile's block_n / 8 n8 tiles of keys, the first
   // exp2_poly_tiles take 2^x_h as an FP16 polynomial on the FMA pipe (score_terms.cuh,
-  // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM: where the MUFU
-  // is the longest pipe (D64) some of its work moves to the pipes with room.
+  // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM, at the cost of
+  // issue slots: measured faster at D256 only (docs/PERF.md, fifteenth session §3).
   int exp2_poly_tiles = 0;
 };
 
