@@ -17,7 +17,7 @@ namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, pieces-from-scores, pieces-from-y, poly0..poly24, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
+                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, fused-widening, widening-passes, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, pieces-from-scores, pieces-from-y, poly0..poly24, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
                                  "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
                                  name.str().c_str());
 }
@@ -79,7 +79,8 @@ llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
           p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
           p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile" || p == "multicast" ||
           p == "no-multicast" || p == "thread-blocks" || p == "quad-blocks" || p == "fp16-scores" ||
-          p == "fp32-scores" || p == "pieces-from-scores" || p == "pieces-from-y")
+          p == "fp32-scores" || p == "pieces-from-scores" || p == "pieces-from-y" || p == "fused-widening" ||
+          p == "widening-passes")
         continue;
       if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p) ||
           exp2PolyVariant(p))
@@ -141,6 +142,13 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
       if (!wgmma || a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
         return std::nullopt;
       a.tile.pieces_from_scores = p == "pieces-from-scores";
+    } else if (p == "fused-widening" || p == "widening-passes") {
+      // (the persistent grid's prewidened images, FP8-fed routes: by its spare producer warps or
+      // by the passes before it)
+      if (!wgmma || a.route == Route::Bf16 || !a.tile.persistent || a.tile.kv_staging != KvStaging::Prewidened ||
+          a.tile.kv_multicast)
+        return std::nullopt;
+      a.tile.fused_widening = p == "fused-widening";
     } else if (p == "mma-sum" || p == "alu-sum") {
       if (!wgmma)
         return std::nullopt;

@@ -147,6 +147,8 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
                        "the piecewise classifier's pieces evaluated from S directly (directp)"});
     d.baked.push_back({"exp2_poly_tiles", "int", intText(a.tile.exp2_poly_tiles),
                        "n8 key tiles whose exp2 is an FP16 polynomial on the FMA pipe (nvfp8)"});
+    d.baked.push_back({"fused_widening", "bool", boolText(a.tile.fused_widening),
+                       "the producer's spare warps write the K/V and Q images (no widening passes)"});
     d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
                        a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
   }

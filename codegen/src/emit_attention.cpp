@@ -109,9 +109,10 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
          << "::" << cfg << ">>(params);\n}\n";
       k.entries.push_back({widen, kWidenKvThreads, 0});
     };
-    if (a.tile.kv_staging == KvStaging::Prewidened)
+    // (fused widening: the kernel writes both kinds of images itself, attention_sm90/widen_ahead.cuh)
+    if (a.tile.kv_staging == KvStaging::Prewidened && !a.tile.fused_widening)
       widening("_widen_kv", "widenKvTiles"); // attention_sm90/widen_kv.cuh
-    if (a.tile.persistent && a.tile.kv_staging != KvStaging::TensorMap)
+    if (a.tile.persistent && a.tile.kv_staging != KvStaging::TensorMap && !a.tile.fused_widening)
       widening("_widen_q", "widenQTiles"); // attention_sm90/widen_q.cuh: the persistent kernel's Q
     k.source = os.str();
     return k;

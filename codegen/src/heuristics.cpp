@@ -195,6 +195,12 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // grids that hand their work tiles out at run time (work_tiles.cuh) win at short keys and lose
   // up to 9% at 32k (ninth session): the choice by length is defaultAttentionSpecForKeys's.
   t.persistent = !s.attention.causal;
+  // The persistent grid widens its own K/V and Q images (fused_widening: the producer's spare
+  // warps, ahead of the consumers; attention_sm90/widen_ahead.cuh) instead of two passes before
+  // it, which cost a fixed ~94 us per D128 forward (sixth session's split: 8% of the 4096-key
+  // forward). Inert where the grid is not persistent (canonicalize clears it), so the causal
+  // choice by length below needs no other edit.
+  t.fused_widening = s.attention.route != Route::Bf16;
   // directp on 128-key tiles (D64, D256): each 32-key block in one thread's S columns, so its max
   // needs no quad shuffles and its exponent, bias and table come once per 32 scores of a thread
   // (main loop -25% SASS instructions). Measured on the H200 (tenth session, call 2; 4k / 16k):
@@ -315,6 +321,13 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     KernelSpec alu_sum = base;
     alu_sum.attention.tile.mma_row_sum = false;
     out.push_back(alu_sum);
+  }
+  if (canonicalize(base).attention.tile.fused_widening ||
+      (t.persistent && t.kv_staging == KvStaging::Prewidened && !t.kv_multicast)) {
+    // the persistent grid's images written by the passes before it, or by its own spare warps
+    KernelSpec widening = base;
+    widening.attention.tile.fused_widening = !canonicalize(base).attention.tile.fused_widening;
+    out.push_back(widening);
   }
   if (t.persistent) { // one CTA per work tile, Q widened by its producer
     KernelSpec per_tile = base;
@@ -509,6 +522,12 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             KernelSpec grid = chosen;
             grid.attention.tile.persistent = !grid.attention.tile.persistent;
             out.push_back(grid);
+            // the persistent causal grid's images by the passes too, or by its spare warps
+            KernelSpec persistent = chosen.attention.tile.persistent ? chosen : grid;
+            if (r != Route::Bf16) {
+              persistent.attention.tile.fused_widening = !canonicalize(persistent).attention.tile.fused_widening;
+              out.push_back(persistent);
+            }
           }
           continue; // the options below do not interact with the mask: one head-dim sweep each
         }

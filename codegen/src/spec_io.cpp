@@ -1,5 +1,6 @@
 // Canonical JSON of KernelSpec (see spec_io.h for what "canonical" promises).
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
 
 #include <algorithm>
 #include <cassert>
@@ -129,6 +130,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
           j.attribute("persistent", true);
         if (a.tile.exp2_poly_tiles != 0) // absent means 0 (as persistent)
           j.attribute("exp2_poly_tiles", a.tile.exp2_poly_tiles);
+        if (a.tile.fused_widening) // absent means false (as persistent)
+          j.attribute("fused_widening", true);
         if (a.tile.pieces_from_scores) // absent means false (as persistent)
           j.attribute("pieces_from_scores", true);
         j.attribute("pingpong", a.tile.pingpong);
@@ -359,6 +362,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readBool("scores_fp16", a.tile.scores_fp16));
     FA4JIT_TRY(s.readBool("pieces_from_scores", a.tile.pieces_from_scores));
     FA4JIT_TRY(s.readInt("exp2_poly_tiles", a.tile.exp2_poly_tiles));
+    FA4JIT_TRY(s.readBool("fused_widening", a.tile.fused_widening));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
     return s.readInt("warps", a.tile.warps);
@@ -488,12 +492,17 @@ KernelSpec canonicalize(const KernelSpec &in) {
     a.tile.scores_fp16 = TileSpec{}.scores_fp16;
     a.tile.pieces_from_scores = TileSpec{}.pieces_from_scores;
     a.tile.exp2_poly_tiles = TileSpec{}.exp2_poly_tiles;
+    a.tile.fused_widening = TileSpec{}.fused_widening;
   }
   // The folded pieces are how the piecewise classifier reads FP16 scores; with another classifier
   // or FP32 scores there is nothing to fold (the flag then says nothing, so that a classifier or
   // score-form change of a default spec needs no other edit).
   if (a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
     a.tile.pieces_from_scores = false;
+  // Fused widening replaces the passes of the persistent grid's prewidened images (FP8-fed routes,
+  // no clusters); elsewhere there is nothing to fuse, and the flag says nothing (the kernels of
+  // one CTA per work tile, which a default spec turns into by length, keep their passes).
+  a.tile.fused_widening = fusesWidening(a);
   return s;
 }
 
@@ -521,7 +530,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
       x.tile.kv_multicast == y.tile.kv_multicast && x.tile.thread_key_blocks == y.tile.thread_key_blocks &&
       x.tile.scores_fp16 == y.tile.scores_fp16 && x.tile.pieces_from_scores == y.tile.pieces_from_scores &&
-      x.tile.exp2_poly_tiles == y.tile.exp2_poly_tiles &&
+      x.tile.exp2_poly_tiles == y.tile.exp2_poly_tiles && x.tile.fused_widening == y.tile.fused_widening &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

@@ -258,6 +258,7 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.pieces_from_scores", "exists on wgmma-ws only");
   else if (t.exp2_poly_tiles != 0)
     r.fail("attention.tile.exp2_poly_tiles", "exists on wgmma-ws only");
+
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -372,6 +373,12 @@ bool handsOutWorkTiles(const AttentionSpec &a) {
          !a.tile.kv_multicast;
 }
 
+bool fusesWidening(const AttentionSpec &a) {
+  return a.tile.fused_widening && a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
+         a.route != Route::Bf16 && a.tile.persistent && a.tile.kv_staging == KvStaging::Prewidened &&
+         !a.tile.kv_multicast;
+}
+
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
@@ -379,14 +386,16 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [block_m][D],
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle;
-    // the persistent causal grid's 32-byte slots (two, by Q's phase) for the handed-out work tile (work_tiles.cuh).
+    // the persistent causal grid's 32-byte slots (two, by Q's phase) for the handed-out work tile (work_tiles.cuh);
+    // with fused widening 112 bytes for the spare producer warps' slots and shape (widen_ahead.cuh).
     const int q_tile = wgmmaQTileBytes(a);
     // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
     const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
     const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
     const int work_slot = handsOutWorkTiles(a) ? 32 : 0;
+    const int widener_slots = fusesWidening(a) ? 112 : 0; // mbarriers, work-tile slots, shape, counters
     return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2) +
-           work_slot;
+           work_slot + widener_slots;
   }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;

@@ -95,8 +95,10 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
 
 namespace {
 
-// Grows a workspace buffer to at least `bytes` (its old contents are not needed).
-llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes) {
+// Grows a workspace buffer to at least `bytes` (its old contents are not needed; `zeroed`: a
+// grown buffer starts as zeros).
+llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes,
+                        bool zeroed = false) {
   if (buffer.size() >= bytes)
     return llvm::Error::success();
   buffer = runtime::DeviceBuffer{}; // free first
@@ -104,7 +106,7 @@ llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffer &buff
   if (!grown)
     return grown.takeError();
   buffer = std::move(*grown);
-  return llvm::Error::success();
+  return zeroed ? buffer.fill(0) : llvm::Error::success(); // (synchronous: before any stream's launch)
 }
 
 // The entry point of a wgmma kernel's widening pass by its name suffix (emit_attention.cpp).
@@ -117,18 +119,14 @@ const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::Stri
 
 } // namespace
 
-// A widening pass of a wgmma kernel: grows `images` to `bytes`, points the parameter `field` at it
-// and launches the entry point named `suffix` on `grid` (128 threads, no shared memory).
+// A widening pass of a wgmma kernel: launches the entry point named `suffix` on `grid` (128
+// threads, no shared memory), which writes the images p points at.
 llvm::Error Engine::launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
-                                   llvm::StringRef suffix, runtime::DeviceBuffer &images, std::size_t bytes,
-                                   std::uint64_t &field, std::array<unsigned, 3> grid,
+                                   llvm::StringRef suffix, std::array<unsigned, 3> grid,
                                    device::attention::AttentionParams &p, void *stream) {
   const EntryPoint *entry = widenEntry(compiled, suffix);
   if (!entry)
     return fail(llvm::formatv("forward: kernel {0} has no {1} entry point", compiled.emitted.name, suffix));
-  if (auto err = ensureBytes(driver_, images, bytes))
-    return err;
-  field = images.address();
   auto widen = kernel(spec, entry->name);
   if (!widen)
     return widen.takeError();
@@ -198,22 +196,42 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
     return fail(llvm::formatv("forward: batch {0} and query heads {1} must each be at most 65535", p.batch,
                               p.heads_q));
 
+  // The persistent FP8-fed kernel may write its images itself (attention_sm90/widen_ahead.cuh):
+  // then no pass runs, and its counters start at zero (each launch leaves them so).
+  const bool fused = fusesWidening(as);
+  if (fused) {
+    const std::size_t words = 1 + 2 * std::size_t(p.batch) * std::size_t(p.heads_kv);
+    if (auto err = ensureBytes(driver_, workspace_->widen_state, words * sizeof(std::uint32_t), /*zeroed=*/true))
+      return err;
+    p.widen_state = workspace_->widen_state.address();
+  }
+  // The images live in the workspace either way: written by the passes launched below, or by the
+  // kernel itself while its consumers compute.
+  std::array<unsigned, 3> kv_grid{}, q_grid{};
   if (as.tile.kv_staging == KvStaging::Prewidened) {
     // Every K/V tile's shared-memory image (attention_sm90/widen_kv.cuh), [B*Hkv][tiles][stage].
     const unsigned tiles = unsigned((p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * tiles * std::size_t(wgmmaStageBytes(as));
-    if (auto err = launchWidening(spec, **compiled, "_widen_kv", workspace_->kv_tiles, bytes, p.kv_tiles,
-                                  {tiles, unsigned(p.heads_kv), unsigned(p.batch)}, p, stream))
+    if (auto err = ensureBytes(driver_, workspace_->kv_tiles, bytes))
       return err;
+    p.kv_tiles = workspace_->kv_tiles.address();
+    kv_grid = {tiles, unsigned(p.heads_kv), unsigned(p.batch)};
   }
   if (as.tile.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
     // Every block_m-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
     const unsigned blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
-    if (auto err = launchWidening(spec, **compiled, "_widen_q", workspace_->q_tiles, bytes, p.q_tiles,
-                                  {blocks, unsigned(p.heads_q), unsigned(p.batch)}, p, stream))
+    if (auto err = ensureBytes(driver_, workspace_->q_tiles, bytes))
       return err;
+    p.q_tiles = workspace_->q_tiles.address();
+    q_grid = {blocks, unsigned(p.heads_q), unsigned(p.batch)};
   }
+  if (!fused && kv_grid[0] != 0)
+    if (auto err = launchWidening(spec, **compiled, "_widen_kv", kv_grid, p, stream))
+      return err;
+  if (!fused && q_grid[0] != 0)
+    if (auto err = launchWidening(spec, **compiled, "_widen_q", q_grid, p, stream))
+      return err;
 
   runtime::LaunchConfig launch;
   const unsigned m_blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);

@@ -139,6 +139,32 @@ TEST_CASE("entry points and launch facts", "[codegen][emitter]") {
   CHECK(a->entries[0].dynamic_shared_bytes == attentionSharedBytes(s.attention));
 }
 
+TEST_CASE("the persistent wgmma kernel's widening passes, or none with fused widening", "[codegen][emitter]") {
+  if (!attentionTemplatesAvailable())
+    return;
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (bool causal : {false, true}) {
+      INFO(toString(r) << " causal " << causal);
+      KernelSpec s = defaultAttentionSpecForKeys(r, 128, causal, Target::Sm90a, 4096); // (persistent either way)
+      REQUIRE(s.attention.tile.persistent);
+      REQUIRE(canonicalize(s).attention.tile.fused_widening);
+      llvm::Expected<EmittedKernel> fused = emitKernel(s);
+      REQUIRE_OK(fused);
+      REQUIRE(fused->entries.size() == 1); // the attention entry writes the images itself
+      CHECK(fused->source.find("fused_widening = true") != std::string::npos);
+      CHECK(fused->source.find("_widen_kv") == std::string::npos);
+      s.attention.tile.fused_widening = false;
+      llvm::Expected<EmittedKernel> passes = emitKernel(s);
+      REQUIRE_OK(passes);
+      REQUIRE(passes->entries.size() == 3);
+      CHECK(passes->entries[1].name == passes->name + "_widen_kv");
+      CHECK(passes->entries[2].name == passes->name + "_widen_q");
+      // 112 bytes for the spare producer warps' slots, mbarriers, shape and counters
+      CHECK(fused->entries[0].dynamic_shared_bytes == passes->entries[0].dynamic_shared_bytes + 112);
+      CHECK(fused->name != passes->name);
+    }
+}
+
 TEST_CASE("invalid and unsupported specs are errors naming the field", "[codegen][emitter]") {
   KernelSpec q = defaultQuantizeSpec(QuantFormat::Nvfp4, 100, Target::Sm90a);
   llvm::Expected<EmittedKernel> k = emitKernel(q);

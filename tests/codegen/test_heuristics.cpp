@@ -165,12 +165,16 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
   // Other targets have no persistent grid.
   CHECK(!defaultAttentionSpecForKeys(Route::Nvfp8, 128, true, Target::Sm100a, 1024).attention.tile.persistent);
   CHECK(!defaultAttentionSpecForKeys(Route::Bf16, 128, true, Target::Sm80, 1024).attention.tile.persistent);
-  // CI compiles both causal grids of every sm_90a wgmma default.
-  int persistent_causal = 0;
+  // CI compiles both causal grids of every sm_90a wgmma default, the FP8-fed routes' persistent one
+  // with its images fused and by passes.
+  int persistent_causal = 0, fused_causal = 0;
   for (const KernelSpec &s : enumerateVariants({Target::Sm90a}))
-    if (s.family == KernelFamily::AttentionForward && s.attention.causal && s.attention.tile.persistent)
+    if (s.family == KernelFamily::AttentionForward && s.attention.causal && s.attention.tile.persistent) {
       ++persistent_causal;
-  CHECK(persistent_causal == 9); // three routes x three head dims
+      fused_causal += canonicalize(s).attention.tile.fused_widening ? 1 : 0;
+    }
+  CHECK(persistent_causal == 9 + 6); // three routes x three head dims, and the FP8-fed ones' other widening
+  CHECK(fused_causal == 6);
 }
 
 TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant elsewhere", "[codegen][heuristics]") {
@@ -277,6 +281,32 @@ TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[code
 
 // directp's piecewise pieces read from S (measured, heuristics.cpp): the sm_90a default at every
 // head dim; forming y_h first is one tuner alternative.
+TEST_CASE("fused widening: the FP8-fed persistent grids' default, the passes their alternative",
+          "[codegen][heuristics]") {
+  for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
+    for (int d : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (int keys : {4096, 32768}) {
+          INFO(toString(r) << " D " << d << " causal " << causal << " keys " << keys);
+          const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
+          const bool fused = canonicalize(s).attention.tile.fused_widening;
+          CHECK(fused == (r != Route::Bf16 && s.attention.tile.persistent));
+          int other = 0;
+          for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {
+            CHECK(specViolations(alt).empty());
+            const bool alt_fused = canonicalize(alt).attention.tile.fused_widening;
+            if (alt.attention.tile.persistent && alt_fused != fused) {
+              KernelSpec back = alt;
+              back.attention.tile.fused_widening = fused;
+              other += specsEqual(canonicalize(back), canonicalize(s)) ? 1 : 0;
+            }
+          }
+          CHECK(other == (r != Route::Bf16 && s.attention.tile.persistent ? 1 : 0));
+        }
+  // (sm_100a and mma.sync kernels have no widening passes to fuse)
+  CHECK_FALSE(canonicalize(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a)).attention.tile.fused_widening);
+}
+
 TEST_CASE("directp's folded pieces: the sm_90a default, y_h first the alternative", "[codegen][heuristics]") {
   for (int d : {64, 128, 256})
     for (bool causal : {false, true}) {

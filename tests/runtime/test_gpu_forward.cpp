@@ -5,6 +5,7 @@
 #include "gpu_fixture.h"
 
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/runtime/cpu_model.h"
 #include "fa4jit/runtime/cpu_reference.h"
 
@@ -841,4 +842,67 @@ TEST_CASE("bf16 wgmma kernel: strided (BSHD) operands give the dense result bit 
   a.route = Route::Bf16;
   const std::string msg = errorText(engine.forward(a));
   CHECK_THAT(msg, Catch::Contains("q") && Catch::Contains("aligned"));
+}
+
+// Fused widening (the FP8-fed persistent default: the producer's spare warps write the K/V and Q
+// images that the passes would, claiming K/V pieces across CTAs) against the passes: the same
+// images, so the same O and LSE bit for bit, on every head dim, causal (the grid that hands its
+// tiles out) and not, GQA, a single key and a single query, ragged blocks, many work tiles per
+// CTA and heads shared by many CTAs. Each fused kernel runs twice in a row: counters a launch
+// left behind (they must be zero) or a missing wait (a tile copied before its widening landed)
+// would change the second result.
+TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  std::mt19937_64 rng(freshSeed());
+  Engine &engine = gpuEngine();
+  const Case cases[] = {{1, 1, 1, 1, 1, 64, false},         {2, 8, 2, 77, 300, 128, true},
+                        {1, 4, 1, 300, 129, 128, false},    {3, 48, 48, 257, 190, 64, false},
+                        {1, 16, 4, 1024, 4096, 128, false}, {1, 70, 35, 200, 300, 128, false},
+                        {2, 40, 8, 300, 280, 128, true},    {1, 8, 8, 512, 2048, 256, true},
+                        {1, 6, 3, 200, 333, 256, false}};
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : cases) {
+      INFO(toString(r) << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq" << c.seqlen_q << " Sk"
+                       << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal);
+      const Inputs in = makeInputs(c, rng);
+      auto spec = engine.attentionSpecFor(r, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
+      REQUIRE_OK(spec);
+      spec->attention.tile.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
+      REQUIRE(canonicalize(*spec).attention.tile.fused_widening);
+      const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
+      auto dq = upload(in.q.bits.data(), no * 2), dk = upload(in.k.bits.data(), in.k.bits.size() * 2),
+           dv = upload(in.v.bits.data(), in.v.bits.size() * 2);
+      auto run = [&](bool fused) {
+        auto dout = runtime::DeviceBuffer::allocate(engine.driver(), no * 2);
+        auto dlse = runtime::DeviceBuffer::allocate(engine.driver(), nl * 4);
+        REQUIRE_OK(dout);
+        REQUIRE_OK(dlse);
+        REQUIRE_SUCCESS(dout->fill(0xFF));
+        REQUIRE_SUCCESS(dlse->fill(0xFF));
+        ForwardArgs a;
+        a.q = TensorDesc::contiguous(dq.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
+        a.k = TensorDesc::contiguous(dk.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
+        a.v = TensorDesc::contiguous(dv.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
+        a.o = TensorDesc::contiguous(dout->address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
+        a.lse = dlse->address();
+        a.route = r;
+        a.causal = c.causal;
+        KernelSpec chosen = *spec;
+        chosen.attention.tile.fused_widening = fused;
+        a.spec = chosen;
+        if (auto err = engine.forward(a))
+          FAIL(errorText(std::move(err)));
+        return std::make_pair(download<uint16_t>(*dout, no), download<float>(*dlse, nl));
+      };
+      const auto passes = run(false), fused = run(true), again = run(true);
+      std::size_t nan = 0;
+      for (uint16_t b : passes.first)
+        nan += (b & 0x7fffu) > 0x7f80u;
+      CHECK(nan == 0);
+      CHECK(fused.first == passes.first);
+      CHECK(std::memcmp(fused.second.data(), passes.second.data(), nl * 4) == 0);
+      CHECK(again.first == passes.first);
+      CHECK(std::memcmp(again.second.data(), passes.second.data(), nl * 4) == 0);
+    }
 }

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <set>
+#include <type_traits>
 
 namespace da = fa4jit::device::attention;
 
@@ -68,6 +69,28 @@ TEST_CASE("thread key blocks: S columns, K rows and V^T columns name the same ke
     CHECK(da::registerPColumn(p) == expected[p]);
     CHECK(da::registerPColumn(p + 48) == expected[p] + 48);
   }
+}
+
+TEST_CASE("thread key blocks: vtWordPosition inverts V^T's key order word by word", "[key_order]") {
+  // (the widening of the producer's spare warps stores each 4-key word of a block where it goes)
+  auto check = [](auto block_n) {
+    constexpr int kBlockN = decltype(block_n)::value;
+    INFO("block_n " << kBlockN);
+    std::set<int> positions;
+    for (int b = 0; b < kBlockN / 32; ++b)
+      for (int m = 0; m < 8; ++m) {
+        const int p = da::vtWordPosition<kBlockN>(b, m);
+        REQUIRE(p >= 0);
+        REQUIRE(p < kBlockN);
+        CHECK(p % 4 == 0);
+        CHECK(da::threadBlockVtKey<kBlockN>(p) == 32 * b + 4 * m);
+        positions.insert(p);
+      }
+    CHECK(positions.size() == std::size_t(kBlockN / 4));
+  };
+  check(std::integral_constant<int, 96>{});
+  check(std::integral_constant<int, 128>{});
+  check(std::integral_constant<int, 256>{});
 }
 
 TEST_CASE("thread key blocks: a 128-key group gives each thread one block per row", "[key_order]") {

@@ -60,6 +60,16 @@ template <int kBlockN> FA4JIT_HD constexpr int threadBlockVtKey(int p) {
   return threadBlockKey<kBlockN>(registerPColumn(p));
 }
 
+// The V^T position of word m (keys 4 m .. 4 m + 3) of the tile's 32-key block b: threadBlockVtKey
+// inverted on the words (every position that is a multiple of 4 starts one; test_key_order.cpp
+// checks the inversion). Closed forms, so that a run-time block index costs a few integer ops.
+template <int kBlockN> FA4JIT_HD constexpr int vtWordPosition(int b, int m) {
+  if constexpr (kBlockN == 96) // (block 1 in the quad, blocks 0 and 2 in thread pairs)
+    return b == 1 ? 64 + 16 * (m % 2) + 4 * (m / 2) : 16 * (m % 4) + 4 * (m / 4) + 4 * b;
+  else
+    return (b / 4) * 128 + 16 * m + 4 * (b % 4);
+}
+
 // A thread's blocks (NUMERICS.md §2.3's, in the order of its k-steps of 32 S columns): the block
 // that k-step kb of its row belongs to (an index into the thread's blocks, not the key's block),
 // how many blocks a thread meets per row, and how many threads of the quad share a block (1, 2 or

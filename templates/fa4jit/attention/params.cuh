@@ -46,6 +46,11 @@ struct AttentionParams {
   // next work tile's ticket and the CTAs finished; zero before each launch, left zero after it (so
   // one launch at a time per counter). 0 for every other kernel.
   uint64_t work_counter;
+  // The persistent wgmma kernel that widens its own K/V tiles and Q blocks (TileSpec::fused_widening,
+  // attention_sm90/widen_ahead.cuh): uint32 words, [0] the CTAs finished, then per kv head
+  // (b * Hkv + hkv) the pieces of its K/V images claimed, then the pieces written; all zero before
+  // each launch and left zero after it. 0 for every other kernel.
+  uint64_t widen_state;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -67,7 +72,7 @@ struct AttentionParams {
 //   grid  = (ceil(seqlen_q / block_m), heads_q, batch), block = (warps * 32, 1, 1),
 //   dynamic shared memory = attentionSharedBytes(...) below (opt in above 48 KiB with
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-static_assert(sizeof(AttentionParams) == 15 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
+static_assert(sizeof(AttentionParams) == 16 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
 static_assert(alignof(AttentionParams) == 8, "AttentionParams alignment changed");
 
 // Shared-memory bytes of one CTA. Rows are padded by 16 bytes so that the 8 rows a quad-group of

@@ -10,7 +10,8 @@
 // As attention/kernel.cuh, with these differences:
 //   - #include "fa4jit/attention_sm90/kernel.cuh"; the config struct has one more member,
 //     `static constexpr int stages` (depth of the K/V shared-memory ring), `static constexpr bool
-//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent`, `kv_multicast` and
+//     overlap`, `pingpong`, `kv_prewidened`, `kv_tensor_map`, `mma_row_sum`, `persistent`, `kv_multicast`,
+//     `fused_widening` and
 //     `static constexpr StageAblation ablation` (consumer.cuh, widen_kv.cuh, work_tiles.cuh), block_m == 128 or 192
 //     and warps == block_m / 16 + 4 (one producer and two or three consumer warpgroups).
 //   - Pinning asserts: Sm90Traits<Cfg>::kThreads == 32 * warps, Sm90Traits<Cfg>::kSharedBytes == the
@@ -27,6 +28,8 @@
 //     extern "C" __global__ void __launch_bounds__(128) <name>_widen_q(const AttentionParams p)
 //     { fa4jit::device::attention_sm90::widenQTiles<Cfg, Sm90Traits<Cfg>>(p); }
 //   grid (ceil(Sq / block_m), Hq, B), block 128 (widen_q.cuh); p.q_tiles is its output.
+//   With `fused_widening` (persistent, prewidened) neither pass exists: the kernel writes p.kv_tiles
+//   and p.q_tiles itself (widen_ahead.cuh), with the counters at p.widen_state.
 //   With `kv_tensor_map` (bf16 only) no pass runs: the entry takes the tensor maps as a second
 //   argument, (const AttentionParams p, const __grid_constant__ AttentionTensorMaps maps), and
 //   calls attentionForwardSm90<Cfg>(p, &maps) (tensor_maps.cuh).
@@ -64,6 +67,7 @@
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/tensor_maps.cuh"
 #include "fa4jit/attention_sm90/wgmma.cuh"
+#include "fa4jit/attention_sm90/widen_ahead.cuh"
 #include "fa4jit/attention_sm90/widen_kv.cuh"
 #include "fa4jit/attention_sm90/widen_q.cuh"
 #include "fa4jit/attention_sm90/work_tiles.cuh"
@@ -115,6 +119,8 @@ template <class C> struct Sm90Traits {
   static_assert(!C::persistent || kOneThreadProducer,
                 "the persistent kernel's producer is one thread: prewidened or tensor-map K/V");
   static_assert(kConsumers == 2 || kOneThreadProducer, "three consumers leave the producer 32 registers: one thread");
+  static_assert(!C::fused_widening || (C::persistent && C::kv_prewidened && !C::kv_multicast),
+                "fused_widening: the persistent grid writes the prewidened images itself (no clusters)");
   static_assert(!C::mma_row_sum || (!kBf16 && kHeadDim <= 128), "mma_row_sum: FP8 V^T and PV's N = head_dim + 8 <= 136");
   // (tensor-map tiles multicast gave wrong rows on the H200, not understood: spec_validate refuses them)
   static_assert(!C::kv_multicast || (C::persistent && C::kv_prewidened),
@@ -122,8 +128,12 @@ template <class C> struct Sm90Traits {
                 "stage of the prewidened images");
   // The persistent causal grid hands its work tiles out at run time (work_tiles.cuh).
   static constexpr bool kHandsOutWork = handsOutWorkTiles<C>();
+  // The producer's registers: more than one thread's worth where it hands out work tiles or its
+  // spare warps widen (layout.cuh).
+  static constexpr bool kWideProducer = kHandsOutWork || C::fused_widening;
   static constexpr Sm90Layout kLayout = sm90AttentionLayout(kHeadDim, kBlockRows, kBlockN, kStages, kElemBytes,
-                                                            C::mma_row_sum, C::kv_tensor_map, kHandsOutWork);
+                                                            C::mma_row_sum, C::kv_tensor_map, kHandsOutWork,
+                                                            C::fused_widening);
   static constexpr int kSharedBytes = kLayout.shared_bytes;
 };
 
@@ -148,6 +158,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   cta.bar_q = cta.bar_empty + 8 * S::kStages;
   cta.bar_q_empty = cta.bar_q + 8;
   cta.work_slot = reinterpret_cast<int *>(smem + L.work_slot_offset); // (kernels that hand out work tiles)
+  cta.widen_offset = L.widen_offset;                                   // (fused widening)
 
   const int tid = static_cast<int>(threadIdx.x);
   // Broadcast from lane 0 (CUTLASS's canonical_warp_group_idx): the compiler then knows the
@@ -171,6 +182,8 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
     // consumer warp; otherwise every producer thread arrives once its share of Q is widened.
     mbarrierInit(cta.bar_q, C::persistent || C::kv_tensor_map ? 1 : kWarpgroupThreads);
     mbarrierInit(cta.bar_q_empty, S::kConsumers * 4);
+    if constexpr (C::fused_widening)
+      WidenerBuffers{base + L.widen_offset}.init(p);
     fenceMbarrierInit();
   }
   if constexpr (C::mma_row_sum) {
@@ -207,7 +220,13 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
       mbarrierArrive(cta.bar_q);
     }
     if constexpr (S::kOneThreadProducer) {
-      warpgroupRegDealloc<producerRegisters(true, S::kConsumers, S::kHandsOutWork)>();
+      warpgroupRegDealloc<producerRegisters(true, S::kConsumers, S::kWideProducer)>();
+      if constexpr (C::fused_widening) {
+        if (tid >= 32) { // warps 1..3 widen Q and K/V ahead of the thread that moves them
+          widenAhead<C, S>(p, WidenerBuffers{base + L.widen_offset});
+          return;
+        }
+      }
       if (tid != 0) // one thread moves every stage (and, persistent or tensor maps, every Q)
         return;
     }
@@ -216,7 +235,7 @@ FA4JIT_DEVICE void attentionForwardSm90(const AttentionParams &p, const Attentio
   }
 
   // ---------------- consumers ----------------
-  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer, S::kConsumers, S::kHandsOutWork)>();
+  warpgroupRegAlloc<consumerRegisters(S::kOneThreadProducer, S::kConsumers, S::kWideProducer)>();
   consumeWork<C, S>(p, cta, wg - 1, tid - kWarpgroupThreads * wg);
 }
 

@@ -5,6 +5,7 @@
 //   [pad to 1024] Q [block_m rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
 //   mbarriers: full[stages], empty[stages], q_full, q_empty (the persistent kernel's)
 //   | the handed-out work tile (persistent causal grid: work_tiles.cuh), 32 bytes
+//   | the spare producer warps' work tiles, their mbarriers and the shape (fused widening: widen_ahead.cuh), 112 bytes
 // Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
@@ -23,14 +24,15 @@ FA4JIT_HD constexpr int ctaThreads(int block_m) { return (1 + consumerWarpgroups
 // or tensor-map tiles, bulk or TMA copies) it keeps 24: 128 * 24 + 256 * 240 = 64512, room for O
 // at D = 256 beside S and BF16 P. Three consumers (one producer thread only): 128 * 32 + 384 * 160
 // = 65536 = 512 * 128 (FlashAttention-3's split).
-// A producer thread that also hands out work tiles (work_tiles.cuh) spilled its loop state at 24:
-// with two consumers it keeps 32, they 232 (128 * 32 + 256 * 232 = 63488; at 224 the directp D256
-// consumers spilled).
-FA4JIT_HD constexpr int producerRegisters(bool one_thread, int consumers, bool hands_out = false) {
-  return consumers == 3 || hands_out ? 32 : one_thread ? 24 : 64;
+// A producer thread that also hands out work tiles (work_tiles.cuh) spilled its loop state at 24,
+// and the spare producer warps that widen K/V and Q (widen_ahead.cuh) need more than 24 too
+// (`wide_producer`): with two consumers the producer keeps 32, they 232 (128 * 32 + 256 * 232 =
+// 63488; at 224 the directp D256 consumers spilled).
+FA4JIT_HD constexpr int producerRegisters(bool one_thread, int consumers, bool wide_producer = false) {
+  return consumers == 3 || wide_producer ? 32 : one_thread ? 24 : 64;
 }
-FA4JIT_HD constexpr int consumerRegisters(bool one_thread, int consumers, bool hands_out = false) {
-  return consumers == 3 ? 160 : hands_out ? 232 : one_thread ? 240 : 216;
+FA4JIT_HD constexpr int consumerRegisters(bool one_thread, int consumers, bool wide_producer = false) {
+  return consumers == 3 ? 160 : wide_producer ? 232 : one_thread ? 240 : 216;
 }
 static_assert(kWarpgroupThreads * producerRegisters(true, 2) + 2 * kWarpgroupThreads * consumerRegisters(true, 2) <=
                   384 * 168,
@@ -54,6 +56,7 @@ static_assert(kWarpgroupThreads * producerRegisters(true, 3) + 3 * kWarpgroupThr
 struct Sm90Layout {
   int q_offset, q_bytes, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
   int work_slot_offset; // (after the mbarriers; only kernels with work_slot reserve its 32 bytes)
+  int widen_offset;     // (after the work slot; only kernels with widen_ahead reserve its 112 bytes)
   int v_blocks, v_block_stride;
 };
 
@@ -71,9 +74,12 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 // run time. work_slot: 32 bytes after the mbarriers, two slots (by Q's phase) of the work tile the
 // producer has handed out (the persistent causal grid, work_tiles.cuh). v_by_keys (tensor maps): V
 // lies as in the tensor, [block_n][D] in K's shape, which differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
-// against V^T's two column blocks of 32 KiB each at D = 256).
+// against V^T's two column blocks of 32 KiB each at D = 256). widen_ahead: 112 bytes after the work
+// slot for the spare producer warps that widen K/V and Q in the kernel (widen_ahead.cuh's
+// WidenerBuffers: five mbarriers, two slots of a work tile, the next tile, the shape and three loop counters).
 FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, int block_n, int stages, int elem_bytes,
-                                                   bool row_sum, bool v_by_keys = false, bool work_slot = false) {
+                                                   bool row_sum, bool v_by_keys = false, bool work_slot = false,
+                                                   bool widen_ahead = false) {
   const int q = operandTileBytes(block_m, head_dim * elem_bytes);
   const int k = operandTileBytes(block_n, head_dim * elem_bytes);
   const int v_blocks = operandColumnBlocks(block_n * elem_bytes);
@@ -82,8 +88,9 @@ FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, in
   const int stride = v_by_keys ? image : k + v_blocks * v_block_stride;
   const int barriers = q + stages * stride;
   const int slot = barriers + 8 * (2 * stages + 2);
+  const int widen = slot + (work_slot ? 32 : 0);
   return {0,      q,        q, q + k, image, stride, q + k + head_dim * kSwizzleBytes, barriers,
-          kSwizzleAtom + slot + (work_slot ? 32 : 0), slot, v_blocks, v_block_stride};
+          kSwizzleAtom + widen + (widen_ahead ? 112 : 0), slot, widen, v_blocks, v_block_stride};
 }
 
 } // namespace fa4jit::device::attention_sm90

@@ -22,35 +22,58 @@ constexpr int kProducerUnroll = 4;
 using attention::permuteKeys16;
 using attention::zeroVec;
 
-// NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
-// E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
-// kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row threadBlockColumn(r)
-// (attention/key_order.cuh).
+// One unit (16 elements) of an NVFP4 row, widened: row `row`, scale block `blk` of
+// [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
+// E4M3(E2M1[c] * s_b * pre_scale) at its place in a swizzled [kRows][kHeadDim] tile (zeros at and
+// past valid_rows). kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row
+// threadBlockColumn(r) (attention/key_order.cuh).
 template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
+FA4JIT_DEVICE void widenNvfp4Unit(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf, int row0,
+                                  int valid_rows, float pre_scale, int row, int blk) {
+  constexpr int kBlocksPerRow = kHeadDim / 16;
+  uint4 out = zeroVec();
+  if (row < valid_rows) {
+    const uint2 codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
+    const float scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
+    const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(scale * pre_scale);
+    const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
+    out = make_uint4(a.lo, a.hi, b.lo, b.hi);
+  }
+  const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
+  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
+}
+
+// NVFP4 rows [kRows][kHeadDim/2] widened into a swizzled [kRows][kHeadDim] tile by kThreads
+// threads (ptid < kThreads), one 16-element unit (widenNvfp4Unit) at a time, kUnroll in flight.
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false, int kThreads = kWarpgroupThreads,
+          int kUnroll = kProducerUnroll>
 FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
                                     int row0, int valid_rows, float pre_scale, int ptid) {
   constexpr int kBlocksPerRow = kHeadDim / 16;
   constexpr int kUnits = kRows * kBlocksPerRow;
-  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
-#pragma unroll kProducerUnroll
-  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
-    const int u = ptid + it * kWarpgroupThreads;
-    const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
-    uint4 out = zeroVec();
-    if (row < valid_rows) {
-      const uint2 codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
-      const float scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
-      const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(scale * pre_scale);
-      const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
-      out = make_uint4(a.lo, a.hi, b.lo, b.hi);
-    }
-    const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
+#pragma unroll kUnroll
+  for (int it = 0; it < (kUnits + kThreads - 1) / kThreads; ++it) {
+    const int u = ptid + it * kThreads;
+    if (kUnits % kThreads == 0 || u < kUnits)
+      widenNvfp4Unit<kHeadDim, kRows, kThreadKeyBlocks>(tile, payload, row_stride, sf, row0, valid_rows, pre_scale,
+                                                        u / kBlocksPerRow, u % kBlocksPerRow);
   }
 }
 
-// FP8 V^T [kHeadDim][keys] (padded with zeros to keys_padded in global memory) into a swizzled
-// [kHeadDim][kBlockN] tile, keys permuted within each 16 unless the quantizer did it already.
+// One 16-key vector of FP8 V^T row d (padded with zeros to keys_padded in global memory) into a
+// swizzled [kHeadDim][block_n] tile, keys permuted within the 16 unless the quantizer did it already.
+template <int kHeadDim, bool kPermuted>
+FA4JIT_DEVICE void copyFp8VtUnit(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded, int d,
+                                 int vec) {
+  uint4 v = zeroVec();
+  if (key0 + vec * 16 < keys_padded)
+    v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
+  if constexpr (!kPermuted)
+    v = permuteKeys16(v);
+  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
+}
+
+// FP8 V^T [kHeadDim][keys] into a swizzled [kHeadDim][kBlockN] tile (copyFp8VtUnit per unit).
 template <int kHeadDim, int kBlockN, bool kPermuted>
 FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded,
                                 int ptid) {
@@ -60,20 +83,48 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
 #pragma unroll kProducerUnroll
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
-    const int d = u / kVecsPerRow, vec = u % kVecsPerRow;
-    uint4 v = zeroVec();
-    if (key0 + vec * 16 < keys_padded)
-      v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
-    if constexpr (!kPermuted)
-      v = permuteKeys16(v);
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
+    copyFp8VtUnit<kHeadDim, kPermuted>(tile, vt, row_stride, key0, keys_padded, u / kVecsPerRow, u % kVecsPerRow);
+  }
+}
+
+// One 32-key MXFP4 block (`blk` of the tile) of V^T row d widened to E4M3(E2M1[c] * 2^(E_b -
+// v_shift)) at its place in a swizzled [kHeadDim][block_n] tile, keys in order (register-P
+// permuted within each 16 unless the quantizer did it already).
+template <int kHeadDim, bool kPermuted>
+FA4JIT_DEVICE void widenMxfp4VtUnit(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
+                                    int keys_padded, int v_shift, int d, int blk) {
+  uint4 lo, hi;
+  attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key0 + blk * 32, keys_padded, keys_padded / 32,
+                                        v_shift, lo, hi);
+  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
+  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+}
+
+// Block b of V^T row d of a thread-key-block tile (PV's k position p holds key
+// threadBlockVtKey(p), attention/key_order.cuh), widened, each of its 4-key words stored at its
+// own position (vtWordPosition) with a 4-byte store: a block's 8 registers of words at a time
+// instead of the whole row's (produceMxfp4Vt's gather), for the producer's spare warps
+// (attention_sm90/widen_ahead.cuh).
+template <int kHeadDim, int kBlockN>
+FA4JIT_DEVICE void widenMxfp4VtBlockScattered(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf,
+                                              int key0, int keys_padded, int v_shift, int d, int b) {
+  static_assert(attention::threadKeyBlocksTile(kBlockN), "thread key blocks: V^T in key order");
+  uint4 lo, hi;
+  attention::widenMxfp4Block<true>(vt, row_stride, sf, d, key0 + b * 32, keys_padded, keys_padded / 32, v_shift, lo,
+                                   hi);
+  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+  for (int m = 0; m < 8; ++m) {
+    const int pos = attention::vtWordPosition<kBlockN>(b, m);
+    *reinterpret_cast<uint32_t *>(tile + swizzledOffset<kHeadDim>(d, pos & ~15) + (pos & 15)) = w[m];
   }
 }
 
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
 // kThreadKeyBlocks: PV's k position p holds key threadBlockVtKey(p) (attention/key_order.cuh),
 // and every 4 positions from a multiple of 4 hold 4 consecutive keys: one unit (a V^T row of the
-// tile) widens its blocks in key order, then each 16-byte vector gathers four of their words.
+// tile) widens its blocks in key order, then each 16-byte vector gathers four of their words
+// (16-byte stores; widenMxfp4VtRowScattered stores word by word in fewer registers).
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
                                   int keys_padded, int v_shift, int ptid) {
@@ -103,16 +154,11 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
     constexpr int kBlocksPerRow = kBlockN / 32;
     constexpr int kUnits = kHeadDim * kBlocksPerRow;
     static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
-    const int scale_cols = keys_padded / 32;
 #pragma unroll kProducerUnroll / 2
     for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
       const int u = ptid + it * kWarpgroupThreads;
-      const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
-      const int key = key0 + blk * 32;
-      uint4 lo, hi;
-      attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
-      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
-      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
+      widenMxfp4VtUnit<kHeadDim, kPermuted>(tile, vt, row_stride, sf, key0, keys_padded, v_shift, u / kBlocksPerRow,
+                                            u % kBlocksPerRow);
     }
   }
 }
@@ -198,20 +244,22 @@ FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSou
         v_dst, src.v, static_cast<int>(p.v_row_stride), src.v_sf, key0, src.keys_padded, src.v_shift, ptid);
 }
 
-// The 128-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
+// The kRows-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
 // BF16 rows repacked, or NVFP4 widened to E4M3 (times 2^-qk_widen_shift); rows past seqlen_q are
-// zeros. Every producer thread (ptid < 128) writes its share; the caller fences and signals.
-template <class C, int kHeadDim, int kRows>
+// zeros. Every producer thread (ptid < kThreads) writes its share; the caller fences and signals.
+template <class C, int kHeadDim, int kRows, int kThreads = kWarpgroupThreads, int kUnroll = kProducerUnroll>
 FA4JIT_DEVICE void produceQTile(uint8_t *tile, const attention::AttentionParams &p, int m0, int hq, int b, int ptid) {
   const int q_valid = p.seqlen_q - m0 < kRows ? p.seqlen_q - m0 : kRows;
   if constexpr (C::route == attention::Route::Bf16) {
+    static_assert(kThreads == kWarpgroupThreads, "BF16 Q rows: a warpgroup repacks them");
     const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     produceBf16Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), q_valid, ptid);
   } else {
     const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
-    produceNvfp4Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), qsf, m0,
-                                      q_valid, exp2Int(-C::qk_widen_shift), ptid);
+    produceNvfp4Rows<kHeadDim, kRows, false, kThreads, kUnroll>(tile, qg + m0 * p.q_row_stride,
+                                                       static_cast<int>(p.q_row_stride), qsf, m0, q_valid,
+                                                       exp2Int(-C::qk_widen_shift), ptid);
   }
 }
 

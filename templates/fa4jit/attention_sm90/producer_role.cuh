@@ -10,6 +10,9 @@
 //      in-kernel, all 128 threads widen each tile into the stage.
 //   Tensor maps (bf16): one thread loads each work tile's Q and each stage's K and V by TMA from
 //      the tensors as they are (tensor_maps.cuh); V lands [keys][D], which PV reads N-major.
+//   Fused widening (persistent, prewidened): the images are written in the kernel by the producer
+//      warpgroup's spare warps (widen_ahead.cuh), which also hand the thread its work tiles; it
+//      copies a head's K/V images once they are complete.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/params.cuh"
 #include "fa4jit/attention_sm90/cluster.cuh"
@@ -17,6 +20,7 @@
 #include "fa4jit/attention_sm90/producer.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
 #include "fa4jit/attention_sm90/tensor_maps.cuh"
+#include "fa4jit/attention_sm90/widen_ahead.cuh"
 #include "fa4jit/attention_sm90/widen_q.cuh"
 #include "fa4jit/attention_sm90/work_tiles.cuh"
 #include "fa4jit/mbarrier.cuh"
@@ -31,6 +35,7 @@ struct CtaBuffers {
   uint32_t base;     // its shared-window address
   uint32_t bar_full, bar_empty, bar_q, bar_q_empty;
   int *work_slot; // two slots, by Q's phase, of the handed-out work tile (work_tiles.cuh)
+  int widen_offset; // the widener warps' slots and mbarriers (fused widening, widen_ahead.cuh)
 };
 
 // Key tiles one work tile needs: up to the last visible key of its last row.
@@ -110,6 +115,7 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
   RingCursor<S::kStages> at;
   uint32_t q_parity = 0u;
   const StageShare share = stageShare<C>(C::kv_multicast ? clusterCtaRank() : 0);
+  int ready_head = -1; // (fused widening: the kv head whose images were last seen complete)
   auto produceTile = [&](const WorkTile w) {
     const int m0 = w.m0(), head_q = w.headQ(p), head_kv = w.headKv(p);
     const int n_tiles = workTileKeyTiles<C, S::kBlockN>(p, w.key_m_block * w.rows);
@@ -135,6 +141,8 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
       const uint8_t *images = reinterpret_cast<const uint8_t *>(p.kv_tiles) +
                               static_cast<int64_t>(head_kv) * tiles_per_head * static_cast<int64_t>(L.stage_bytes);
       const int hkv = w.hkv(p); // (a division: once per work tile)
+      if constexpr (C::fused_widening)
+        awaitKvHeadWidened<C, S>(p, head_kv, ready_head);
       for (int tile = 0; tile < n_tiles; ++tile, at.advance()) {
         const int stage = at.stage;
         mbarrierWait(cta.bar_empty + 8 * stage, at.parity ^ 1u);
@@ -163,16 +171,22 @@ FA4JIT_DEVICE void produceWork(const attention::AttentionParams &p, const CtaBuf
       }
     }
   };
-  if constexpr (S::kHandsOutWork) {
+  if constexpr (C::fused_widening)
+    receiveWidenedTiles<C>(p, WidenerBuffers{cta.base + static_cast<uint32_t>(cta.widen_offset)}, produceTile);
+  else if constexpr (S::kHandsOutWork)
     handOutWorkTiles<C, S>(p, produceTile);
+  else
+    forEachWorkTile<C, S>(p, produceTile);
+  if constexpr (S::kHandsOutWork) {
     // The end (m-block -1), once the consumers have released the last tile's Q (q_empty).
     mbarrierWait(cta.bar_q_empty, q_parity ^ 1u);
     publishEnd(cta.work_slot + 4 * q_parity);
     mbarrierArrive(cta.bar_q);
-    finishHandingOut(p);
-  } else {
-    forEachWorkTile<C, S>(p, produceTile);
+    if constexpr (!C::fused_widening) // (the widener warps took the tickets: they finish)
+      finishHandingOut(p);
   }
+  if constexpr (C::fused_widening)
+    finishWidening(p, WidenerBuffers{cta.base + static_cast<uint32_t>(cta.widen_offset)});
   if constexpr (C::kv_multicast) {
     // Every stage's last release, the peer's consumers' remote arrives included, before this CTA
     // may finish (cluster.cuh); a stage never filled passes at once.

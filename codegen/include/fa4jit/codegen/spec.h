@@ -139,6 +139,13 @@ struct TileSpec {
   // keys, instead of forming y_h first (one HFMA2 fewer per pair; NUMERICS.md §2.3). Elsewhere
   // (another route or classifier, FP32 scores) it has no effect and canonicalize() clears it.
   bool pieces_from_scores = false;
+  // wgmma-ws, persistent, prewidened (the FP8-fed routes): no widening passes; the spare warps of
+  // the producer warpgroup write the K/V tile images and Q block images themselves while the
+  // consumers compute, each K/V piece once per forward by whichever CTA claims it first
+  // (attention_sm90/widen_ahead.cuh). The passes cost a fixed ~94 us per forward at D128 (8% of
+  // the 4096-key forward, 13% of the causal one) in which no tensor core works. Elsewhere (one CTA
+  // per work tile, clusters, tensor-map tiles) it has no effect and canonicalize() clears it.
+  bool fused_widening = false;
   // wgmma-ws, nvfp8 with FP16 scores: of each tile's block_n / 8 n8 tiles of keys, the first
   // exp2_poly_tiles take 2^x_h as an FP16 polynomial on the FMA pipe (score_terms.cuh,
   // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM, at the cost of

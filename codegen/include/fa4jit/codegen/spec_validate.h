@@ -44,6 +44,10 @@ int wgmmaQTileBytes(const AttentionSpec &a);
 // device side's handsOutWorkTiles in attention_sm90/work_tiles.cuh): 32 bytes of shared memory
 // for the tiles' slots and a work counter in the launch parameters.
 bool handsOutWorkTiles(const AttentionSpec &a);
+// Whether the kernel writes its own K/V and Q images (TileSpec::fused_widening, set, on the
+// persistent wgmma grid of an FP8-fed route with prewidened images and no clusters); elsewhere the
+// flag has no effect (canonicalize clears it).
+bool fusesWidening(const AttentionSpec &a);
 
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.

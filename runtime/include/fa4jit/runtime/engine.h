@@ -132,7 +132,6 @@ private:
                               const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
                               const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
   llvm::Error launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled, llvm::StringRef suffix,
-                             runtime::DeviceBuffer &images, std::size_t bytes, std::uint64_t &field,
                              std::array<unsigned, 3> grid, device::attention::AttentionParams &p, void *stream);
 
   runtime::RuntimeConfig config_;
@@ -154,6 +153,9 @@ private:
     // The persistent causal wgmma kernel's two work-tile counters (attention_sm90/work_tiles.cuh):
     // zeroed once when allocated; each launch leaves them zero for the next.
     runtime::DeviceBuffer work_counter;
+    // The counters of the persistent kernel that widens its own images (TileSpec::fused_widening,
+    // attention_sm90/widen_ahead.cuh): zeroed when allocated; each launch leaves them zero.
+    runtime::DeviceBuffer widen_state;
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;
