@@ -387,13 +387,14 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle;
     // the persistent causal grid's 32-byte slots (two, by Q's phase) for the handed-out work tile (work_tiles.cuh);
-    // with fused widening 112 bytes for the spare producer warps' slots and shape (widen_ahead.cuh).
+    // with fused widening the spare producer warps' slots, shape and staging (widen_ahead.cuh).
     const int q_tile = wgmmaQTileBytes(a);
     // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
     const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
     const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
     const int work_slot = handsOutWorkTiles(a) ? 32 : 0;
-    const int widener_slots = fusesWidening(a) ? 112 : 0; // mbarriers, work-tile slots, shape, counters
+    // (attention_sm90/layout.cuh's kWidenerSharedBytes: mbarriers, slots, shape; three staging areas)
+    const int widener_slots = fusesWidening(a) ? 128 + 3 * 6144 : 0;
     return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2) +
            work_slot + widener_slots;
   }

@@ -200,7 +200,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   // then no pass runs, and its counters start at zero (each launch leaves them so).
   const bool fused = fusesWidening(as);
   if (fused) {
-    const std::size_t words = 1 + 2 * std::size_t(p.batch) * std::size_t(p.heads_kv);
+    const std::size_t words = 2 + std::size_t(p.batch) * std::size_t(p.heads_kv);
     if (auto err = ensureBytes(driver_, workspace_->widen_state, words * sizeof(std::uint32_t), /*zeroed=*/true))
       return err;
     p.widen_state = workspace_->widen_state.address();

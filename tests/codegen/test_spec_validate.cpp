@@ -7,6 +7,12 @@
 #include <string>
 #include <limits>
 
+namespace {
+// The fused widening's shared memory: mbarriers, slots and shape, then three 6 KiB staging areas
+// (templates/fa4jit/attention_sm90/layout.cuh's kWidenerSharedBytes).
+constexpr int kWidener = 128 + 3 * 6144;
+} // namespace
+
 using namespace fa4jit;
 
 namespace {
@@ -89,9 +95,9 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK(def.attention.tile.warps == 16);
   CHECK(def.attention.tile.block_n == 96);
   CHECK(problems(def).empty());
-  // (+ 112 bytes: the persistent grid's spare producer warps, fused widening)
+  // (+ kWidener bytes: the persistent grid's spare producer warps, fused widening)
   REQUIRE(fusesWidening(def.attention));
-  CHECK(attentionSharedBytes(def.attention) == 1024 + 24576 + 3 * (12288 + 17408) + 8 * 8 + 112);
+  CHECK(attentionSharedBytes(def.attention) == 1024 + 24576 + 3 * (12288 + 17408) + 8 * 8 + kWidener);
   CHECK(wgmmaStageBytes(def.attention) == 12288 + 16384);
   // Its two-consumer alternative: 192-key tiles.
   KernelSpec w192 = def;
@@ -106,11 +112,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128] + 8 row-sum rows of 128 bytes)
   // + 8 mbarriers (full/empty per stage, Q full/empty) + 1024 alignment slack.
   REQUIRE(w.attention.tile.mma_row_sum);
-  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 8 * 8 + 112);
+  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 8 * 8 + kWidener);
   CHECK(wgmmaStageBytes(w.attention) == 32768); // the bulk-copied image: no row-sum rows
   KernelSpec alu = w;
   alu.attention.tile.mma_row_sum = false;
-  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8 + 112);
+  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8 + kWidener);
   KernelSpec passes = alu;
   passes.attention.tile.fused_widening = false;
   CHECK(attentionSharedBytes(passes.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8);
@@ -128,8 +134,8 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec w64_persistent = w64;
   w64_persistent.attention.tile.persistent = true;
   CHECK(problems(w64_persistent).empty());
-  // (+ 112 for the spare producer warps' slots: the persistent grid widens its own images)
-  CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32 + 112);
+  // (+ kWidener for the spare producer warps' slots and staging: the persistent grid widens its own images)
+  CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32 + kWidener);
   CHECK(handsOutWorkTiles(w64_persistent.attention));
   CHECK(!handsOutWorkTiles(w64.attention));
   KernelSpec w64_clusters = w64_persistent;
@@ -183,7 +189,7 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec keys192 = w;
   keys192.attention.tile.block_n = 192;
   CHECK(problems(keys192).empty());
-  CHECK(attentionSharedBytes(keys192.attention) == 1024 + 16384 + 3 * (24576 + 2 * (16384 + 1024)) + 8 * 8 + 112);
+  CHECK(attentionSharedBytes(keys192.attention) == 1024 + 16384 + 3 * (24576 + 2 * (16384 + 1024)) + 8 * 8 + kWidener);
   CHECK(wgmmaStageBytes(keys192.attention) == 24576 + 32768); // the image: no row-sum rows
   for (auto edit : {+[](KernelSpec &k) { k.attention.route = Route::Bf16; },
                     +[](KernelSpec &k) { k.attention.head_dim = 256; },

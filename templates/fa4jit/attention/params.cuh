@@ -47,8 +47,8 @@ struct AttentionParams {
   // one launch at a time per counter). 0 for every other kernel.
   uint64_t work_counter;
   // The persistent wgmma kernel that widens its own K/V tiles and Q blocks (TileSpec::fused_widening,
-  // attention_sm90/widen_ahead.cuh): uint32 words, [0] the CTAs finished, then per kv head
-  // (b * Hkv + hkv) the pieces of its K/V images claimed, then the pieces written; all zero before
+  // attention_sm90/widen_ahead.cuh): uint32 words, [0] the CTAs finished, [1] the next K/V piece
+  // ticket, then per kv head (b * Hkv + hkv) the pieces of its K/V images written; all zero before
   // each launch and left zero after it. 0 for every other kernel.
   uint64_t widen_state;
 

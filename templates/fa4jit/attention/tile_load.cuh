@@ -111,15 +111,10 @@ FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int row_stride, i
 // One 32-key MXFP4 block of V^T row d widened to 32 E4M3 bytes (lo: keys 0-15, hi: 16-31) in the
 // register-P key order: E4M3(E2M1[c] * 2^(E_b - v_shift)), exact while E_b - v_shift >= -8; zeros
 // at and past keys_padded. Shared by the mma.sync loads and the sm90 producer.
+// The same from the block's 16 payload bytes and UE8M0 scale byte as loaded.
 template <bool kPermuted>
-FA4JIT_DEVICE void widenMxfp4Block(const uint8_t *vt, int row_stride, const uint8_t *sf, int d, int key,
-                                   int keys_padded, int scale_cols, int v_shift, uint4 &lo, uint4 &hi) {
-  lo = zeroVec(), hi = zeroVec();
-  if (key >= keys_padded)
-    return;
-  const uint4 codes = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2);
-  const int e = ue8m0Exponent(sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))]);
-  const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(e - v_shift);
+FA4JIT_DEVICE void widenMxfp4Codes(uint4 codes, uint8_t scale, int v_shift, uint4 &lo, uint4 &hi) {
+  const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(ue8m0Exponent(scale) - v_shift);
   const E4M3x8 w0 = widenE2M1x8(table, codes.x), w1 = widenE2M1x8(table, codes.y);
   const E4M3x8 w2 = widenE2M1x8(table, codes.z), w3 = widenE2M1x8(table, codes.w);
   lo = make_uint4(w0.lo, w0.hi, w1.lo, w1.hi);
@@ -128,6 +123,16 @@ FA4JIT_DEVICE void widenMxfp4Block(const uint8_t *vt, int row_stride, const uint
     lo = permuteKeys16(lo);
     hi = permuteKeys16(hi);
   }
+}
+
+template <bool kPermuted>
+FA4JIT_DEVICE void widenMxfp4Block(const uint8_t *vt, int row_stride, const uint8_t *sf, int d, int key,
+                                   int keys_padded, int scale_cols, int v_shift, uint4 &lo, uint4 &hi) {
+  lo = zeroVec(), hi = zeroVec();
+  if (key >= keys_padded)
+    return;
+  widenMxfp4Codes<kPermuted>(*reinterpret_cast<const uint4 *>(vt + d * row_stride + key / 2),
+                             sf[static_cast<int>(scaleFactorOffset(d, key / 32, scale_cols))], v_shift, lo, hi);
 }
 
 // MXFP4 V^T tile widened to E4M3: v = E4M3(E2M1[c] * 2^(E_b - v_shift)) (NUMERICS.md §2.3), one

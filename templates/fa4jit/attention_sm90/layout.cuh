@@ -5,7 +5,7 @@
 //   [pad to 1024] Q [block_m rows][D] | stage 0: K [block_n][D], V^T [D][block_n] | stage 1 ... |
 //   mbarriers: full[stages], empty[stages], q_full, q_empty (the persistent kernel's)
 //   | the handed-out work tile (persistent causal grid: work_tiles.cuh), 32 bytes
-//   | the spare producer warps' work tiles, their mbarriers and the shape (fused widening: widen_ahead.cuh), 112 bytes
+//   | the spare producer warps' work tiles, mbarriers, shape and staging (fused widening: widen_ahead.cuh)
 // Every operand tile (E4M3, or BF16 on the bf16 route) is a swizzled K-major tile (smem_desc.cuh) at a 1024-byte aligned offset.
 #include "fa4jit/attention_sm90/smem_desc.cuh"
 
@@ -53,10 +53,14 @@ static_assert(kWarpgroupThreads * producerRegisters(true, 3) + 3 * kWarpgroupThr
 // V^T has v_blocks 128-byte column blocks, v_block_stride bytes apart: head_dim rows each, and with
 // mma_row_sum 8 row-sum rows after them in every block (the PV wgmma's N = head_dim + 8 rows run
 // on into them), so that the blocks of a 192-key V^T each carry their own.
+// The fused widening's shared memory (widen_ahead.cuh): 128 bytes of mbarriers, slots and shape,
+// then a 6 KiB staging area for each of the three widener warps (widen_staged.cuh).
+constexpr int kWidenerSharedBytes = 128 + 3 * 6144;
+
 struct Sm90Layout {
   int q_offset, q_bytes, k_offset, v_offset, stage_bytes, stage_stride, row_sum_offset, barrier_offset, shared_bytes;
   int work_slot_offset; // (after the mbarriers; only kernels with work_slot reserve its 32 bytes)
-  int widen_offset;     // (after the work slot; only kernels with widen_ahead reserve its 112 bytes)
+  int widen_offset;     // (after the work slot; only kernels with widen_ahead reserve kWidenerSharedBytes)
   int v_blocks, v_block_stride;
 };
 
@@ -74,9 +78,9 @@ constexpr uint32_t kE4m3OnesX4 = 0x38383838u;
 // run time. work_slot: 32 bytes after the mbarriers, two slots (by Q's phase) of the work tile the
 // producer has handed out (the persistent causal grid, work_tiles.cuh). v_by_keys (tensor maps): V
 // lies as in the tensor, [block_n][D] in K's shape, which differs from V^T's bytes when block_n * elem_bytes is not a multiple of 128 (80 BF16 keys: 40 KiB
-// against V^T's two column blocks of 32 KiB each at D = 256). widen_ahead: 112 bytes after the work
-// slot for the spare producer warps that widen K/V and Q in the kernel (widen_ahead.cuh's
-// WidenerBuffers: five mbarriers, two slots of a work tile, the next tile, the shape and three loop counters).
+// against V^T's two column blocks of 32 KiB each at D = 256). widen_ahead: kWidenerSharedBytes after
+// the work slot (16-byte aligned there) for the spare producer warps that widen K/V and Q in the
+// kernel (widen_ahead.cuh's WidenerBuffers).
 FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, int block_n, int stages, int elem_bytes,
                                                    bool row_sum, bool v_by_keys = false, bool work_slot = false,
                                                    bool widen_ahead = false) {
@@ -90,7 +94,7 @@ FA4JIT_HD constexpr Sm90Layout sm90AttentionLayout(int head_dim, int block_m, in
   const int slot = barriers + 8 * (2 * stages + 2);
   const int widen = slot + (work_slot ? 32 : 0);
   return {0,      q,        q, q + k, image, stride, q + k + head_dim * kSwizzleBytes, barriers,
-          kSwizzleAtom + widen + (widen_ahead ? 112 : 0), slot, widen, v_blocks, v_block_stride};
+          kSwizzleAtom + widen + (widen_ahead ? kWidenerSharedBytes : 0), slot, widen, v_blocks, v_block_stride};
 }
 
 } // namespace fa4jit::device::attention_sm90

@@ -27,20 +27,28 @@ using attention::zeroVec;
 // E4M3(E2M1[c] * s_b * pre_scale) at its place in a swizzled [kRows][kHeadDim] tile (zeros at and
 // past valid_rows). kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row
 // threadBlockColumn(r) (attention/key_order.cuh).
+// 16 NVFP4 codes (8 payload bytes) and their UE4M3 scale byte, as loaded, widened to E4M3.
+FA4JIT_DEVICE uint4 widenNvfp4Codes(uint2 codes, uint8_t scale, float pre_scale) {
+  const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(ue4m3ToFloat(scale) * pre_scale);
+  const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
+  return make_uint4(a.lo, a.hi, b.lo, b.hi);
+}
+
+// Where unit (row, blk) of a [kRows][kHeadDim] tile lies in its swizzled image.
+template <int kRows, bool kThreadKeyBlocks> FA4JIT_DEVICE uint32_t nvfp4UnitOffset(int row, int blk) {
+  const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
+  return swizzledOffset<kRows>(tile_row, blk * 16);
+}
+
 template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void widenNvfp4Unit(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf, int row0,
                                   int valid_rows, float pre_scale, int row, int blk) {
   constexpr int kBlocksPerRow = kHeadDim / 16;
   uint4 out = zeroVec();
-  if (row < valid_rows) {
-    const uint2 codes = *reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8);
-    const float scale = ue4m3ToFloat(sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))]);
-    const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(scale * pre_scale);
-    const E4M3x8 a = widenE2M1x8(table, codes.x), b = widenE2M1x8(table, codes.y);
-    out = make_uint4(a.lo, a.hi, b.lo, b.hi);
-  }
-  const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
-  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(tile_row, blk * 16)) = out;
+  if (row < valid_rows)
+    out = widenNvfp4Codes(*reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8),
+                          sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))], pre_scale);
+  *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
 }
 
 // NVFP4 rows [kRows][kHeadDim/2] widened into a swizzled [kRows][kHeadDim] tile by kThreads

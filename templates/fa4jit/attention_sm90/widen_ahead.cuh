@@ -5,19 +5,20 @@
 // sixth session's Nsight Compute split), time in which no tensor core works. Here warps 1..3 of the
 // producer warpgroup, idle beside the one thread that moves the tiles, write the same images
 // while the consumers compute:
-//   - Q: the Q block of each of the CTA's work tiles, into its image (only this CTA reads it), a
-//     work tile or two ahead of the consumers (two slots, below);
-//   - K/V: the tiles of the kv head of each of those work tiles, in pieces that a warp claims from
-//     the head's counter (WidenState::claimed) and writes alone, so that every piece is widened
-//     once per forward by whichever CTA's warp gets there first (the CTAs of one head run at
-//     about the same time and share the work); the head's `written` counter then counts it.
-// The thread that moves the tiles (producer_role.cuh) takes the work tiles from the widener
-// warps' slots, copies a Q image once its tile's slot is full, and copies a head's K/V images
-// once its `written` count is complete.
-// No wait can close a cycle: a claimed piece is written without waiting on anything, and a CTA's
-// wideners claim every remaining piece of a head before the CTA's tile mover can wait on that head
-// (they fill the tile's slot first, then claim), so a head's count always completes, whatever
-// CTAs are resident. The last CTA to finish zeroes the counters for the next launch.
+//   - K/V: the pieces of every kv head's images (KvPieces), taken in order from one ticket counter
+//     of the launch (WidenState::claimed) by whichever widener warp of any CTA is free: heads in
+//     the order the grid visits them (head-major without causal masking; the causal grid's
+//     groups are runs of consecutive heads), each piece written once per forward; the head's
+//     `written` counter counts it;
+//   - Q: the first widener warp (the leader) writes the Q block of each of its CTA's work tiles
+//     into its image (only this CTA reads it), a work tile or two ahead of the consumers, and
+//     hands the tile to the tile mover in a slot (two slots); between those it takes K/V tickets.
+// The thread that moves the tiles (producer_role.cuh) takes the work tiles from the slots, copies
+// a Q image once its slot is full and a head's K/V images once its `written` count is complete.
+// No wait can close a cycle: a claimed piece is written without waiting on anything, and warps 2
+// and 3 of every CTA take tickets until none is left, whatever the tile movers wait for, so every
+// head's count completes whatever CTAs are resident. The last CTA to finish zeroes the counters
+// for the next launch.
 // Memory order: the images are generic-proxy stores read by the bulk-copy engine (the async
 // proxy), so writers fence the proxies (fence.proxy.async.global) before they signal, and the
 // mover after it observes the signal and before it copies.
@@ -26,19 +27,17 @@
 #include "fa4jit/attention_sm90/layout.cuh"
 #include "fa4jit/attention_sm90/producer.cuh"
 #include "fa4jit/attention_sm90/sync.cuh"
-#include "fa4jit/attention_sm90/widen_q.cuh"
+#include "fa4jit/attention_sm90/widen_staged.cuh"
 #include "fa4jit/attention_sm90/work_tiles.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
 constexpr int kWidenerWarps = 3; // producer warps 1..3 (warp 0's lane 0 moves the tiles)
-constexpr int kWidenerThreads = 32 * kWidenerWarps;
-constexpr int kWidenerBarrier = 8; // their named barrier (the consumers' turns take 1..3)
 
 // The widener warps have 32 registers. Terms derived from the launch's shape and hoisted out of
 // their loops (by NVVM or by ptxas) were held across the widening and spilled, and so were 64-bit
-// pointers into shared memory and their loop counter. So everything they keep lives in shared memory
-// at one 32-bit address (WidenerBuffers), read with volatile loads where it is used, which neither
+// pointers into shared memory and loop counters. So what they keep lives in shared memory at one
+// 32-bit address (WidenerBuffers), read with volatile loads where it is used, which neither
 // compiler moves, and the thread's indices are read again from the special registers.
 FA4JIT_DEVICE int sharedWord(uint32_t addr) {
   int v;
@@ -72,90 +71,88 @@ FA4JIT_DEVICE uint32_t loadAcquireGpu(const uint32_t *addr) {
 // The launch's counters in global memory (AttentionParams::widen_state): zero before and after.
 struct WidenState {
   uint32_t *finished; // CTAs through with the counters
-  uint32_t *claimed;  // [B * Hkv] pieces of the head's K/V images handed to a warp
-  uint32_t *written;  // [B * Hkv] pieces written
+  uint32_t *claimed;  // the next K/V ticket: head ticket / pieces, piece ticket % pieces
+  uint32_t *written;  // [B * Hkv] pieces of the head's images written
 };
-FA4JIT_DEVICE WidenState widenState(const attention::AttentionParams &p, int batch, int heads_kv) {
+FA4JIT_DEVICE WidenState widenState(const attention::AttentionParams &p) {
   uint32_t *w = reinterpret_cast<uint32_t *>(p.widen_state);
-  const int heads = batch * heads_kv;
-  return {w, w + 1, w + 1 + heads};
+  return {w, w + 1, w + 2};
 }
 
-// Shared memory at the layout's widen_offset (112 bytes), by its shared-window address:
-//   [0, 16)   tile_full[2]: slot k % 2 holds work tile k and its Q image is written (an arrive per widener warp)
-//   [16, 32)  tile_empty[2]: the tile mover has read the slot (one arrive)
-//   [32, 40)  done: the widener warps are through with the counters (an arrive per warp)
-//   [40, 44)  the leader's next work tile
-//   [48, 64)  slots[2][2]: m-block (-1: no more work tiles), query head b * Hq + hq
-//   [64, 88)  the shape: seqlen_q, seqlen_k, heads_q, heads_kv, batch, grid (written by thread 0)
-//   [88, 100) each widener warp's work-tile counter k
+// Shared memory at the layout's widen_offset (kWidenerSharedBytes), by its shared-window address:
+//   [0, 16)    tile_full[2]: slot k % 2 holds work tile k and its Q image is written (the leader's arrive)
+//   [16, 32)   tile_empty[2]: the tile mover has read the slot (one arrive)
+//   [32, 40)   done: the widener warps are through with the counters (an arrive per warp)
+//   [40, 44)   the leader's next work tile       [44, 48) the leader's work-tile counter k
+//   [48, 52)   1 once the leader has published the end
+//   [56, 72)   slots[2][2]: m-block (-1: no more work tiles), query head b * Hq + hq
+//   [72, 96)   the shape: seqlen_q, seqlen_k, heads_q, heads_kv, batch, grid (written by thread 0)
+//   [128, ...) each widener warp's staging area (widen_staged.cuh), kStageBytes apart
 struct WidenerBuffers {
   uint32_t addr;
   FA4JIT_DEVICE uint32_t tileFull(int s) const { return addr + 8 * s; }
   FA4JIT_DEVICE uint32_t tileEmpty(int s) const { return addr + 16 + 8 * s; }
   FA4JIT_DEVICE uint32_t done() const { return addr + 32; }
   FA4JIT_DEVICE uint32_t next() const { return addr + 40; }
-  FA4JIT_DEVICE uint32_t slot(int s) const { return addr + 48 + 8 * s; } // (m-block, head)
-  FA4JIT_DEVICE uint32_t iteration(int warp) const { return addr + 88 + 4 * warp; }
-  FA4JIT_DEVICE int seqlenQ() const { return sharedWord(addr + 64); }
-  FA4JIT_DEVICE int seqlenK() const { return sharedWord(addr + 68); }
-  FA4JIT_DEVICE int headsQ() const { return sharedWord(addr + 72); }
-  FA4JIT_DEVICE int headsKv() const { return sharedWord(addr + 76); }
-  FA4JIT_DEVICE int batch() const { return sharedWord(addr + 80); }
-  FA4JIT_DEVICE int grid() const { return sharedWord(addr + 84); }
+  FA4JIT_DEVICE uint32_t iteration() const { return addr + 44; }
+  FA4JIT_DEVICE uint32_t ended() const { return addr + 48; }
+  FA4JIT_DEVICE uint32_t slot(int s) const { return addr + 56 + 8 * s; } // (m-block, head)
+  FA4JIT_DEVICE uint32_t stage() const { return addr + 128 + kStageBytes * (widenerThreadNow() / 32); }
+  FA4JIT_DEVICE int seqlenQ() const { return sharedWord(addr + 72); }
+  FA4JIT_DEVICE int seqlenK() const { return sharedWord(addr + 76); }
+  FA4JIT_DEVICE int headsQ() const { return sharedWord(addr + 80); }
+  FA4JIT_DEVICE int headsKv() const { return sharedWord(addr + 84); }
+  FA4JIT_DEVICE int batch() const { return sharedWord(addr + 88); }
+  FA4JIT_DEVICE int grid() const { return sharedWord(addr + 92); }
   // (thread 0, with the mbarriers, before the barrier that starts the roles)
   FA4JIT_DEVICE void init(const attention::AttentionParams &p) const {
     for (int s = 0; s < 2; ++s) {
-      mbarrierInit(tileFull(s), kWidenerWarps);
+      mbarrierInit(tileFull(s), 1);
       mbarrierInit(tileEmpty(s), 1);
     }
     mbarrierInit(done(), kWidenerWarps);
     const int shape[6] = {p.seqlen_q, p.seqlen_k, p.heads_q, p.heads_kv, p.batch, static_cast<int>(gridDim.x)};
 #pragma unroll
     for (int i = 0; i < 6; ++i)
-      setSharedWord(addr + 64 + 4 * i, shape[i]);
+      setSharedWord(addr + 72 + 4 * i, shape[i]);
     setSharedWord(next(), static_cast<int>(blockIdx.x));
-    for (int w = 0; w < kWidenerWarps; ++w)
-      setSharedWord(iteration(w), 0);
-  }
-  // The slot of this widener warp's current work tile (read where it is used, as its kv head:
-  // held across the widening loops, they and what derives from them spilled).
-  FA4JIT_DEVICE int currentSlot() const { return sharedWord(iteration(widenerThreadNow() / 32)) & 1; }
-  // The kv head of the query head in this warp's current slot.
-  FA4JIT_DEVICE int currentKvHead() const {
-    const int head = sharedWord(slot(currentSlot()) + 4);
-    const int heads_q = headsQ(), heads_kv = headsKv();
-    return (head / heads_q) * heads_kv + (head % heads_q) / (heads_q / heads_kv);
+    setSharedWord(iteration(), 0);
+    setSharedWord(ended(), 0);
   }
 };
+static_assert(128 + kWidenerWarps * kStageBytes == kWidenerSharedBytes, "the layout's widener area");
 
-// One K/V tile's image (widen_kv.cuh's bytes) in pieces of at most 16 units per lane of a warp:
-// K's 16-element NVFP4 units, then V^T's units (nvfp8: 16-key FP8 vectors; directp: 32-key MXFP4
-// blocks). The loops keep one unit in flight per lane: the widener warps have 32 registers.
+// One K/V tile's image (widen_kv.cuh's bytes) in pieces of one staging batch each: K's 16-element
+// NVFP4 units (kStageNvfp4Units a piece), then V^T's units (kStageBlockUnits a piece: nvfp8 16-key
+// FP8 vectors, directp 32-key MXFP4 blocks).
 template <class C, class S> struct KvPieces {
   static constexpr bool kThreadKeyBlocks = attention::ThreadKeyBlocksOf<C>::value;
   static constexpr bool kNvfp8 = C::route == attention::Route::Nvfp8;
-  static constexpr int kUnitsPerPiece = 16 * 32;
   static constexpr int kKUnitsPerRow = S::kHeadDim / 16;
   static constexpr int kKUnits = S::kBlockN * kKUnitsPerRow;
   static constexpr int kVUnitsPerRow = kNvfp8 ? S::kBlockN / 16 : S::kBlockN / 32;
   static constexpr int kVUnits = S::kHeadDim * kVUnitsPerRow;
-  static constexpr int kVUnitsPerPiece = kUnitsPerPiece;
-  static constexpr int kKPieces = (kKUnits + kUnitsPerPiece - 1) / kUnitsPerPiece;
-  static constexpr int kVPieces = (kVUnits + kVUnitsPerPiece - 1) / kVUnitsPerPiece;
+  static constexpr int kKPieces = (kKUnits + kStageNvfp4Units - 1) / kStageNvfp4Units;
+  static constexpr int kVPieces = (kVUnits + kStageBlockUnits - 1) / kStageBlockUnits;
   static constexpr int kPerTile = kKPieces + kVPieces;
   static_assert(C::route != attention::Route::Bf16, "the bf16 route has tensor-map tiles: nothing to widen");
 };
 
-// Piece `piece` (tile piece / kPerTile) of kv head head_kv's images, by one warp.
+// The pieces of one head's K/V images (every work tile of the head needs a prefix of its tiles).
+template <class C, class S> FA4JIT_DEVICE uint32_t kvHeadPieces(int seqlen_k) {
+  return static_cast<uint32_t>((seqlen_k + S::kBlockN - 1) / S::kBlockN * KvPieces<C, S>::kPerTile);
+}
+
+// Piece `piece` (tile piece / kPerTile) of kv head head_kv's images, by this widener warp.
 template <class C, class S>
 FA4JIT_DEVICE void widenKvPiece(const attention::AttentionParams &p, const WidenerBuffers &wb, int head_kv,
-                                int tiles_per_head, int piece) {
+                                int piece) {
   using P = KvPieces<C, S>;
   constexpr Sm90Layout L = S::kLayout;
   const int tile = piece / P::kPerTile, part = piece % P::kPerTile;
   const int heads_kv = wb.headsKv(), sk = wb.seqlenK();
   const int b = head_kv / heads_kv, hkv = head_kv % heads_kv;
+  const int tiles_per_head = (sk + S::kBlockN - 1) / S::kBlockN;
   uint8_t *image = reinterpret_cast<uint8_t *>(p.kv_tiles) +
                    (static_cast<int64_t>(head_kv) * tiles_per_head + tile) * static_cast<int64_t>(L.stage_bytes);
   const int key0 = tile * S::kBlockN;
@@ -165,61 +162,47 @@ FA4JIT_DEVICE void widenKvPiece(const attention::AttentionParams &p, const Widen
                        key0 * row_stride;
     const uint8_t *k_sf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride +
                           hkv * p.k_sf_head_stride;
-    const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
-    const float pre = exp2Int(-C::qk_widen_shift);
-    const int first = part * P::kUnitsPerPiece;
-    const int end = first + P::kUnitsPerPiece < P::kKUnits ? first + P::kUnitsPerPiece : P::kKUnits;
-#pragma unroll 1
-    for (int u = first + laneNow(); u < end; u += 32)
-      widenNvfp4Unit<S::kHeadDim, S::kBlockN, P::kThreadKeyBlocks>(image, k, row_stride, k_sf, key0, k_valid, pre,
-                                                                   u / P::kKUnitsPerRow, u % P::kKUnitsPerRow);
+    const int first = part * kStageNvfp4Units;
+    const int end = first + kStageNvfp4Units < P::kKUnits ? first + kStageNvfp4Units : P::kKUnits;
+    widenNvfp4RowsStaged<S::kHeadDim, S::kBlockN, P::kThreadKeyBlocks>(
+        image, k, row_stride, k_sf, key0, sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN,
+        exp2Int(-C::qk_widen_shift), first, end, wb.stage(), laneNow());
     return;
   }
-  KvHeadSources src = kvHeadSources<C>(p, b, hkv, head_kv);
-  src.keys_padded = (sk + 127) / 128 * 128; // (sk from the shape in shared memory)
+  const KvHeadSources src = kvHeadSources<C>(p, b, hkv, head_kv);
   uint8_t *v_image = image + (L.v_offset - L.k_offset);
-  const int row_stride = static_cast<int>(p.v_row_stride);
-  const int first = (part - P::kKPieces) * P::kVUnitsPerPiece;
-  const int end = first + P::kVUnitsPerPiece < P::kVUnits ? first + P::kVUnitsPerPiece : P::kVUnits;
-#pragma unroll 1
-  for (int u = first + laneNow(); u < end; u += 32) {
-    const int d = u / P::kVUnitsPerRow, unit = u % P::kVUnitsPerRow;
-    if constexpr (P::kNvfp8)
-      copyFp8VtUnit<S::kHeadDim, C::v_keys_permuted16>(v_image, src.v, row_stride, key0, src.keys_padded, d, unit);
-    else if constexpr (P::kThreadKeyBlocks)
-      widenMxfp4VtBlockScattered<S::kHeadDim, S::kBlockN>(v_image, src.v, row_stride, src.v_sf, key0,
-                                                          src.keys_padded, src.v_shift, d, unit);
-    else
-      widenMxfp4VtUnit<S::kHeadDim, C::v_keys_permuted16>(v_image, src.v, row_stride, src.v_sf, key0,
-                                                          src.keys_padded, src.v_shift, d, unit);
-  }
+  const int first = (part - P::kKPieces) * kStageBlockUnits;
+  const int end = first + kStageBlockUnits < P::kVUnits ? first + kStageBlockUnits : P::kVUnits;
+  const int keys_padded = (sk + 127) / 128 * 128; // (sk from the shape in shared memory)
+  if constexpr (P::kNvfp8)
+    copyFp8VtStaged<S::kHeadDim, S::kBlockN, C::v_keys_permuted16>(v_image, src.v, static_cast<int>(p.v_row_stride),
+                                                                   key0, keys_padded, first, end, wb.stage(),
+                                                                   laneNow());
+  else
+    widenMxfp4VtStaged<S::kHeadDim, S::kBlockN, C::v_keys_permuted16, P::kThreadKeyBlocks>(
+        v_image, src.v, static_cast<int>(p.v_row_stride), src.v_sf, key0, keys_padded, src.v_shift, first, end,
+        wb.stage(), laneNow());
 }
 
-// The pieces of a head's K/V images, all of them (every work tile of the head needs a prefix of
-// its tiles, the longest all).
-template <class C, class S> FA4JIT_DEVICE uint32_t kvHeadPieces(int seqlen_k) {
-  return static_cast<uint32_t>((seqlen_k + S::kBlockN - 1) / S::kBlockN * KvPieces<C, S>::kPerTile);
-}
-
-// One widener warp: claims pieces of the K/V images of the kv head of its current work tile until
-// none is left, writes each and counts it.
-template <class C, class S> FA4JIT_DEVICE void widenKvHead(const attention::AttentionParams &p, const WidenerBuffers &wb) {
-  for (;;) {
-    uint32_t piece = 0u;
-    if (laneNow() == 0)
-      piece = atomicAdd(widenState(p, wb.batch(), wb.headsKv()).claimed + wb.currentKvHead(), 1u);
-    piece = __shfl_sync(0xffffffffu, piece, 0);
-    const int sk = wb.seqlenK();
-    if (piece >= kvHeadPieces<C, S>(sk))
-      return;
-    widenKvPiece<C, S>(p, wb, wb.currentKvHead(), (sk + S::kBlockN - 1) / S::kBlockN, static_cast<int>(piece));
-    fenceProxyAsyncGlobal();
-    __syncwarp();
-    if (laneNow() == 0) {
-      __threadfence(); // (the warp's stores, ordered by __syncwarp, before the count: a release)
-      atomicAdd(widenState(p, wb.batch(), wb.headsKv()).written + wb.currentKvHead(), 1u);
-    }
+// This widener warp takes the next K/V ticket and writes its piece; false once none is left.
+template <class C, class S>
+FA4JIT_DEVICE bool widenNextKvPiece(const attention::AttentionParams &p, const WidenerBuffers &wb) {
+  uint32_t ticket = 0u;
+  if (laneNow() == 0)
+    ticket = atomicAdd(widenState(p).claimed, 1u);
+  ticket = __shfl_sync(0xffffffffu, ticket, 0);
+  const uint32_t pieces = kvHeadPieces<C, S>(wb.seqlenK());
+  if (ticket >= pieces * static_cast<uint32_t>(wb.batch() * wb.headsKv()))
+    return false;
+  const int head_kv = static_cast<int>(ticket / pieces);
+  widenKvPiece<C, S>(p, wb, head_kv, static_cast<int>(ticket % pieces));
+  fenceProxyAsyncGlobal();
+  __syncwarp();
+  if (laneNow() == 0) {
+    __threadfence(); // (the warp's stores, ordered by __syncwarp, before the count: a release)
+    atomicAdd(widenState(p).written + head_kv, 1u);
   }
+  return true;
 }
 
 // The work tile after tile t of this CTA: the persistent stride, or in the causal grid that hands
@@ -246,57 +229,95 @@ FA4JIT_DEVICE WorkTile widenerWorkTileOf(const attention::AttentionParams &p, co
     return workTileOf<C::causal>(t, shape, C::block_m, wb.grid());
 }
 
-// Warps 1..3 of the producer warpgroup: for each work tile of the CTA, in order, publish it in its
-// slot (the first widener thread, the leader), write its Q image, then claim and write pieces of
-// its kv head's K/V images; at the end an empty slot (m-block -1).
+// The leader (the first widener warp), once the tile mover has read slot k % 2's previous tile:
+// publishes the CTA's work tile k there, with its Q image written (staged in batches), or the end.
+template <class C, class S> FA4JIT_DEVICE void publishWorkTile(const attention::AttentionParams &p, const WidenerBuffers &wb) {
+  const int k = sharedWord(wb.iteration()), s = k & 1;
+  if (laneNow() == 0) {
+    const int t = sharedWord(wb.next());
+    const WorkTile w = widenerWorkTileOf<C, S>(p, wb, t);
+    if (w.m_block >= 0)
+      setSharedWord(wb.next(), nextWorkTile<C, S>(p, wb, t));
+    setSharedWord(wb.slot(s), w.m_block);
+    setSharedWord(wb.slot(s) + 4, w.b * wb.headsQ() + w.hq);
+  }
+  __syncwarp();
+  const int m_block = sharedWord(wb.slot(s));
+  if (m_block >= 0) {
+    constexpr int kUnits = S::kBlockRows * (S::kHeadDim / 16);
+    const int head = sharedWord(wb.slot(s) + 4), heads_q = wb.headsQ(), sq = wb.seqlenQ();
+    const int hq = head % heads_q, b = head / heads_q, m0 = m_block * S::kBlockRows;
+    const int blocks = (sq + S::kBlockRows - 1) / S::kBlockRows;
+    uint8_t *image = reinterpret_cast<uint8_t *>(p.q_tiles) +
+                     (static_cast<int64_t>(head) * blocks + m_block) * static_cast<int64_t>(S::kLayout.q_bytes);
+    const uint8_t *q = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride +
+                       m0 * p.q_row_stride;
+    const uint8_t *q_sf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
+#pragma unroll 1
+    for (int first = 0; first < kUnits; first += kStageNvfp4Units)
+      widenNvfp4RowsStaged<S::kHeadDim, S::kBlockRows, false>(
+          image, q, static_cast<int>(p.q_row_stride), q_sf, m0, sq - m0 < S::kBlockRows ? sq - m0 : S::kBlockRows,
+          exp2Int(-C::qk_widen_shift), first, first + kStageNvfp4Units < kUnits ? first + kStageNvfp4Units : kUnits,
+          wb.stage(), laneNow());
+    fenceProxyAsyncGlobal();
+  }
+  __syncwarp();
+  if (laneNow() == 0) { // (k, its slot and tile read again: not held across the Q widening)
+    const int k_now = sharedWord(wb.iteration());
+    mbarrierArrive(wb.tileFull(k_now & 1));
+    setSharedWord(wb.iteration(), k_now + 1);
+    if (sharedWord(wb.slot(k_now & 1)) < 0)
+      setSharedWord(wb.ended(), 1);
+  }
+  __syncwarp();
+}
+
+// Whether slot k % 2 (k: the leader's counter) is free for work tile k: its tile k - 2 was read.
+FA4JIT_DEVICE bool leaderSlotFree(const WidenerBuffers &wb, bool block) {
+  const int k = sharedWord(wb.iteration());
+  const uint32_t bar = wb.tileEmpty(k & 1), parity = ((static_cast<uint32_t>(k) >> 1) & 1u) ^ 1u;
+  int free = 1;
+  if (laneNow() == 0) {
+    if (block)
+      mbarrierWait(bar, parity);
+    else
+      asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.s32 %0, 1, 0, p;\n}\n"
+                   : "=r"(free)
+                   : "r"(bar), "r"(parity)
+                   : "memory");
+  }
+  return __shfl_sync(0xffffffffu, free, 0) != 0;
+}
+
+// Warps 1..3 of the producer warpgroup. The leader publishes each of its CTA's work tiles (with its
+// Q image) as soon as a slot is free, and otherwise takes K/V tickets; the other two take K/V
+// tickets until none is left.
 template <class C, class S> FA4JIT_DEVICE void widenAhead(const attention::AttentionParams &p, const WidenerBuffers &wb) {
   static_assert(C::persistent && C::kv_prewidened && !C::kv_multicast,
                 "fused widening: the persistent kernel with prewidened images, no clusters");
-  for (;;) {
-    const int k = sharedWord(wb.iteration(widenerThreadNow() / 32)), s = k & 1;
-    if (widenerThreadNow() == 0) {
-      mbarrierWait(wb.tileEmpty(s), ((static_cast<uint32_t>(k) >> 1) & 1u) ^ 1u);
-      const int t = sharedWord(wb.next());
-      const WorkTile w = widenerWorkTileOf<C, S>(p, wb, t);
-      if (w.m_block >= 0)
-        setSharedWord(wb.next(), nextWorkTile<C, S>(p, wb, t));
-      setSharedWord(wb.slot(s), w.m_block);
-      setSharedWord(wb.slot(s) + 4, w.b * wb.headsQ() + w.hq);
+  if (widenerThreadNow() < 32) {
+    for (;;) {
+      if (sharedWord(wb.ended()) == 0 && leaderSlotFree(wb, false))
+        publishWorkTile<C, S>(p, wb);
+      else if (!widenNextKvPiece<C, S>(p, wb)) {
+        if (sharedWord(wb.ended()) != 0)
+          break;
+        leaderSlotFree(wb, true); // (no K/V ticket left: wait for the slot)
+      }
     }
-    namedBarrierSync(kWidenerBarrier, kWidenerThreads);
-    const int m_block = sharedWord(wb.slot(s));
-    if (m_block >= 0) {
-      const int head = sharedWord(wb.slot(s) + 4), heads_q = wb.headsQ();
-      const int blocks = (wb.seqlenQ() + S::kBlockRows - 1) / S::kBlockRows;
-      uint8_t *q_image = reinterpret_cast<uint8_t *>(p.q_tiles) +
-                         (static_cast<int64_t>(head) * blocks + m_block) * static_cast<int64_t>(S::kLayout.q_bytes);
-      produceQTile<C, S::kHeadDim, S::kBlockRows, kWidenerThreads, 1>(q_image, p, m_block * S::kBlockRows,
-                                                                      head % heads_q, head / heads_q,
-                                                                      widenerThreadNow());
-      fenceProxyAsyncGlobal();
+    if constexpr (S::kHandsOutWork)
+      if (laneNow() == 0)
+        finishHandingOut(p); // (after this CTA's last work-tile ticket)
+  } else {
+    while (widenNextKvPiece<C, S>(p, wb)) {
     }
-    __syncwarp();
-    if (laneNow() == 0)
-      mbarrierArrive(wb.tileFull(s));
-    if (m_block < 0)
-      break;
-    widenKvHead<C, S>(p, wb);
-    __syncwarp();
-    if (laneNow() == 0) { // k + 1, with k read again (not held across the widening)
-      const uint32_t at = wb.iteration(widenerThreadNow() / 32);
-      setSharedWord(at, sharedWord(at) + 1);
-    }
-    __syncwarp();
   }
-  if constexpr (S::kHandsOutWork)
-    if (widenerThreadNow() == 0)
-      finishHandingOut(p); // (after this CTA's last ticket)
   __syncwarp();
   if (laneNow() == 0)
     mbarrierArrive(wb.done());
 }
 
-// The tile mover: fn(work tile) for each work tile the widener warps publish, until the end.
+// The tile mover: fn(work tile) for each work tile the leader publishes, until the end.
 template <class C, class Fn>
 FA4JIT_DEVICE void receiveWidenedTiles(const attention::AttentionParams &p, const WidenerBuffers &wb, Fn &&fn) {
   for (int k = 0;; ++k) {
@@ -306,7 +327,7 @@ FA4JIT_DEVICE void receiveWidenedTiles(const attention::AttentionParams &p, cons
     mbarrierArrive(wb.tileEmpty(s));
     if (m_block < 0)
       return;
-    fenceProxyAsyncGlobal(); // (the Q image: the slot's arrives ordered its stores before)
+    fenceProxyAsyncGlobal(); // (the Q image: the leader's arrive ordered its stores before)
     fn(WorkTile{m_block, head % p.heads_q, head / p.heads_q, C::block_m, m_block});
   }
 }
@@ -317,7 +338,7 @@ template <class C, class S>
 FA4JIT_DEVICE void awaitKvHeadWidened(const attention::AttentionParams &p, int head_kv, int &ready_head) {
   if (head_kv == ready_head)
     return;
-  const uint32_t *written = widenState(p, p.batch, p.heads_kv).written + head_kv;
+  const uint32_t *written = widenState(p).written + head_kv;
   const uint32_t pieces = kvHeadPieces<C, S>(p.seqlen_k);
   while (loadAcquireGpu(written) < pieces)
     __nanosleep(64);
@@ -329,12 +350,13 @@ FA4JIT_DEVICE void awaitKvHeadWidened(const attention::AttentionParams &p, int h
 // zeroes the counters for the next launch.
 FA4JIT_DEVICE void finishWidening(const attention::AttentionParams &p, const WidenerBuffers &wb) {
   mbarrierWait(wb.done(), 0u);
-  const WidenState st = widenState(p, p.batch, p.heads_kv);
+  const WidenState st = widenState(p);
   __threadfence();
   if (atomicAdd(st.finished, 1u) == gridDim.x - 1) {
     const int heads = p.batch * p.heads_kv;
+    *st.claimed = 0u;
     for (int h = 0; h < heads; ++h)
-      st.claimed[h] = 0u, st.written[h] = 0u;
+      st.written[h] = 0u;
     __threadfence();
     atomicExch(st.finished, 0u);
   }
