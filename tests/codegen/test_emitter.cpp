@@ -153,6 +153,7 @@ TEST_CASE("the persistent wgmma kernel's widening passes, or none with fused wid
       INFO(toString(r) << " causal " << causal);
       KernelSpec s = defaultAttentionSpecForKeys(r, 128, causal, Target::Sm90a, 4096); // (persistent either way)
       REQUIRE(s.attention.tile.persistent);
+      s.attention.tile.fused_widening = true;
       REQUIRE(canonicalize(s).attention.tile.fused_widening);
       llvm::Expected<EmittedKernel> fused = emitKernel(s);
       REQUIRE_OK(fused);

@@ -174,7 +174,7 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
       fused_causal += canonicalize(s).attention.tile.fused_widening ? 1 : 0;
     }
   CHECK(persistent_causal == 9 + 6); // three routes x three head dims, and the FP8-fed ones' other widening
-  CHECK(fused_causal == 6);
+  CHECK(fused_causal == 6);          // (the default form or the other, for each FP8-fed one)
 }
 
 TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant elsewhere", "[codegen][heuristics]") {
@@ -281,7 +281,7 @@ TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[code
 
 // directp's piecewise pieces read from S (measured, heuristics.cpp): the sm_90a default at every
 // head dim; forming y_h first is one tuner alternative.
-TEST_CASE("fused widening: the FP8-fed persistent grids' default, the passes their alternative",
+TEST_CASE("fused widening: the default where it measured faster, the other form the alternative",
           "[codegen][heuristics]") {
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (int d : {64, 128, 256})
@@ -290,7 +290,9 @@ TEST_CASE("fused widening: the FP8-fed persistent grids' default, the passes the
           INFO(toString(r) << " D " << d << " causal " << causal << " keys " << keys);
           const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
           const bool fused = canonicalize(s).attention.tile.fused_widening;
-          CHECK(fused == (r != Route::Bf16 && s.attention.tile.persistent));
+          // (D256, and nvfp8 at D128 without causal masking: sixteenth session, heuristics.cpp)
+          const bool measured_faster = d == 256 || (r == Route::Nvfp8 && d == 128 && !causal);
+          CHECK(fused == (r != Route::Bf16 && s.attention.tile.persistent && measured_faster));
           int other = 0;
           for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {
             CHECK(specViolations(alt).empty());

@@ -95,9 +95,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   CHECK(def.attention.tile.warps == 16);
   CHECK(def.attention.tile.block_n == 96);
   CHECK(problems(def).empty());
-  // (+ kWidener bytes: the persistent grid's spare producer warps, fused widening)
-  REQUIRE(fusesWidening(def.attention));
-  CHECK(attentionSharedBytes(def.attention) == 1024 + 24576 + 3 * (12288 + 17408) + 8 * 8 + kWidener);
+  REQUIRE(!fusesWidening(def.attention)); // (directp at D128: the widening passes)
+  CHECK(attentionSharedBytes(def.attention) == 1024 + 24576 + 3 * (12288 + 17408) + 8 * 8);
+  KernelSpec def_fused = def; // (+ the spare producer warps' area where the grid widens its own images)
+  def_fused.attention.tile.fused_widening = true;
+  CHECK(attentionSharedBytes(def_fused.attention) == attentionSharedBytes(def.attention) + kWidener);
   CHECK(wgmmaStageBytes(def.attention) == 12288 + 16384);
   // Its two-consumer alternative: 192-key tiles.
   KernelSpec w192 = def;
@@ -112,14 +114,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   // Q [128][128] + 3 stages x (K [128][128] + V^T [128][128] + 8 row-sum rows of 128 bytes)
   // + 8 mbarriers (full/empty per stage, Q full/empty) + 1024 alignment slack.
   REQUIRE(w.attention.tile.mma_row_sum);
-  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 8 * 8 + kWidener);
+  CHECK(attentionSharedBytes(w.attention) == 1024 + 16384 + 3 * (32768 + 1024) + 8 * 8);
   CHECK(wgmmaStageBytes(w.attention) == 32768); // the bulk-copied image: no row-sum rows
   KernelSpec alu = w;
   alu.attention.tile.mma_row_sum = false;
-  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8 + kWidener);
-  KernelSpec passes = alu;
-  passes.attention.tile.fused_widening = false;
-  CHECK(attentionSharedBytes(passes.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8);
+  CHECK(attentionSharedBytes(alu.attention) == 1024 + 16384 + 3 * 32768 + 8 * 8);
   // D = 64 keeps 128-byte rows (half used): three consumers' Q [192] 24 KiB, K 16 KiB, V^T [64][128]
   // 8 KiB per stage.
   const KernelSpec w64 = withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 64, true, Target::Sm90a),
@@ -134,8 +133,7 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec w64_persistent = w64;
   w64_persistent.attention.tile.persistent = true;
   CHECK(problems(w64_persistent).empty());
-  // (+ kWidener for the spare producer warps' slots and staging: the persistent grid widens its own images)
-  CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32 + kWidener);
+  CHECK(attentionSharedBytes(w64_persistent.attention) == attentionSharedBytes(w64.attention) + 32);
   CHECK(handsOutWorkTiles(w64_persistent.attention));
   CHECK(!handsOutWorkTiles(w64.attention));
   KernelSpec w64_clusters = w64_persistent;
@@ -189,7 +187,11 @@ TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
   KernelSpec keys192 = w;
   keys192.attention.tile.block_n = 192;
   CHECK(problems(keys192).empty());
-  CHECK(attentionSharedBytes(keys192.attention) == 1024 + 16384 + 3 * (24576 + 2 * (16384 + 1024)) + 8 * 8 + kWidener);
+  CHECK(attentionSharedBytes(keys192.attention) == 1024 + 16384 + 3 * (24576 + 2 * (16384 + 1024)) + 8 * 8);
+  KernelSpec keys192_fused = keys192; // (the largest shared memory with the widener area: it fits)
+  keys192_fused.attention.tile.fused_widening = true;
+  CHECK(problems(keys192_fused).empty());
+  CHECK(attentionSharedBytes(keys192_fused.attention) == attentionSharedBytes(keys192.attention) + kWidener);
   CHECK(wgmmaStageBytes(keys192.attention) == 24576 + 32768); // the image: no row-sum rows
   for (auto edit : {+[](KernelSpec &k) { k.attention.route = Route::Bf16; },
                     +[](KernelSpec &k) { k.attention.head_dim = 256; },
@@ -599,11 +601,11 @@ TEST_CASE("FP16 scores: directp's wgmma kernel with Q/K widened by 2^-7 (2^-8 at
   // Fused widening (the FP8-fed defaults): only the persistent grid with prewidened images and no
   // clusters has passes to fuse; elsewhere the spec stays valid, canonicalize() clears the flag and
   // the kernel (and its cache key) is the one with passes.
-  KernelSpec fused = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  KernelSpec fused = defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a);
   REQUIRE(fused.attention.tile.fused_widening);
   CHECK(problems(fused).empty());
   CHECK(canonicalize(fused).attention.tile.fused_widening);
-  KernelSpec per_tile = fused, clusters = fused, bf16 = defaultAttentionSpec(Route::Bf16, 128, false, Target::Sm90a);
+  KernelSpec per_tile = fused, clusters = fused, bf16 = defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a);
   per_tile.attention.tile.persistent = false;
   clusters.attention.tile.kv_multicast = true;
   bf16.attention.tile.fused_widening = true;

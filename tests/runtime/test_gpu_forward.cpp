@@ -869,6 +869,7 @@ TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu]
       auto spec = engine.attentionSpecFor(r, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
       REQUIRE_OK(spec);
       spec->attention.tile.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
+      spec->attention.tile.fused_widening = true;
       REQUIRE(canonicalize(*spec).attention.tile.fused_widening);
       const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
       auto dq = upload(in.q.bits.data(), no * 2), dk = upload(in.k.bits.data(), in.k.bits.size() * 2),

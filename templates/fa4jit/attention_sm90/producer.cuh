@@ -51,20 +51,19 @@ FA4JIT_DEVICE void widenNvfp4Unit(uint8_t *tile, const uint8_t *payload, int row
   *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
 }
 
-// NVFP4 rows [kRows][kHeadDim/2] widened into a swizzled [kRows][kHeadDim] tile by kThreads
-// threads (ptid < kThreads), one 16-element unit (widenNvfp4Unit) at a time, kUnroll in flight.
-template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false, int kThreads = kWarpgroupThreads,
-          int kUnroll = kProducerUnroll>
+// NVFP4 rows [kRows][kHeadDim/2] widened into a swizzled [kRows][kHeadDim] tile by the producer
+// warpgroup (ptid < 128), one 16-element unit (widenNvfp4Unit) at a time.
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
                                     int row0, int valid_rows, float pre_scale, int ptid) {
   constexpr int kBlocksPerRow = kHeadDim / 16;
   constexpr int kUnits = kRows * kBlocksPerRow;
-#pragma unroll kUnroll
-  for (int it = 0; it < (kUnits + kThreads - 1) / kThreads; ++it) {
-    const int u = ptid + it * kThreads;
-    if (kUnits % kThreads == 0 || u < kUnits)
-      widenNvfp4Unit<kHeadDim, kRows, kThreadKeyBlocks>(tile, payload, row_stride, sf, row0, valid_rows, pre_scale,
-                                                        u / kBlocksPerRow, u % kBlocksPerRow);
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll kProducerUnroll
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    widenNvfp4Unit<kHeadDim, kRows, kThreadKeyBlocks>(tile, payload, row_stride, sf, row0, valid_rows, pre_scale,
+                                                      u / kBlocksPerRow, u % kBlocksPerRow);
   }
 }
 
@@ -108,31 +107,11 @@ FA4JIT_DEVICE void widenMxfp4VtUnit(uint8_t *tile, const uint8_t *vt, int row_st
   *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
 }
 
-// Block b of V^T row d of a thread-key-block tile (PV's k position p holds key
-// threadBlockVtKey(p), attention/key_order.cuh), widened, each of its 4-key words stored at its
-// own position (vtWordPosition) with a 4-byte store: a block's 8 registers of words at a time
-// instead of the whole row's (produceMxfp4Vt's gather), for the producer's spare warps
-// (attention_sm90/widen_ahead.cuh).
-template <int kHeadDim, int kBlockN>
-FA4JIT_DEVICE void widenMxfp4VtBlockScattered(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf,
-                                              int key0, int keys_padded, int v_shift, int d, int b) {
-  static_assert(attention::threadKeyBlocksTile(kBlockN), "thread key blocks: V^T in key order");
-  uint4 lo, hi;
-  attention::widenMxfp4Block<true>(vt, row_stride, sf, d, key0 + b * 32, keys_padded, keys_padded / 32, v_shift, lo,
-                                   hi);
-  const uint32_t w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-#pragma unroll
-  for (int m = 0; m < 8; ++m) {
-    const int pos = attention::vtWordPosition<kBlockN>(b, m);
-    *reinterpret_cast<uint32_t *>(tile + swizzledOffset<kHeadDim>(d, pos & ~15) + (pos & 15)) = w[m];
-  }
-}
-
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
 // kThreadKeyBlocks: PV's k position p holds key threadBlockVtKey(p) (attention/key_order.cuh),
 // and every 4 positions from a multiple of 4 hold 4 consecutive keys: one unit (a V^T row of the
 // tile) widens its blocks in key order, then each 16-byte vector gathers four of their words
-// (16-byte stores; widenMxfp4VtRowScattered stores word by word in fewer registers).
+// (16-byte stores; widen_staged.cuh stores word by word, in fewer registers).
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
                                   int keys_padded, int v_shift, int ptid) {
@@ -254,20 +233,18 @@ FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSou
 
 // The kRows-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
 // BF16 rows repacked, or NVFP4 widened to E4M3 (times 2^-qk_widen_shift); rows past seqlen_q are
-// zeros. Every producer thread (ptid < kThreads) writes its share; the caller fences and signals.
-template <class C, int kHeadDim, int kRows, int kThreads = kWarpgroupThreads, int kUnroll = kProducerUnroll>
+// zeros. Every producer thread (ptid < 128) writes its share; the caller fences and signals.
+template <class C, int kHeadDim, int kRows>
 FA4JIT_DEVICE void produceQTile(uint8_t *tile, const attention::AttentionParams &p, int m0, int hq, int b, int ptid) {
   const int q_valid = p.seqlen_q - m0 < kRows ? p.seqlen_q - m0 : kRows;
   if constexpr (C::route == attention::Route::Bf16) {
-    static_assert(kThreads == kWarpgroupThreads, "BF16 Q rows: a warpgroup repacks them");
     const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     produceBf16Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), q_valid, ptid);
   } else {
     const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
-    produceNvfp4Rows<kHeadDim, kRows, false, kThreads, kUnroll>(tile, qg + m0 * p.q_row_stride,
-                                                       static_cast<int>(p.q_row_stride), qsf, m0, q_valid,
-                                                       exp2Int(-C::qk_widen_shift), ptid);
+    produceNvfp4Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), qsf, m0,
+                                      q_valid, exp2Int(-C::qk_widen_shift), ptid);
   }
 }
 

@@ -272,10 +272,17 @@ template <class C, class S> FA4JIT_DEVICE void publishWorkTile(const attention::
   __syncwarp();
 }
 
-// Whether slot k % 2 (k: the leader's counter) is free for work tile k: its tile k - 2 was read.
-FA4JIT_DEVICE bool leaderSlotFree(const WidenerBuffers &wb, bool block) {
+// Whether the leader may publish work tile k (k: its counter): slot k % 2 is free once the tile
+// mover has read tile k - 2 from it. The grid that hands its work tiles out at run time waits
+// until the mover has read tile k - 1 (`one_ahead`): its next ticket is then taken when the CTA
+// starts its current tile, as without fused widening. Two tiles ahead, the CTAs took their last
+// tickets earlier and the grid ended less balanced.
+template <bool kOneAhead> FA4JIT_DEVICE bool leaderSlotFree(const WidenerBuffers &wb, bool block) {
   const int k = sharedWord(wb.iteration());
-  const uint32_t bar = wb.tileEmpty(k & 1), parity = ((static_cast<uint32_t>(k) >> 1) & 1u) ^ 1u;
+  if (kOneAhead && k == 0)
+    return true;
+  const int read = kOneAhead ? k - 1 : k - 2; // (the tile the mover must have read; -2, -1: none)
+  const uint32_t bar = wb.tileEmpty(read & 1), parity = (static_cast<uint32_t>(read) >> 1) & 1u;
   int free = 1;
   if (laneNow() == 0) {
     if (block)
@@ -297,12 +304,12 @@ template <class C, class S> FA4JIT_DEVICE void widenAhead(const attention::Atten
                 "fused widening: the persistent kernel with prewidened images, no clusters");
   if (widenerThreadNow() < 32) {
     for (;;) {
-      if (sharedWord(wb.ended()) == 0 && leaderSlotFree(wb, false))
+      if (sharedWord(wb.ended()) == 0 && leaderSlotFree<S::kHandsOutWork>(wb, false))
         publishWorkTile<C, S>(p, wb);
       else if (!widenNextKvPiece<C, S>(p, wb)) {
         if (sharedWord(wb.ended()) != 0)
           break;
-        leaderSlotFree(wb, true); // (no K/V ticket left: wait for the slot)
+        leaderSlotFree<S::kHandsOutWork>(wb, true); // (no K/V ticket left: wait for the slot)
       }
     }
     if constexpr (S::kHandsOutWork)

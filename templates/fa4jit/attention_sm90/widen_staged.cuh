@@ -83,7 +83,7 @@ FA4JIT_DEVICE void widenNvfp4RowsStaged(uint8_t *tile, const uint8_t *payload, i
 // Units [first, end) (at most kStageBlockUnits) of MXFP4 V^T [kHeadDim][keys / 2] for the tile of
 // kBlockN keys from key0: unit u is the 32-key block u % (kBlockN / 32) of row u / (kBlockN / 32),
 // widened as producer.cuh's widenMxfp4VtUnit, or with thread key blocks word by word
-// (widenMxfp4VtBlockScattered's places).
+// (each 4-key word at its own place, attention/key_order.cuh's vtWordPosition).
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks>
 FA4JIT_DEVICE void widenMxfp4VtStaged(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
                                       int keys_padded, int v_shift, int first, int end, uint32_t stage, int lane) {
