@@ -199,13 +199,14 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // warps, ahead of the consumers; attention_sm90/widen_ahead.cuh) instead of two passes before
   // it, which cost a fixed ~94 us per D128 forward (sixth session's split: 8% of the 4096-key
   // forward). The widening then takes issue slots beside the consumers. Measured on the H200
-  // (sixteenth session, calls 2 and 3, same binary, two passes each) against the passes, 4k / 16k
-  // keys: D256 nvfp8 +13% / -1%, directp +11% / +2%, causal (4k / 8k) directp +10% / +3%, nvfp8
-  // 0% / -2%; D128 nvfp8 +4% / +4%; D128 directp +1% / -1%, causal -6% / -5%; D64 -1% to +1%,
-  // causal -1% to -2%. The two-consumer D256 kernel has slots to spare (its tensor core is the
-  // longer phase), nvfp8 at D128 waits on its MUFU; the three-consumer directp and D64 kernels
-  // are issue-bound, and keep the passes. Inert where the grid is not persistent (canonicalize
-  // clears it), so the causal choice by length below needs no other edit.
+  // (sixteenth session, same binary, two passes each, medians) against the passes, non-causal 4k /
+  // 16k keys (call 2): D256 nvfp8 +13% / -2%, directp +11% / +3%; D128 nvfp8 +4% / +6%, directp
+  // +2% / -1%; D64 +1% / -1%; causal 4k / 8k (call 3): D256 directp +10% / +3%, nvfp8 0% / -2%;
+  // D128 directp -6% / -5%, nvfp8 -3% / -1%; D64 -1% / -2%. The two-consumer D256 kernel has
+  // slots to spare (its tensor core is the longer phase), nvfp8 at D128 waits on its MUFU; the
+  // three-consumer directp and D64 kernels are issue-bound and keep the passes (and so does the
+  // causal D128 nvfp8 kernel). Inert where the grid is not persistent (canonicalize clears it), so
+  // the causal choice by length below needs no other edit.
   t.fused_widening = s.attention.route != Route::Bf16 &&
                      (d == 256 || (s.attention.route == Route::Nvfp8 && d == 128 && !s.attention.causal));
   // directp on 128-key tiles (D64, D256): each 32-key block in one thread's S columns, so its max
