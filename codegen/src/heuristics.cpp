@@ -304,6 +304,12 @@ KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, T
     const int most = route == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
     t.persistent = seqlen_k <= most;
   }
+  // nvfp8's fused widening by length. Measured on the H200 (sixteenth session, calls 2 and 6, same
+  // binary, two passes each) against the passes: D128 +4% at 4k, -2% at 8k, -1% at 32k; D256 +13%
+  // at 4k, -3% at 8k, -1% at 32k (directp at D256: +11%, +3%, +4%, so it widens in the kernel at
+  // every length).
+  if (route == Route::Nvfp8 && seqlen_k > kNvfp8FusedWideningMaxKeys)
+    t.fused_widening = false;
   return s;
 }
 

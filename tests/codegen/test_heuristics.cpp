@@ -155,11 +155,15 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
         CHECK(causal.attention.tile.persistent == (keys <= most));
         CHECK(specViolations(causal).empty());
         // Everything else is the length-free default's; non-causal grids do not depend on length.
+        // (and nvfp8's fused widening, chosen by length too: the test case below)
         KernelSpec same = causal;
         same.attention.tile.persistent = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.persistent;
+        same.attention.tile.fused_widening = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.fused_widening;
         CHECK(specsEqual(same, defaultAttentionSpec(r, d, true, Target::Sm90a)));
-        CHECK(specsEqual(defaultAttentionSpecForKeys(r, d, false, Target::Sm90a, keys),
-                         defaultAttentionSpec(r, d, false, Target::Sm90a)));
+        KernelSpec non_causal = defaultAttentionSpecForKeys(r, d, false, Target::Sm90a, keys);
+        non_causal.attention.tile.fused_widening =
+            defaultAttentionSpec(r, d, false, Target::Sm90a).attention.tile.fused_widening;
+        CHECK(specsEqual(non_causal, defaultAttentionSpec(r, d, false, Target::Sm90a)));
       }
     }
   // Other targets have no persistent grid.
@@ -290,8 +294,10 @@ TEST_CASE("fused widening: the default where it measured faster, the other form 
           INFO(toString(r) << " D " << d << " causal " << causal << " keys " << keys);
           const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
           const bool fused = canonicalize(s).attention.tile.fused_widening;
-          // (D256, and nvfp8 at D128 without causal masking: sixteenth session, heuristics.cpp)
-          const bool measured_faster = d == 256 || (r == Route::Nvfp8 && d == 128 && !causal);
+          // (D256, and nvfp8 at D128 without causal masking; nvfp8 up to 4k keys: sixteenth session,
+          // heuristics.cpp)
+          const bool measured_faster = (d == 256 || (r == Route::Nvfp8 && d == 128 && !causal)) &&
+                                       (r != Route::Nvfp8 || keys <= kNvfp8FusedWideningMaxKeys);
           CHECK(fused == (r != Route::Bf16 && s.attention.tile.persistent && measured_faster));
           int other = 0;
           for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {

@@ -22,6 +22,9 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
 // grid that hands them out at run time saves each tile a CTA launch (+5-22% at 4k, ninth
 // session); beyond, one CTA per work tile, whose main loop ran up to 9% faster at 32k keys.
 constexpr int kPersistentCausalMaxKeys = 8192;
+// nvfp8 widens in the kernel (TileSpec::fused_widening) up to kNvfp8FusedWideningMaxKeys only: the
+// passes' fixed cost is what the fused form saves, and beyond 4k keys it measured 1-3% slower.
+constexpr int kNvfp8FusedWideningMaxKeys = 4096;
 KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, Target target, int seqlen_k);
 
 // The route's default range guard and P offset, the same on every target and schedule (the CPU
