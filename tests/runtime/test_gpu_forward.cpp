@@ -91,6 +91,40 @@ Inputs makeInputs(const Case &c, std::mt19937_64 &rng) {
   return in;
 }
 
+// The device tensors of one run of case c: BF16 Q, K, V as uploaded, O and LSE poisoned with NaN
+// (BF16 0xFFFF and FP32 0xFFFFFFFF) so that an unwritten element shows.
+struct DeviceCase {
+  runtime::DeviceBuffer q, k, v, o, lse;
+  std::size_t o_elems, lse_elems;
+  // The engine's arguments for them, dense [B][H][S][D].
+  ForwardArgs args(const Case &c, Route route) const {
+    ForwardArgs a;
+    a.q = TensorDesc::contiguous(q.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
+    a.k = TensorDesc::contiguous(k.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
+    a.v = TensorDesc::contiguous(v.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
+    a.o = TensorDesc::contiguous(o.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
+    a.lse = lse.address();
+    a.route = route;
+    a.causal = c.causal;
+    return a;
+  }
+};
+DeviceCase uploadCase(const Case &c, const Inputs &in) {
+  Engine &engine = gpuEngine();
+  DeviceCase d{upload(in.q.bits.data(), in.q.bits.size() * 2), upload(in.k.bits.data(), in.k.bits.size() * 2),
+               upload(in.v.bits.data(), in.v.bits.size() * 2), {}, {}, in.q.bits.size(),
+               std::size_t(c.batch) * c.heads_q * c.seqlen_q};
+  auto o = runtime::DeviceBuffer::allocate(engine.driver(), d.o_elems * 2);
+  auto lse = runtime::DeviceBuffer::allocate(engine.driver(), d.lse_elems * 4);
+  REQUIRE_OK(o);
+  REQUIRE_OK(lse);
+  REQUIRE_SUCCESS(o->fill(0xFF));
+  REQUIRE_SUCCESS(lse->fill(0xFF));
+  d.o = std::move(*o);
+  d.lse = std::move(*lse);
+  return d;
+}
+
 // schedule: run this kernel schedule instead of the engine's default (both must pass the same
 // contract; the CPU model does not depend on the schedule).
 // tweak: a further change of the spec (consumer order, classifier) on top of the schedule.
@@ -103,25 +137,9 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   std::mt19937_64 rng(seed);
   Inputs in = makeInputs(c, rng);
   Engine &engine = gpuEngine();
-  auto dq = upload(in.q.bits.data(), in.q.bits.size() * 2);
-  auto dk = upload(in.k.bits.data(), in.k.bits.size() * 2);
-  auto dv = upload(in.v.bits.data(), in.v.bits.size() * 2);
-  const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
-  auto dout = runtime::DeviceBuffer::allocate(engine.driver(), no * 2);
-  auto dlse = runtime::DeviceBuffer::allocate(engine.driver(), nl * 4);
-  REQUIRE_OK(dout);
-  REQUIRE_OK(dlse);
-  REQUIRE_SUCCESS(dout->fill(0xFF)); // BF16 0xFFFF and FP32 0xFFFFFFFF are NaN: unwritten shows
-  REQUIRE_SUCCESS(dlse->fill(0xFF));
-
-  ForwardArgs a;
-  a.q = TensorDesc::contiguous(dq.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
-  a.k = TensorDesc::contiguous(dk.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
-  a.v = TensorDesc::contiguous(dv.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
-  a.o = TensorDesc::contiguous(dout->address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
-  a.lse = dlse->address();
-  a.route = route;
-  a.causal = c.causal;
+  const DeviceCase dev = uploadCase(c, in);
+  const std::size_t no = dev.o_elems, nl = dev.lse_elems;
+  ForwardArgs a = dev.args(c, route);
   // The model must run the launched spec: block_n sets where the online softmax rescales.
   auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
   REQUIRE_OK(spec);
@@ -137,8 +155,8 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   }
   if (auto err = engine.forward(a))
     FAIL(errorText(std::move(err)));
-  auto o_bits = download<uint16_t>(*dout, no);
-  auto lse = download<float>(*dlse, nl);
+  auto o_bits = download<uint16_t>(dev.o, no);
+  auto lse = download<float>(dev.lse, nl);
 
   cpu::AttentionProblem prob;
   prob.shape = {c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim};
@@ -876,30 +894,16 @@ TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu]
       spec->attention.tile.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
       spec->attention.tile.fused_widening = true;
       REQUIRE(canonicalize(*spec).attention.tile.fused_widening);
-      const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
-      auto dq = upload(in.q.bits.data(), no * 2), dk = upload(in.k.bits.data(), in.k.bits.size() * 2),
-           dv = upload(in.v.bits.data(), in.v.bits.size() * 2);
+      const std::size_t nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
       auto run = [&](bool fused) {
-        auto dout = runtime::DeviceBuffer::allocate(engine.driver(), no * 2);
-        auto dlse = runtime::DeviceBuffer::allocate(engine.driver(), nl * 4);
-        REQUIRE_OK(dout);
-        REQUIRE_OK(dlse);
-        REQUIRE_SUCCESS(dout->fill(0xFF));
-        REQUIRE_SUCCESS(dlse->fill(0xFF));
-        ForwardArgs a;
-        a.q = TensorDesc::contiguous(dq.address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
-        a.k = TensorDesc::contiguous(dk.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
-        a.v = TensorDesc::contiguous(dv.address(), DType::BF16, c.batch, c.heads_kv, c.seqlen_k, c.head_dim);
-        a.o = TensorDesc::contiguous(dout->address(), DType::BF16, c.batch, c.heads_q, c.seqlen_q, c.head_dim);
-        a.lse = dlse->address();
-        a.route = r;
-        a.causal = c.causal;
+        const DeviceCase dev = uploadCase(c, in); // (fresh, poisoned outputs for every run)
+        ForwardArgs a = dev.args(c, r);
         KernelSpec chosen = *spec;
         chosen.attention.tile.fused_widening = fused;
         a.spec = chosen;
         if (auto err = engine.forward(a))
           FAIL(errorText(std::move(err)));
-        return std::make_pair(download<uint16_t>(*dout, no), download<float>(*dlse, nl));
+        return std::make_pair(download<uint16_t>(dev.o, dev.o_elems), download<float>(dev.lse, nl));
       };
       const auto passes = run(false), fused = run(true), again = run(true);
       std::size_t nan = 0;
