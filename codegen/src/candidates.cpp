@@ -172,7 +172,7 @@ std::string candidateLabel(const KernelSpec &spec) {
              (a.tile.mma_row_sum ? " mma-sum" : "") + (a.tile.persistent ? " persistent" : "") +
              (a.tile.kv_multicast ? " multicast" : "") + (a.tile.thread_key_blocks ? " thread-blocks" : "") +
              (a.tile.scores_fp16 ? " fp16-scores" : "") +
-             (canonicalize(spec).attention.tile.fused_widening ? " fused-widening" : "");
+             (fusesWidening(a) ? " fused-widening" : "");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);
   if (a.route == Route::DirectP) {

@@ -336,11 +336,11 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
     alu_sum.attention.tile.mma_row_sum = false;
     out.push_back(alu_sum);
   }
-  if (canonicalize(base).attention.tile.fused_widening ||
-      (t.persistent && t.kv_staging == KvStaging::Prewidened && !t.kv_multicast)) {
-    // the persistent grid's images written by the passes before it, or by its own spare warps
+  KernelSpec fused = base; // the persistent grid's images by its own spare warps, or by the passes
+  fused.attention.tile.fused_widening = true;
+  if (fusesWidening(fused.attention)) {
     KernelSpec widening = base;
-    widening.attention.tile.fused_widening = !canonicalize(base).attention.tile.fused_widening;
+    widening.attention.tile.fused_widening = !fusesWidening(base.attention);
     out.push_back(widening);
   }
   if (t.persistent) { // one CTA per work tile, Q widened by its producer
@@ -539,7 +539,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             // the persistent causal grid's images by the passes too, or by its spare warps
             KernelSpec persistent = chosen.attention.tile.persistent ? chosen : grid;
             if (r != Route::Bf16) {
-              persistent.attention.tile.fused_widening = !canonicalize(persistent).attention.tile.fused_widening;
+              persistent.attention.tile.fused_widening = !fusesWidening(persistent.attention);
               out.push_back(persistent);
             }
           }

@@ -258,7 +258,6 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     r.fail("attention.tile.pieces_from_scores", "exists on wgmma-ws only");
   else if (t.exp2_poly_tiles != 0)
     r.fail("attention.tile.exp2_poly_tiles", "exists on wgmma-ws only");
-
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)

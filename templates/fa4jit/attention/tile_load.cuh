@@ -108,10 +108,9 @@ FA4JIT_DEVICE void loadFp8Vt(uint8_t *smem, const uint8_t *vt, int row_stride, i
   }
 }
 
-// One 32-key MXFP4 block of V^T row d widened to 32 E4M3 bytes (lo: keys 0-15, hi: 16-31) in the
-// register-P key order: E4M3(E2M1[c] * 2^(E_b - v_shift)), exact while E_b - v_shift >= -8; zeros
-// at and past keys_padded. Shared by the mma.sync loads and the sm90 producer.
-// The same from the block's 16 payload bytes and UE8M0 scale byte as loaded.
+// One 32-key MXFP4 block, from its 16 payload bytes and UE8M0 scale byte as loaded, widened to 32
+// E4M3 bytes (lo: keys 0-15, hi: 16-31) in the register-P key order: E4M3(E2M1[c] * 2^(E_b -
+// v_shift)), exact while E_b - v_shift >= -8.
 template <bool kPermuted>
 FA4JIT_DEVICE void widenMxfp4Codes(uint4 codes, uint8_t scale, int v_shift, uint4 &lo, uint4 &hi) {
   const E2M1ToE4M3Table table = e2m1ToE4M3TablePow2(ue8m0Exponent(scale) - v_shift);
@@ -125,6 +124,8 @@ FA4JIT_DEVICE void widenMxfp4Codes(uint4 codes, uint8_t scale, int v_shift, uint
   }
 }
 
+// The same for block key / 32 of V^T row d in memory; zeros at and past keys_padded. Shared by the
+// mma.sync loads and the sm90 producer.
 template <bool kPermuted>
 FA4JIT_DEVICE void widenMxfp4Block(const uint8_t *vt, int row_stride, const uint8_t *sf, int d, int key,
                                    int keys_padded, int scale_cols, int v_shift, uint4 &lo, uint4 &hi) {

@@ -22,11 +22,6 @@ constexpr int kProducerUnroll = 4;
 using attention::permuteKeys16;
 using attention::zeroVec;
 
-// One unit (16 elements) of an NVFP4 row, widened: row `row`, scale block `blk` of
-// [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
-// E4M3(E2M1[c] * s_b * pre_scale) at its place in a swizzled [kRows][kHeadDim] tile (zeros at and
-// past valid_rows). kThreadKeyBlocks (K tiles of thread key blocks): row r lands in tile row
-// threadBlockColumn(r) (attention/key_order.cuh).
 // 16 NVFP4 codes (8 payload bytes) and their UE4M3 scale byte, as loaded, widened to E4M3.
 FA4JIT_DEVICE uint4 widenNvfp4Codes(uint2 codes, uint8_t scale, float pre_scale) {
   const E2M1ToE4M3Table table = e2m1ToE4M3TableScaled(ue4m3ToFloat(scale) * pre_scale);
@@ -34,25 +29,16 @@ FA4JIT_DEVICE uint4 widenNvfp4Codes(uint2 codes, uint8_t scale, float pre_scale)
   return make_uint4(a.lo, a.hi, b.lo, b.hi);
 }
 
-// Where unit (row, blk) of a [kRows][kHeadDim] tile lies in its swizzled image.
+// Where unit (row, blk) of a [kRows][kHeadDim] tile lies in its swizzled image. kThreadKeyBlocks
+// (K tiles of thread key blocks): row r lands in tile row threadBlockColumn(r)
+// (attention/key_order.cuh).
 template <int kRows, bool kThreadKeyBlocks> FA4JIT_DEVICE uint32_t nvfp4UnitOffset(int row, int blk) {
   const int tile_row = kThreadKeyBlocks ? attention::threadBlockColumn<kRows>(row) : row;
   return swizzledOffset<kRows>(tile_row, blk * 16);
 }
 
-template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
-FA4JIT_DEVICE void widenNvfp4Unit(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf, int row0,
-                                  int valid_rows, float pre_scale, int row, int blk) {
-  constexpr int kBlocksPerRow = kHeadDim / 16;
-  uint4 out = zeroVec();
-  if (row < valid_rows)
-    out = widenNvfp4Codes(*reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8),
-                          sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))], pre_scale);
-  *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
-}
-
-// NVFP4 rows [kRows][kHeadDim/2] widened into a swizzled [kRows][kHeadDim] tile by the producer
-// warpgroup (ptid < 128), one 16-element unit (widenNvfp4Unit) at a time.
+// NVFP4 rows [kRows][kHeadDim/2] (UE4M3 per 16 along D, SF layout indexed by absolute row) to
+// E4M3(E2M1[c] * s_b * pre_scale) in a swizzled [kRows][kHeadDim] tile. One unit = 16 elements.
 template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
 FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
                                     int row0, int valid_rows, float pre_scale, int ptid) {
@@ -62,25 +48,17 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
 #pragma unroll kProducerUnroll
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
-    widenNvfp4Unit<kHeadDim, kRows, kThreadKeyBlocks>(tile, payload, row_stride, sf, row0, valid_rows, pre_scale,
-                                                      u / kBlocksPerRow, u % kBlocksPerRow);
+    const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+    uint4 out = zeroVec();
+    if (row < valid_rows)
+      out = widenNvfp4Codes(*reinterpret_cast<const uint2 *>(payload + row * row_stride + blk * 8),
+                            sf[static_cast<int>(scaleFactorOffset(row0 + row, blk, kBlocksPerRow))], pre_scale);
+    *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
   }
 }
 
-// One 16-key vector of FP8 V^T row d (padded with zeros to keys_padded in global memory) into a
-// swizzled [kHeadDim][block_n] tile, keys permuted within the 16 unless the quantizer did it already.
-template <int kHeadDim, bool kPermuted>
-FA4JIT_DEVICE void copyFp8VtUnit(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded, int d,
-                                 int vec) {
-  uint4 v = zeroVec();
-  if (key0 + vec * 16 < keys_padded)
-    v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
-  if constexpr (!kPermuted)
-    v = permuteKeys16(v);
-  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
-}
-
-// FP8 V^T [kHeadDim][keys] into a swizzled [kHeadDim][kBlockN] tile (copyFp8VtUnit per unit).
+// FP8 V^T [kHeadDim][keys] (padded with zeros to keys_padded in global memory) into a swizzled
+// [kHeadDim][kBlockN] tile, keys permuted within each 16 unless the quantizer did it already.
 template <int kHeadDim, int kBlockN, bool kPermuted>
 FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded,
                                 int ptid) {
@@ -90,21 +68,14 @@ FA4JIT_DEVICE void produceFp8Vt(uint8_t *tile, const uint8_t *vt, int row_stride
 #pragma unroll kProducerUnroll
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
-    copyFp8VtUnit<kHeadDim, kPermuted>(tile, vt, row_stride, key0, keys_padded, u / kVecsPerRow, u % kVecsPerRow);
+    const int d = u / kVecsPerRow, vec = u % kVecsPerRow;
+    uint4 v = zeroVec();
+    if (key0 + vec * 16 < keys_padded)
+      v = *reinterpret_cast<const uint4 *>(vt + d * row_stride + key0 + vec * 16);
+    if constexpr (!kPermuted)
+      v = permuteKeys16(v);
+    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, vec * 16)) = v;
   }
-}
-
-// One 32-key MXFP4 block (`blk` of the tile) of V^T row d widened to E4M3(E2M1[c] * 2^(E_b -
-// v_shift)) at its place in a swizzled [kHeadDim][block_n] tile, keys in order (register-P
-// permuted within each 16 unless the quantizer did it already).
-template <int kHeadDim, bool kPermuted>
-FA4JIT_DEVICE void widenMxfp4VtUnit(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
-                                    int keys_padded, int v_shift, int d, int blk) {
-  uint4 lo, hi;
-  attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key0 + blk * 32, keys_padded, keys_padded / 32,
-                                        v_shift, lo, hi);
-  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
-  *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
 }
 
 // MXFP4 V^T [kHeadDim][keys/2] (UE8M0 per 32 keys) widened to E4M3(E2M1[c] * 2^(E_b - v_shift)).
@@ -141,11 +112,16 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
     constexpr int kBlocksPerRow = kBlockN / 32;
     constexpr int kUnits = kHeadDim * kBlocksPerRow;
     static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+    const int scale_cols = keys_padded / 32;
 #pragma unroll kProducerUnroll / 2
     for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
       const int u = ptid + it * kWarpgroupThreads;
-      widenMxfp4VtUnit<kHeadDim, kPermuted>(tile, vt, row_stride, sf, key0, keys_padded, v_shift, u / kBlocksPerRow,
-                                            u % kBlocksPerRow);
+      const int d = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+      const int key = key0 + blk * 32;
+      uint4 lo, hi;
+      attention::widenMxfp4Block<kPermuted>(vt, row_stride, sf, d, key, keys_padded, scale_cols, v_shift, lo, hi);
+      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32)) = lo;
+      *reinterpret_cast<uint4 *>(tile + swizzledOffset<kHeadDim>(d, blk * 32 + 16)) = hi;
     }
   }
 }
@@ -231,7 +207,7 @@ FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSou
         v_dst, src.v, static_cast<int>(p.v_row_stride), src.v_sf, key0, src.keys_padded, src.v_shift, ptid);
 }
 
-// The kRows-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
+// The 128-row Q tile from query row m0 of (batch b, query head hq), as its shared-memory image:
 // BF16 rows repacked, or NVFP4 widened to E4M3 (times 2^-qk_widen_shift); rows past seqlen_q are
 // zeros. Every producer thread (ptid < 128) writes its share; the caller fences and signals.
 template <class C, int kHeadDim, int kRows>

@@ -2,9 +2,10 @@
 // The widener warps' unit loops (fused widening, widen_ahead.cuh): a batch of units' source bytes
 // goes into the warp's staging area in shared memory by cp.async, all in flight at once, then each
 // lane widens its own units from there into the global image (the bytes of widen_kv.cuh and
-// widen_q.cuh: producer.cuh's unit functions on the loaded values). With one global load in flight
-// per lane (the widener warps have 32 registers) they widened at a small fraction of the memory's
-// rate, and the causal grid's groups of heads waited on them (sixteenth session, call 1).
+// widen_q.cuh: producer.cuh's widenNvfp4Codes and tile_load.cuh's widenMxfp4Codes on the loaded
+// values). With one global load in flight per lane (the widener warps have 32 registers) they
+// widened at a small fraction of the memory's rate, and the causal grid's groups of heads waited
+// on them (sixteenth session, call 1).
 #include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"
@@ -52,7 +53,7 @@ FA4JIT_DEVICE uint8_t scaleByte(uint32_t word, int64_t offset) {
 
 // Units [first, end) (at most kStageNvfp4Units) of NVFP4 rows [kRows][kHeadDim / 2] (row r's scales
 // at absolute row row0 + r of the SF layout), widened into their swizzled [kRows][kHeadDim] tile
-// (widenNvfp4Unit's bytes); unit u is 16 elements, row u / (kHeadDim / 16); rows past valid_rows
+// (produceNvfp4Rows' bytes); unit u is 16 elements, row u / (kHeadDim / 16); rows past valid_rows
 // are zeros.
 template <int kHeadDim, int kRows, bool kThreadKeyBlocks>
 FA4JIT_DEVICE void widenNvfp4RowsStaged(uint8_t *tile, const uint8_t *payload, int row_stride, const uint8_t *sf,
@@ -82,7 +83,7 @@ FA4JIT_DEVICE void widenNvfp4RowsStaged(uint8_t *tile, const uint8_t *payload, i
 
 // Units [first, end) (at most kStageBlockUnits) of MXFP4 V^T [kHeadDim][keys / 2] for the tile of
 // kBlockN keys from key0: unit u is the 32-key block u % (kBlockN / 32) of row u / (kBlockN / 32),
-// widened as producer.cuh's widenMxfp4VtUnit, or with thread key blocks word by word
+// widened as producer.cuh's produceMxfp4Vt does, or with thread key blocks word by word
 // (each 4-key word at its own place, attention/key_order.cuh's vtWordPosition).
 template <int kHeadDim, int kBlockN, bool kPermuted, bool kThreadKeyBlocks>
 FA4JIT_DEVICE void widenMxfp4VtStaged(uint8_t *tile, const uint8_t *vt, int row_stride, const uint8_t *sf, int key0,
@@ -123,7 +124,7 @@ FA4JIT_DEVICE void widenMxfp4VtStaged(uint8_t *tile, const uint8_t *vt, int row_
 
 // Units [first, end) (at most kStageBlockUnits) of FP8 V^T [kHeadDim][keys] for the tile of kBlockN
 // keys from key0: unit u is the 16-key vector u % (kBlockN / 16) of row u / (kBlockN / 16)
-// (copyFp8VtUnit's bytes).
+// (producer.cuh's produceFp8Vt bytes).
 template <int kHeadDim, int kBlockN, bool kPermuted>
 FA4JIT_DEVICE void copyFp8VtStaged(uint8_t *tile, const uint8_t *vt, int row_stride, int key0, int keys_padded,
                                    int first, int end, uint32_t stage, int lane) {
