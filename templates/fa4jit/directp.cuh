@@ -1,5 +1,5 @@
 #pragma once
-// Direct-P classifiers (DESIGN.md §1.2, docs/NUMERICS.md §2.3): map y = x - e_b straight to an
+// Direct-P classifiers (docs/NUMERICS.md §2.3): map y = x - e_b straight to an
 // E2M1 magnitude code without computing exp2. Host-compilable: the CPU models call these same
 // functions, so kernel and model agree on every code for equal inputs.
 #include "fa4jit/common.cuh"

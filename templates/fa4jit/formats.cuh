@@ -1,5 +1,5 @@
 #pragma once
-// Bit-exact scalar number formats (DESIGN.md §1.1, docs/NUMERICS.md §1) for kernels and for the
+// Bit-exact scalar number formats (docs/NUMERICS.md §1) for kernels and for the
 // host. The host library (codegen/src/formats.cpp) is a thin wrapper over these functions, so the
 // quantizer kernels, the CPU models and the tests share one implementation.
 //

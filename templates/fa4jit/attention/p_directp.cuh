@@ -1,5 +1,5 @@
 #pragma once
-// directp route P (NUMERICS.md §2.3, DESIGN.md §1.2): per 32-key block b (aligned to absolute
+// directp route P (docs/NUMERICS.md §2.3): per 32-key block b (aligned to absolute
 // keys, since tiles start at multiples of block_n, itself a multiple of 32) and row:
 //   e_b = floor(max_b t - m) - 2 (t = acc * mul), y = fma(acc, mul, -(m + e_b)),
 //   c = classifier(y) (fa4jit/directp.cuh, shared with the CPU model),

@@ -67,11 +67,13 @@ FA4JIT_DEVICE void exponentiateNvfp8Row(uint32_t (&s)[AttentionTraits<C>::kSTile
 }
 
 // Both rows of the thread in one loop where both fit (the usual case): the same numbers as row by
-// row, but one basic block, so that ptxas interleaves the two rows' HFMA2 and MUFU chains. Row by
-// row, each row's exponents ended a block of their own: measured on the H200 (PERF.md, fifteenth
-// session §1), one block is +10-13% at D64, +3% at D128, +1-2% at D256. kBothRows false keeps
-// the row-by-row code alone: the kernels that sum l on the ALUs (mma_row_sum off) need the
-// registers the one block holds at once (D128's three consumers of 128 keys spilled 4 bytes).
+// row, but one basic block, so that ptxas interleaves the two rows' HFMA2 and MUFU chains (row by
+// row, each row's exponents end a block of their own). On the H200 one block is +10-13% at D64,
+// +3% at D128, +1-2% at D256 over row by row (base binary built with kBothRows false):
+// BENCH_ARGS='--routes nvfp8 --head-dims 64,128,256 --seqlens 4096,16384 --causal 0' scripts/device_check.sh bench ab
+// kBothRows false keeps the row-by-row code alone: the kernels that sum l on the ALUs
+// (mma_row_sum off) need the registers the one block holds at once (D128's three consumers of
+// 128 keys spill 4 bytes with it).
 template <class C, bool kBothRows = true>
 FA4JIT_DEVICE void exponentiateNvfp8(uint32_t (&s)[AttentionTraits<C>::kSTiles][2], const SoftmaxRows &st, float mul) {
   constexpr float kOff = static_cast<float>(C::p_offset_log2);

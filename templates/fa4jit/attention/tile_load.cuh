@@ -1,8 +1,8 @@
 #pragma once
 // Global -> shared tiles, widened on the way for the FP4 formats (Hopper has FP8 and BF16 tensor
-// cores but no FP4 ones, HARDWARE-NOTES.md). Every CTA thread takes part; work units are 16-byte
-// vectors so that consecutive threads read consecutive global bytes. Out-of-range rows and keys
-// are written as zeros: a masked key gets P = 0, and 0 * garbage must not become NaN.
+// cores but no FP4 ones, docs/ARCHITECTURE.md §6). Every CTA thread takes part; work units are
+// 16-byte vectors so that consecutive threads read consecutive global bytes. Out-of-range rows and
+// keys are written as zeros: a masked key gets P = 0, and 0 * garbage must not become NaN.
 #include "fa4jit/common.cuh"
 #include "fa4jit/formats.cuh"
 
@@ -16,7 +16,7 @@ FA4JIT_DEVICE uint4 zeroVec() { return make_uint4(0u, 0u, 0u, 0u); }
 
 // Keys 0..15 of a 16-byte FP8 vector reordered to [0,1,8,9, 2,3,10,11, 4,5,12,13, 6,7,14,15]:
 // position 4q+i then holds the key that thread q's S accumulator has in slot i (mma.cuh), so P
-// goes from the S accumulator into the FP8 A fragment without shuffles (HARDWARE-NOTES.md).
+// goes from the S accumulator into the FP8 A fragment without shuffles (docs/ARCHITECTURE.md §6).
 FA4JIT_DEVICE uint4 permuteKeys16(uint4 v) {
   return make_uint4(__byte_perm(v.x, v.z, 0x5410u), __byte_perm(v.x, v.z, 0x7632u),
                     __byte_perm(v.y, v.w, 0x5410u), __byte_perm(v.y, v.w, 0x7632u));

@@ -8,8 +8,9 @@
 //            waits for it (FlashAttention-3's intra-warpgroup overlap). A consumer then holds
 //            two stages, so stages >= 2.
 // The numerics are the same in both: the same P and l for each tile in the same order.
-// `ablation` (config.cuh) leaves one stage out or runs it twice, for the timing table of
-// docs/PERF.md; such kernels compute garbage on purpose.
+// `ablation` (config.cuh) leaves one stage out or runs it twice, for leave-one-out timing; such
+// kernels compute garbage on purpose:
+// fa4jit bench --routes nvfp8,directp --head-dims 128 --variants default,skip-loads,skip-qk,skip-softmax,skip-pv,softmax-twice
 // The MMAs it issues are in consumer_mma.cuh, the two softmax phases in consumer_softmax.cuh.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/p_directp.cuh"

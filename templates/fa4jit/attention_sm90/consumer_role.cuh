@@ -109,8 +109,8 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
     const uint32_t q_lo = consumerQDescriptorLo<S::kBlockRows>(cta.base + L.q_offset, c * kRowsPerConsumer);
     mbarrierWait(cta.bar_q, q_parity);
     q_parity ^= 1u;
-    // (it used to compute every tile on zero Q rows: a 64-row last block of three consumers then cost
-    // as much as a full one)
+    // (a consumer whose rows all lie past sq skips its tiles' math: computed on zero Q rows, a 64-row
+    // last block of three consumers would cost as much as a full one)
     const bool idle = C::pingpong && !C::causal && wg_row0 >= sq;
     consumeTiles<C, CV, S::kHeadDim, S::kBlockN, S::kStages>(o, st, ring, q_lo, n_mine, n_tiles, rows, c, take_turns,
                                                              ring_first, q_release, idle);

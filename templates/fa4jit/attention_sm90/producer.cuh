@@ -1,9 +1,9 @@
 #pragma once
 // The producer warpgroup: reads FP4/FP8 tiles from global memory with 16-byte (or 8-byte) loads,
-// widens FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has no FP4 tensor cores) and writes the swizzled
-// K-major tiles of smem_desc.cuh; the bf16 route's tiles are copied as they are (V transposed).
-// Numerics are those of attention/tile_load.cuh (NUMERICS.md §2.1, §2.3), only the destination
-// layout differs. Out-of-range rows and keys are zeros.
+// widens FP4 to E4M3 (docs/ARCHITECTURE.md §6: Hopper has no FP4 tensor cores) and writes the
+// swizzled K-major tiles of smem_desc.cuh; the bf16 route's tiles are copied as they are (V
+// transposed). Numerics are those of attention/tile_load.cuh (docs/NUMERICS.md §2.1, §2.3), only
+// the destination layout differs. Out-of-range rows and keys are zeros.
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/params.cuh"

@@ -10,7 +10,7 @@
 // A from registers (k32, E4M3, 4 bytes per register, byte 0 = lowest k), (thread, r) -> (row, k):
 //   a0: (16w+g, 4q..4q+3)  a1: (16w+g+8, 4q..4q+3)  a2: (16w+g, 16+4q..19+4q)  a3: (16w+g+8, 16+4q..)
 // the m16n8k32 A fragment per warp. A or B from shared memory: a matrix descriptor (smem_desc.cuh),
-// both K-major (FP8 wgmma has no transpose: HARDWARE-NOTES.md).
+// both K-major (FP8 wgmma has no transpose: docs/ARCHITECTURE.md §6).
 // scale_d = 0 overwrites D (first k-step of a product), 1 accumulates.
 #include "fa4jit/common.cuh"
 

@@ -1,10 +1,10 @@
 #pragma once
 // The persistent wgmma kernel widens its own operands (TileSpec::fused_widening): no widening
 // passes before it. The passes (widen_kv.cuh, widen_q.cuh) move every FP4 byte through memory
-// before the first attention tile starts, ~94 us of a 1.1 ms forward at 4096 keys (D128,
-// sixth session's Nsight Compute split), time in which no tensor core works. Here warps 1..3 of the
-// producer warpgroup, idle beside the one thread that moves the tiles, write the same images
-// while the consumers compute:
+// before the first attention tile starts, ~94 us of a 1.1 ms forward at 4096 keys (D128), time
+// in which no tensor core works: scripts/device_profile.sh split directp 128 4096
+// Here warps 1..3 of the producer warpgroup, idle beside the one thread that moves the tiles,
+// write the same images while the consumers compute:
 //   - K/V: the pieces of every kv head's images (KvPieces), taken in order from one ticket counter
 //     of the launch (WidenState::claimed) by whichever widener warp of any CTA is free: heads in
 //     the order the grid visits them (head-major without causal masking; the causal grid's

@@ -4,9 +4,9 @@
 // then V^T [D][block_n], E4M3 and 128-byte swizzled exactly as the in-kernel producer would
 // (the same produce* functions, a global destination), to
 //   kv_tiles + ((b * Hkv + hkv) * ceil(Sk / block_n) + tile) * stage_bytes.
-// The attention kernel's producer then moves each stage with one bulk copy. Every CTA of the
-// attention grid re-read and re-widened the same FP4 tiles before; now that work is done once
-// per forward, at 2 bytes per element of extra traffic.
+// The attention kernel's producer then moves each stage with one bulk copy. Widened in the kernel,
+// every CTA of the attention grid re-reads and re-widens the same FP4 tiles; here that work is
+// done once per forward, at 2 bytes per element of extra traffic.
 // The bf16 route has nothing to widen but its tiles still need the swizzle and V the transpose
 // (BF16 V^T [D][block_n]); this pass repacks them, at 4 bytes per element of extra traffic.
 //

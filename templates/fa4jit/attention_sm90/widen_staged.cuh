@@ -4,8 +4,8 @@
 // lane widens its own units from there into the global image (the bytes of widen_kv.cuh and
 // widen_q.cuh: producer.cuh's widenNvfp4Codes and tile_load.cuh's widenMxfp4Codes on the loaded
 // values). With one global load in flight per lane (the widener warps have 32 registers) they
-// widened at a small fraction of the memory's rate, and the causal grid's groups of heads waited
-// on them (sixteenth session, call 1).
+// would widen at a small fraction of the memory's rate, and the causal grid's groups of heads
+// would wait on them.
 #include "fa4jit/attention/key_order.cuh"
 #include "fa4jit/attention/tile_load.cuh"
 #include "fa4jit/attention_sm90/layout.cuh"

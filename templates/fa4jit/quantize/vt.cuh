@@ -1,6 +1,6 @@
 #pragma once
 // Pass 2 for V: the transposed layouts V^T [D, Skp] (keys contiguous) that FP8 tensor cores need
-// for O = P V (K-major operands only, HARDWARE-NOTES.md), in MXFP4 (directp) or FP8 (nvfp8).
+// for O = P V (K-major operands only, docs/ARCHITECTURE.md §6), in MXFP4 (directp) or FP8 (nvfp8).
 // A CTA stages 128 keys x T::kDims head-dim rows of x in shared memory, then each thread encodes
 // one (head-dim row, 32-key block): 32 keys are one MXFP4 scale block, and 128 keys are exactly
 // one 4-column atom of the scale-factor layout.
