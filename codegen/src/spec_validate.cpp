@@ -175,8 +175,8 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   if (t.kv_multicast && (!t.persistent || t.kv_staging != KvStaging::Prewidened))
     r.fail("attention.tile.kv_multicast", "needs the persistent grid with prewidened K/V (its two-CTA clusters loop "
                                           "over pairs of m-blocks; one producer thread per CTA sends half of each "
-                                          "stage); with tensor-map tiles the bf16 kernel gave wrong rows on the H200 "
-                                          "(docs/PERF.md, eighth session), so it is refused there");
+                                          "stage); with tensor-map tiles the bf16 kernel gives wrong rows on the H200, "
+                                          "so it is refused there");
   if (t.thread_key_blocks) {
     if (a.route != Route::DirectP)
       r.fail("attention.tile.thread_key_blocks", "exists for the directp route only (its 32-key blocks)");

@@ -4,8 +4,8 @@
 // The tensor core runs the MMAs of one CTA in issue order. What the columns decide is whether the
 // MMA warp may *issue* QK^T of KV tile j+1 before PV of tile j has finished reading P_t out of
 // S_t (P aliases S): only if QK(j+1) has another S destination. Without one, QK(j+1) waits for
-// PV(j), and the softmax of tile j+1 cannot start before PV(j) completes (DESIGN.md §2; the
-// paper's profiling found exactly this at D = 128: 512 columns, no overlap).
+// PV(j), and the softmax of tile j+1 cannot start before PV(j) completes (docs/ARCHITECTURE.md
+// §7; the paper's profiling shows exactly this at D = 128: 512 columns, no overlap).
 #include "tmem_internal.h"
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 #pragma once
-// The tuning database (DESIGN.md §4): which attention spec won for a shape on a device, with every
+// The tuning database (docs/ARCHITECTURE.md §8): which attention spec won for a shape on a device, with every
 // candidate's timing, beside the kernel cache:
 //   <system cache dir>/tuning/<device-slug>.json   read only, shipped with a deployment, searched first
 //   <user cache dir>/tuning/<device-slug>.json     written by the tuner

@@ -1,5 +1,5 @@
 #pragma once
-// Block-scaled formats of DESIGN.md §1.1 on the host: NVFP4, MXFP4 and FP8-per-head
+// Block-scaled formats (docs/NUMERICS.md §1) on the host: NVFP4, MXFP4 and FP8-per-head
 // quantize/dequantize of strided tensors, in the exchange layouts of docs/NUMERICS.md §1
 // (packed payload, two codes per byte, low nibble first; scale factors in the tcgen05
 // block-scaled MMA's 512-byte atoms). The GPU quantizer kernels are tested bit for bit against

@@ -1,5 +1,5 @@
 #pragma once
-// Fitting the Direct-P classifier (DESIGN.md §1.2) per shape: alpha, beta (and y_split for the
+// Fitting the Direct-P classifier (docs/NUMERICS.md §2.3) per shape: alpha, beta (and y_split for the
 // mixed kind) that minimize the output error of the Direct-P softmax, either for a Gaussian
 // score model of the shape or for scores captured from a real model (docs/CALIBRATION.md).
 //

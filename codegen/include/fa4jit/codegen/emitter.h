@@ -1,8 +1,8 @@
 #pragma once
 // The source emitter: a pure function from a KernelSpec to the text of one tiny instantiation
-// file (DESIGN.md §3, §7). The file includes the embedded template headers, defines the spec's
-// baked constants as a config struct with named static constexpr members (baked_dims.h decides
-// which), and defines the extern "C" __global__ entry points the driver looks up by name. A
+// file (docs/ARCHITECTURE.md §3, §10). The file includes the embedded template headers, defines
+// the spec's baked constants as a config struct with named static constexpr members (baked_dims.h
+// decides which), and defines the extern "C" __global__ entry points the driver looks up by name. A
 // comment header carries the canonical spec JSON, so the source (and so the cache key) changes
 // whenever the spec does. Compiling the text is the runtime's job (NVRTC), not codegen's.
 #include <string>

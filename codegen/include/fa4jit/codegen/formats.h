@@ -1,5 +1,5 @@
 #pragma once
-// Scalar number formats of DESIGN.md §1.1, bit-exact. One implementation shared by the host
+// Scalar number formats of docs/NUMERICS.md §1, bit-exact. One implementation shared by the host
 // code, the CPU models and the tests; the device headers (templates/fa4jit/formats.cuh) are
 // tested against these.
 //

@@ -30,8 +30,8 @@ struct ResourceEstimate {
 
 // The fixed part of the register estimate: pointers, loop counters, row max / sum of the thread's
 // two rows, scale factors, K/V fragment staging. Calibrated so that the sm_90a heuristic variants
-// (no spills per tests/gpu/compile_attention_variants.py) fit and block_n = 128 at head dim 256
-// (which spilled) does not.
+// (no spills in tests/runtime/test_compile_all_variants.cpp) fit and block_n = 128 at head dim 256
+// (which spills) does not.
 inline constexpr int kAttentionFixedRegisters = 48;
 inline constexpr int kMaxRegistersPerThread = 255;
 inline constexpr int kRegisterFileEntries = 64 * 1024;

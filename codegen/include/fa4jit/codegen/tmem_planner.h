@@ -1,6 +1,6 @@
 #pragma once
 // TMEM planner (sm_100a): assigns tensor-memory columns to the buffers of one attention CTA and
-// reports which MMA overlap windows the assignment leaves (DESIGN.md §2, HARDWARE-NOTES.md).
+// reports which MMA overlap windows the assignment leaves (docs/ARCHITECTURE.md §7).
 //
 // Tensor memory is 128 lanes x 512 columns x 32 bit per SM. A CTA owns one `tcgen05.alloc` of a
 // power-of-two column count in [32, 512] (one warp allocates and frees). Every buffer here spans
@@ -41,7 +41,7 @@ struct OperandFormats {
   OperandFormat p = OperandFormat::Mxfp4;  // P, the A operand of PV (reduces over keys), from TMEM
   OperandFormat v = OperandFormat::Mxfp4;  // V, the B operand of PV
 };
-// DESIGN.md §1.2 routes as fed to sm_100a tensor cores.
+// The routes of docs/NUMERICS.md §2 as fed to sm_100a tensor cores.
 OperandFormats defaultOperandFormats(Route route);
 
 // Where block-scale factors go.

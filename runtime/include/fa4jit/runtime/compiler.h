@@ -1,7 +1,7 @@
 #pragma once
 // NVRTC in-process compilation of a generated source to a SASS cubin (never PTX: compiling to
 // PTX "succeeds" without assembling inline asm, so tcgen05/wgmma mistakes would surface only at
-// load time on a GPU; HARDWARE-NOTES.md). The embedded template headers are passed as in-memory
+// load time on a GPU; docs/ARCHITECTURE.md §8). The embedded template headers are passed as in-memory
 // headers, so a compile needs no files.
 //
 // Default flags, and why (they enter the cache key through normalizedOptions()):

@@ -31,7 +31,7 @@ struct GpuArch {
 };
 
 // Parses "sm_90a", "sm_100f", "sm_89" (also "compute_" prefixes are refused: fa4jit always
-// compiles to SASS so inline-asm errors surface at compile time, HARDWARE-NOTES.md).
+// compiles to SASS so inline-asm errors surface at compile time, docs/ARCHITECTURE.md §8).
 llvm::Expected<GpuArch> parseGpuArch(llvm::StringRef text);
 
 // The architecture a codegen target compiles for.

@@ -1,5 +1,5 @@
 #pragma once
-// The JIT pipeline of DESIGN.md §3 in one object: spec -> generated source (codegen) -> cache key
+// The JIT pipeline of docs/ARCHITECTURE.md §3 in one object: spec -> generated source (codegen) -> cache key
 // (source, embedded headers, NVRTC identity, target, normalized options, schema) -> cache hit, or
 // NVRTC compile under the key's lock and atomic publish -> compiled kernel (cubin + resource
 // report). Loading into a device is separate (kernel_loader.h), so `fa4jit compile` and CI use

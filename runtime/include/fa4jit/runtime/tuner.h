@@ -1,5 +1,5 @@
 #pragma once
-// The autotuner (DESIGN.md §4): for one attention shape, enumerate candidates (codegen/
+// The autotuner (docs/ARCHITECTURE.md §8): for one attention shape, enumerate candidates (codegen/
 // candidates.h, pruned by the resource model), optionally drop those below an accuracy floor,
 // compile the rest in parallel, time them, pick the winner reproducibly and store every result
 // in the tuning database, where Engine::attentionSpecFor and the next process find it.
