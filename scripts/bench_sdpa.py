@@ -2,7 +2,7 @@
 """Times PyTorch scaled_dot_product_attention (cuDNN and flash backends, BF16) on the fa4jit
 benchmark grid, plus the device-copy and GEMM ceilings, in the same run as `fa4jit bench`.
 
-Method (the workplace's METHOD.md): CUDA events, warm-up, median of repeats, inputs rotated
+Method (as `fa4jit bench`'s, tools/bench_support.h): CUDA events, warm-up, median of repeats, inputs rotated
 among several buffers, random data (never zeros). Prints one JSON object per line (for
 scripts/bench_compare.py) and a short table at the end.
 """

@@ -1,7 +1,7 @@
 #pragma once
 // What `fa4jit run` and `fa4jit bench` share: attention shapes and their FLOP count, random BF16
-// device inputs (never zeros), and event timing as the workplace's METHOD.md asks (warm-up,
-// median of repeats).
+// device inputs (never zeros), and event timing (CUDA events after warm-up runs, the median of
+// repeats).
 #include "fa4jit/runtime/engine.h"
 
 #include "llvm/Support/Error.h"

@@ -1,4 +1,4 @@
-// `fa4jit jit-bench`: the JIT's own costs (issue 3's benchmark): cold NVRTC compile of one
+// `fa4jit jit-bench`: the JIT's own costs: cold NVRTC compile of one
 // attention kernel, a disk-cache hit in a new process up to a launchable kernel, an in-process
 // (memory) hit, and on a GPU the quantizers' bandwidth beside a device copy of the same run.
 #include "cli_flags.h"

@@ -1,6 +1,6 @@
 // Host quantizers of docs/NUMERICS.md §1: the reference every GPU quantizer is compared with bit
-// for bit. Each division is the one the contract writes, in FP32, followed by exactly one rounding
-// to the target format (formats.cuh), so a kernel doing the same FP32 operations matches.
+// for bit. Each division is the one docs/NUMERICS.md §1 writes, in FP32, followed by exactly one
+// rounding to the target format (formats.cuh), so a kernel doing the same FP32 operations matches.
 #include "fa4jit/codegen/block_formats.h"
 
 #include <algorithm>

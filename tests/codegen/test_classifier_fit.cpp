@@ -74,7 +74,7 @@ TEST_CASE("classifier fit is deterministic", "[classifier_fit]") {
 TEST_CASE("fitted beta beats poor betas and the fit honours its options", "[classifier_fit]") {
   const ScoreRows rows = gaussianRows(4096, 1.0, false, 3);
   FitOptions o;
-  o.fit_alpha = false; // alpha = 2, beta fitted (the design's "affine alpha = 2 fitted beta")
+  o.fit_alpha = false; // alpha = 2, beta fitted (the affine classifier with a fixed alpha)
   auto r = fitClassifier(rows, o);
   REQUIRE_OK(r);
   CHECK(r->classifier.alpha == 2.0f);

@@ -83,8 +83,8 @@ TEST_CASE("shared memory must fit the target", "[codegen][validate]") {
 }
 
 TEST_CASE("wgmma schedule rules and shared memory", "[codegen][validate]") {
-  // directp at D128 on three consumers of 96-key tiles (its FP32-score default until the thirteenth
-  // session; FP16 scores take 128 keys with thread key blocks). Q [192][128] + 3 stages x
+  // directp at D128 on three consumers of 96-key tiles (its tiles with FP32 scores, fp32-scores;
+  // FP16 scores take 128 keys with thread key blocks). Q [192][128] + 3 stages x
   // (K [96][128] + V^T [128 + 8 row-sum rows][128]: one column block) + 8 mbarriers + 1024 slack.
   KernelSpec def = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a),
                                          AttentionSchedule::WgmmaWarpSpecialized);

@@ -1,6 +1,7 @@
-// DESIGN.md §1.2 anchors (Gaussian Q, K, V with sigma = 1, D = 128, cosine of O against FP64) at
-// a reduced size: N = 1024 keys, 128 sampled rows. The full-size numbers (N = 4096) come from
-// `fa4jit accuracy`; at this size they sit within about +-0.005 of the design's values.
+// Accuracy anchors of the routes (docs/NUMERICS.md §2; Gaussian Q, K, V with sigma = 1, D = 128,
+// cosine of O against FP64) at a reduced size: N = 1024 keys, 128 sampled rows. The full-size
+// numbers (N = 4096) come from `fa4jit accuracy` (docs/ACCURACY.md); at this size they sit within
+// about +-0.005 of them.
 #include <catch2/catch.hpp>
 
 #include "cpu_model_fixtures.h"
@@ -12,7 +13,7 @@ using namespace fa4jit;
 using namespace fa4jit::cpu;
 using namespace fa4jit::cpu::testing;
 
-TEST_CASE("route accuracy reproduces the design's anchors at reduced size", "[cpu_model][anchors]") {
+TEST_CASE("route accuracy reproduces the full-size anchors at reduced size", "[cpu_model][anchors]") {
   const int n = 1024;
   OwnedProblem p = gaussianProblem({1, 1, 1, n, n, 128}, 1.0, 7);
   ModelOptions o;

@@ -1,4 +1,4 @@
-// Range guard (DESIGN.md §1.2, NUMERICS.md §2.2): extreme logits, one dominant key, all-equal
+// Range guard (docs/NUMERICS.md §2.2): extreme logits, one dominant key, all-equal
 // scores and fully masked causal rows give no NaN/Inf and no zero rows, and stay within each
 // route's normal accuracy. The yardstick is an FP64 softmax of the model's own scores t (traced),
 // so Q/K quantization, which huge logits amplify, is not what is measured.

@@ -1,5 +1,5 @@
-// Attention forward on the GPU against the CPU model of its route and the FP64 reference
-// (issue 4): fresh random inputs every run (the seed is in every failure message), ragged
+// Attention forward on the GPU against the CPU model of its route and the FP64 reference:
+// fresh random inputs every run (the seed is in every failure message), ragged
 // lengths, causal tails, Sq != Sk, grouped- and multi-query heads, the range-guard cases, and O
 // poisoned with NaN before each launch so an unwritten element fails.
 #include "gpu_fixture.h"
@@ -201,7 +201,7 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
           // are judged as rows carried by one key: every key has the same P, so one rounding that
           // falls the other way (an S bit, or nvfp8's FP16 row max on its 2^-4 grid one point
           // higher) moves all of l by one step of the fed format, and O not at all (measured 1.03e-2
-          // on the D64 Sk512 case with FP16 scores, fifteenth session, seed 5481702186711462397).
+          // on the D64 Sk512 case with FP16 scores, seed 5481702186711462397).
           const double e = std::fabs(double(lse[row]) - lm) / std::max(1.0, std::fabs(lm));
           const int visible = c.causal ? cpu::causalVisibleKeys(r, c.seqlen_q, c.seqlen_k) : c.seqlen_k;
           const bool many = visible >= 32 && c.pattern != Pattern::EqualScores;
@@ -224,12 +224,12 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // on a heavy key moves its row's O by up to ~1/n_eff (measured 5.4e-2 on one of two rows of the
   // Sq1 Sk300 case, fresh seed; < 1e-2 on 13 other seeds). Flips are independent per row, so the
   // metric's noise falls as 1/sqrt(rows): the bound is the route's at >= 64 rows and grows as
-  // sqrt(64 / rows) below (0.17 at 2 rows). A kernel bug moves every row (the block-exponent bug of
-  // NUMERICS.md §2.3 gave 0.09-0.13 on the cases of >= 100 rows), which the bound still catches.
+  // sqrt(64 / rows) below (0.17 at 2 rows). A kernel bug moves every row (a wrong block exponent,
+  // docs/NUMERICS.md §2.3, gives 0.09-0.13 on the cases of >= 100 rows), which the bound catches.
   // nvfp8 on FP16 scores alike: the wgmma rounds S's FP16 accumulators at every k-step where the
   // model rounds once, which moves an E4M3 rounding of P now and then, and on two rows that is
   // noise the rows do not average (2.03e-2 against 2e-2 on the Sq1 Sk300 D128 causal case,
-  // sixteenth session, seed 15138174181126868532; 6.8e-3 and 1.1e-2 on other seeds).
+  // seed 15138174181126868532; 6.8e-3 and 1.1e-2 on other seeds).
   const bool flips = (route == Route::DirectP || (route == Route::Nvfp8 && spec->attention.tile.scores_fp16)) &&
                      spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
   // nvfp8 on FP16 scores at huge logits (|t| in the hundreds): FP16 holds such an S to 2^-11 of
@@ -237,8 +237,8 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // of 32 where the model rounds the exact S once; on the rows one or two keys carry (all rows at
   // this pattern) a different rounding moves P, hence O, by up to 2^0.5. Measured on the H200:
   // 7% of the rows of the Sk512 D128 case differ, rel-L2 1.66e-2 (default guard) and 2.16e-2
-  // (slack 2, fifteenth session, seed 4303842007998106889). The FP64 cosine is not read at this
-  // pattern: the FP16 form's accuracy there is ACCURACY.md's large-logit table.
+  // (slack 2, seed 4303842007998106889). The FP64 cosine is not read at this pattern: the FP16
+  // form's accuracy there is docs/ACCURACY.md's large-logit table.
   const bool huge_fp16 = route == Route::Nvfp8 && c.pattern == Pattern::HugeLogits && spec->attention.tile.scores_fp16;
   const double rel_tol = huge_fp16 ? 4e-2
                                    : tol.rel_l2_vs_model * (flips && rows < 64 ? std::sqrt(64.0 / double(rows)) : 1.0);
@@ -251,9 +251,9 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // l by a few percent, hence LSE by up to ~1e-2 (measured 8.6e-3 with wgmma, fresh seeds); O stays
   // within the route's rel-L2 bound and the FP64 cosine below, which carry the accuracy claim. The
   // bound is a maximum over rows, so it grows with their count: 2.5e-2 on the 24000 rows of
-  // B2 Hq40 Sq300 Sk280 causal (eleventh session, seed 12594138544207328568: a row of 32-40 keys
+  // B2 Hq40 Sq300 Sk280 causal (seed 12594138544207328568: a row of 32-40 keys
   // with two heavy flips; rel-L2 7.2e-3, cosine 0.979), hence 3e-2. A kernel bug moves every row's
-  // LSE far more (the block-exponent bug: O off by 0.09-0.13).
+  // LSE far more (a wrong block exponent: O off by 0.09-0.13).
   const bool affine = route == Route::DirectP && spec->attention.classifier.kind == ClassifierKind::Affine;
   // The affine classifier's codes step every 1/alpha in y, between magnitudes as far apart as 0.5
   // and 1 (the threshold one steps at the log2 midpoints): a flip moves l more, and rows of 32-77
@@ -264,13 +264,13 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // With the guard's slack (nvfp8's default, 3) the rescale is a threshold on S: where a tile max
   // lies within S rounding of m + slack, kernel and model can choose differently, and their row max
   // then differs by up to the slack, so every E4M3 rounding of that row's P falls independently
-  // instead of only now and then: up to 5.0e-3 measured on the H200 (seventh session, rows of
-  // 32-77 keys; 2.8e-3 with slack 0). O's rel-L2 and the FP64 cosine are unchanged.
+  // instead of only now and then: up to 5.0e-3 measured on the H200 (rows of 32-77 keys; 2.8e-3
+  // with slack 0). O's rel-L2 and the FP64 cosine are unchanged.
   const bool slack = spec->attention.guard.kind == GuardKind::SampledAnchor && spec->attention.guard.slack_log2 > 0.0f;
   const double nvfp8_lse_tol = slack ? 1e-2 : 5e-3;
   // Direct-P with slack alike: a row whose kernel and model maxima differ takes every code on a
   // shifted grid, and E2M1's steps (up to 2x apart) move a row of 32-40 keys' l by several percent:
-  // 3.7e-2 measured on the H200 (fourteenth session, range-guard case, slack 2, B1 Hq2 Sq300 Sk100
+  // 3.7e-2 measured on the H200 (range-guard case, slack 2, B1 Hq2 Sq300 Sk100
   // D128 causal, seed 1536494045479950176; rel-L2 2.9e-2, cosine 0.979).
   const double directp_lse_tol = affine ? 1e-1 : slack ? 6e-2 : 3e-2;
   const double lse_tol = !fp8_wgmma ? 1e-3 : route != Route::DirectP ? nvfp8_lse_tol : directp_lse_tol;
@@ -282,7 +282,7 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // nvfp8: an E4M3 value's ulp is at most 1/8 of it, so one rounding flipped the other way moves l
   // by at most an eighth of its share: |dLSE| <= ln(1.125) = 0.118 for one flip in a row carried by
   // one key. Measured: 5.5e-2 as the max over ~2500 short rows (B2 Hq40 Sq300 Sk280 causal,
-  // eleventh session, seed 17468306414569357215); the empirical 5e-2 bound before it failed there.
+  // seed 17468306414569357215, on which a bound of 5e-2 fails).
   const double short_tol = !fp8_wgmma ? 1e-3 : route == Route::DirectP ? std::log(1.5) : std::log(1.125);
   CHECK(lse_err_short <= short_tol);
   if (c.pattern == Pattern::Gaussian && c.seqlen_k >= 64)
@@ -377,7 +377,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, D = 256 key t
 
 // Two-CTA clusters (kv_multicast): each CTA loads half of every K/V stage into both, over pairs of
 // m-blocks (odd counts leave the last pair's second CTA without rows), on the persistent grid of
-// the FP8-fed routes (prewidened K/V; the spec rules refuse bf16's tensor-map tiles, which gave
+// the FP8-fed routes (prewidened K/V; the spec rules refuse bf16's tensor-map tiles, which give
 // wrong rows here), every case, causal ones included.
 TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, two-CTA clusters multicasting K/V",
           "[gpu][forward]") {

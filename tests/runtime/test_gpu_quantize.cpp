@@ -1,4 +1,4 @@
-// The GPU quantizers against the host formats library, bit for bit (issue 3): fresh random inputs,
+// The GPU quantizers against the host formats library, bit for bit: fresh random inputs,
 // odd sizes, subnormal and huge values, and NaN/Inf rejected with an error naming the tensor.
 #include "gpu_fixture.h"
 

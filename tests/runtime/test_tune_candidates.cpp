@@ -193,9 +193,9 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
                                                      AttentionSchedule::MmaSync)));
 }
 
-// What the sm_90a search holds for the kernels added in the third session: the bf16 route's BF16
-// wgmma kernel (repacked K/V only) beside its mma.sync one, and for the FP8-fed routes at D <= 128
-// the normalizer summed by the PV wgmma and, as the alternative, on the ALUs.
+// What the sm_90a search holds for the bf16 route's BF16 wgmma kernel (repacked K/V only) beside
+// its mma.sync one, and for the FP8-fed routes at D <= 128 the normalizer summed by the PV wgmma
+// and, as the alternative, on the ALUs.
 TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]") {
   auto bf16 = enumerateAttentionCandidates(Route::Bf16, 128, false, Target::Sm90a, 4096);
   REQUIRE_OK(bf16);

@@ -29,7 +29,7 @@
 // Schedule (correctness-first; the wgmma/TMA path is a separate kernel): one CTA per (block_m
 // query rows, query head, batch), 16 rows per warp. Q is widened into shared memory once; each key
 // tile is loaded, widened, and consumed between two __syncthreads (multiple resident CTAs hide the
-// load latency). Key tiles run from key 0 upwards, as the numerics contract's online softmax does;
+// load latency). Key tiles run from key 0 upwards, as docs/NUMERICS.md §2.2's online softmax does;
 // causal CTAs stop at their last visible key, and only tiles that cross a row's visible limit (or
 // seqlen_k) pay for the mask.
 #include "fa4jit/attention/config.cuh"

@@ -11,8 +11,9 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
   const float amax = headAmax<T>(p, bh);
-  // Every division below is the contract's, in FP32 with one rounding (__fdiv_rn / __fmul_rn keep
-  // that under --use_fast_math too); a quotient that underflows to 0 gives g = 1 like the host.
+  // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
+  // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
+  // like the host.
   float g = __fdiv_rn(amax, 448.0f * 6.0f);
   if (!(g > 0.0f))
     g = 1.0f;
