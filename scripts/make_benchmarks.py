@@ -1,0 +1,323 @@
+#!/usr/bin/env python3
+"""Writes docs/BENCHMARKS.md from one benchmark run folder (default docs/benchmarks/h200).
+
+The folder holds what scripts/device_check.sh's `run` and `bench` steps produce on the GPU
+machine, plus a small run.json that says which run it is:
+
+  fa4jit.jsonl  `fa4jit bench --json` (the step's bench_fa4jit.jsonl)
+  sdpa.jsonl    scripts/bench_sdpa.py of the same run (bench_sdpa.jsonl): device, ceilings, SDPA
+  gpu.txt       nvidia-smi's name and clocks of the card
+  run.log       `fa4jit run` of the same run (optional)
+  run.json      date, commit, versions, the bench arguments, notes
+
+The page depends only on these files (no clock, no environment), so running the script twice
+gives the same bytes. Usage: python3 scripts/make_benchmarks.py [--run DIR] [--out FILE]
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_compare import load  # noqa: E402  (JSON lines of a bench output, non-JSON skipped)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROUTES = ("bf16", "nvfp8", "directp")
+# The speed targets of docs/ARCHITECTURE.md §5: x cuDNN BF16 SDPA of the same run (non-causal,
+# every head dim), and the causal efficiency (causal TFLOP/s over non-causal TFLOP/s, causal
+# FLOPs counted) within 10%.
+TARGETS = {"directp": 1.8, "nvfp8": 1.5, "bf16": 0.95}
+CAUSAL_EFFICIENCY_TARGET = 0.90
+WIDTH = 100
+
+
+def keys_label(n):
+    return f"{n // 1024}k" if n % 1024 == 0 else str(n)
+
+
+def cudnn_label(v):
+    if isinstance(v, int) and v >= 10000:  # cuDNN 9: major * 10000 + minor * 100 + patch
+        return f"{v // 10000}.{v % 10000 // 100}"
+    return str(v)
+
+
+def wrap(text, indent=""):
+    return textwrap.fill(text, width=WIDTH, initial_indent=indent,
+                         subsequent_indent=" " * len(indent), break_on_hyphens=False,
+                         break_long_words=False)
+
+
+def read_run(run_dir):
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    files = meta.get("files", {})
+    ours = load(os.path.join(run_dir, files.get("fa4jit", "fa4jit.jsonl")))
+    sdpa = load(os.path.join(run_dir, files.get("sdpa", "sdpa.jsonl")))
+    gpu = ""
+    gpu_path = os.path.join(run_dir, files.get("gpu", "gpu.txt"))
+    if os.path.exists(gpu_path):
+        with open(gpu_path, encoding="utf-8") as f:
+            gpu = f.read().strip()
+    run_log = ""
+    log_path = os.path.join(run_dir, files.get("run", "run.log"))
+    if os.path.exists(log_path):
+        with open(log_path, encoding="utf-8") as f:
+            run_log = f.read()
+    return meta, ours, sdpa, gpu, run_log
+
+
+def main_job(run_log):
+    """The first `fa4jit run` of the log: shape, time, rate, cosine (None when absent)."""
+    shape = re.search(r"^shape\s+(.*)$", run_log, re.M)
+    dev = re.search(r"^device\s+.*?: ([0-9.]+) ms \(median of (\d+)\), ([0-9.]+) TFLOP/s",
+                    run_log, re.M)
+    acc = re.search(r"^accuracy\s+(.*?): cosine vs FP64 ([0-9.]+)", run_log, re.M)
+    if not (shape and dev and acc):
+        return None
+    return {"shape": shape.group(1).strip(), "ms": dev.group(1), "reps": dev.group(2),
+            "tflops": dev.group(3), "rows": acc.group(1).strip(), "cosine": acc.group(2)}
+
+
+def build(run_dir, out_path):
+    meta, ours, sdpa, gpu, run_log = read_run(run_dir)
+    dev = next((r for r in sdpa if r.get("kind") == "device"), {})
+    ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
+    ref = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa if r.get("kind") == "sdpa"}
+    # The engine's default kernels only (variant and schedule "default"), by route and point.
+    tf, shapes = {}, {}
+    for r in ours:
+        if r.get("kind") != "fa4jit" or r.get("variant", "default") != "default":
+            continue
+        if r.get("schedule", "default") != "default":
+            continue
+        key = (r["route"], r["head_dim"], r["seqlen"], r["causal"])
+        tf[key] = r.get("tflops")  # None: the point failed (its "error" is in the data)
+        if "batch" in r:
+            shapes[(r["head_dim"], r["seqlen"])] = (r["batch"], r["heads"])
+    routes = [x for x in ROUTES if any(k[0] == x for k in tf)]
+    dims = sorted({k[1] for k in tf})
+    seqlens = sorted({k[2] for k in tf})
+    causals = sorted({k[3] for k in tf})
+
+    def cell(route, d, s, c):
+        v = tf.get((route, d, s, c))
+        if v is None:
+            return "error" if (route, d, s, c) in tf else "–"
+        cud = ref.get((d, s, c), {}).get("cudnn_tflops")
+        return f"{v:.0f} ({v / cud:.2f}×)" if cud else f"{v:.0f}"
+
+    def sdpa_cell(d, s, c, name):
+        v = ref.get((d, s, c), {}).get(name + "_tflops")
+        return f"{v:.0f}" if v is not None else "–"
+
+    page_dir = os.path.dirname(os.path.abspath(out_path))
+    rel_run = os.path.relpath(os.path.abspath(run_dir), page_dir).replace(os.sep, "/")
+    name = meta.get("device") or dev.get("name") or (gpu.split(",")[0] if gpu else "?")
+    out = []
+    w = out.append
+    w("# Benchmarks")
+    w("")
+    src = os.path.relpath(os.path.abspath(run_dir), REPO).replace(os.sep, "/")
+    w(f"<!-- Generated by `python3 scripts/make_benchmarks.py` from {src}/. Do not edit. -->")
+    w("")
+    w(wrap("Speed of fa4jit's default attention-forward kernels on one GPU, beside PyTorch's "
+           "`scaled_dot_product_attention` (BF16, cuDNN and flash backends) timed in the same run. "
+           "Accuracy is in [ACCURACY.md](ACCURACY.md); the targets are in "
+           "[ARCHITECTURE.md §5](ARCHITECTURE.md#5-targets)."))
+    w("")
+    w("## The run")
+    w("")
+    w("| | |")
+    w("|---|---|")
+    sm = f", {meta['sm_count']} SMs" if meta.get("sm_count") else ""
+    clk = f", {meta['max_sm_clock_mhz']} MHz max SM clock" if meta.get("max_sm_clock_mhz") else ""
+    w(f"| device | {name}{sm}{clk} |")
+    w(f"| date | {meta.get('date', '?')} |")
+    w(f"| fa4jit | binaries built at commit `{meta.get('commit', '?')}` |")
+    w(f"| CUDA | driver {meta.get('cuda_driver', '?')}, NVRTC {meta.get('nvrtc', '?')} |")
+    torch = meta.get("torch") or dev.get("torch", "?")
+    cudnn = meta.get("cudnn") or cudnn_label(dev.get("cudnn", "?"))
+    w(f"| baseline | PyTorch {torch}, cuDNN {cudnn} |")
+    w("")
+    files = [meta.get("files", {}).get(k) for k in ("fa4jit", "sdpa", "gpu", "run")]
+    links = ", ".join(f"[{f}]({rel_run}/{f})" for f in files + ["run.json"] if f)
+    w(wrap(f"The data of the run: {links}."))
+    w("")
+    w("## What is timed")
+    w("")
+    reps = re.search(r"--reps (\d+)", meta.get("bench_args", ""))
+    median = f"the median of {reps.group(1)} repeats" if reps else "the median of 20 repeats"
+    w(wrap("**fa4jit** (`fa4jit bench`): the attention forward alone, on operands quantized "
+           "beforehand: quantization is excluded. The K/V and Q widening of the FP8-fed routes is "
+           "included, whether passes before the kernel or the kernel's own warps do it; bf16 reads "
+           "the BF16 tensors directly by TMA tensor maps. CUDA events around each forward, "
+           f"5 warm-up runs, {median}, two input sets rotated between repeats, Gaussian inputs "
+           "(σ = 1), the output poisoned before the first launch.", "- "))
+    w(wrap("**SDPA** (`scripts/bench_sdpa.py`): "
+           "`torch.nn.functional.scaled_dot_product_attention` on BF16 tensors of the same shapes, "
+           "cuDNN and flash backends, CUDA events, 5 warm-up runs, the median of 20, two input "
+           "sets rotated.", "- "))
+    w(wrap("**FLOPs**: 4 · batch · heads · head dim · visible query-key pairs, for both; causal "
+           "counts the visible pairs only (about half), so causal and non-causal rates compare "
+           "directly.", "- "))
+    by_dim = {}
+    for (d, s), (b, h) in sorted(shapes.items()):
+        by_dim.setdefault(d, []).append((s, b, h))
+    parts = []
+    for d, rows in sorted(by_dim.items()):
+        heads = sorted({h for _, _, h in rows})
+        batches = ", ".join(f"{b} at {keys_label(s)}" for s, b, _ in rows)
+        parts.append(f"D{d}: {'/'.join(map(str, heads))} heads, batch {batches}")
+    if parts:
+        w(wrap("**Shapes**: queries = keys, as many query heads as key/value heads, "
+               "batch × heads × keys ≈ 524288; " + "; ".join(parts) + ".", "- "))
+    w("")
+    if ceil:
+        w("## Ceilings of the card")
+        w("")
+        w(wrap("Measured by `scripts/bench_sdpa.py` in the same run; they bound what any kernel on "
+               "this card reaches."))
+        w("")
+        w("| device copy | BF16 GEMM (8192³) | FP8 GEMM (8192³) |")
+        w("|---|---|---|")
+        fp8 = ceil.get("fp8_gemm_tflops")
+        w(f"| {ceil.get('copy_tb_s', 0):.2f} TB/s | "
+          f"{ceil.get('bf16_gemm_tflops', 0):.0f} TFLOP/s | "
+          + (f"{fp8:.0f} TFLOP/s |" if fp8 is not None else "– |"))
+        w("")
+    for c in causals:
+        w("## " + ("Causal" if c else "Non-causal"))
+        w("")
+        w(wrap("TFLOP/s, and in parentheses the ratio to cuDNN BF16 SDPA of the same shape and run."
+               + (" Causal masks are bottom-right aligned (queries = keys here)." if c else "")))
+        w("")
+        w("| D | keys | cuDNN | flash | " + " | ".join(routes) + " |")
+        w("|---|---|---|---|" + "---|" * len(routes))
+        for d in dims:
+            for s in seqlens:
+                w(f"| {d} | {keys_label(s)} | {sdpa_cell(d, s, c, 'cudnn')} | "
+                  f"{sdpa_cell(d, s, c, 'flash')} | "
+                  + " | ".join(cell(r, d, s, c) for r in routes) + " |")
+        w("")
+    if 0 in causals and 1 in causals:
+        w("## Causal efficiency")
+        w("")
+        w(wrap("Causal TFLOP/s over non-causal TFLOP/s of the same shape (causal FLOPs counted), "
+               "cuDNN's beside fa4jit's."))
+        w("")
+        w("| D | keys | cuDNN | " + " | ".join(routes) + " |")
+        w("|---|---|---|" + "---|" * len(routes))
+
+        def eff(v1, v0):
+            return f"{v1 / v0:.2f}" if v1 and v0 else "–"
+        for d in dims:
+            for s in seqlens:
+                cud = eff(ref.get((d, s, 1), {}).get("cudnn_tflops"),
+                          ref.get((d, s, 0), {}).get("cudnn_tflops"))
+                cells = [eff(tf.get((r, d, s, 1)), tf.get((r, d, s, 0))) for r in routes]
+                w(f"| {d} | {keys_label(s)} | {cud} | " + " | ".join(cells) + " |")
+        w("")
+    w("## Against the targets")
+    w("")
+    w("| target | met at | range |")
+    w("|---|---|---|")
+    for r in sorted(routes, key=lambda x: -TARGETS.get(x, 0)):
+        if r not in TARGETS:
+            continue
+        for c in [c for c in causals if c == 0]:  # the ratio targets are non-causal ones
+            pts = []
+            for d in dims:
+                for s in seqlens:
+                    v = tf.get((r, d, s, c))
+                    cud = ref.get((d, s, c), {}).get("cudnn_tflops")
+                    if v and cud:
+                        pts.append((v / cud, d, s))
+            if not pts:
+                continue
+            # A ratio counts as it is printed (two decimals).
+            met = [f"D{d} {keys_label(s)}" for x, d, s in pts if round(x, 2) >= TARGETS[r]]
+            missed = [f"D{d} {keys_label(s)}" for x, d, s in pts if round(x, 2) < TARGETS[r]]
+            lo, hi = min(p[0] for p in pts), max(p[0] for p in pts)
+            label = f"`{r}` ≥ {TARGETS[r]:g}× cuDNN, {'causal' if c else 'non-causal'}"
+            met_text = f"{len(met)} of {len(pts)}"
+            if met and missed:
+                met_text += (": " + ", ".join(met) if len(met) <= len(missed)
+                             else " (not " + ", ".join(missed) + ")")
+            w(f"| {label} | {met_text} | {lo:.2f}–{hi:.2f}× |")
+    if 0 in causals and 1 in causals:
+        effs = []
+        for r in routes:
+            for d in dims:
+                for s in seqlens:
+                    v1, v0 = tf.get((r, d, s, 1)), tf.get((r, d, s, 0))
+                    if v1 and v0:
+                        effs.append(v1 / v0)
+        if effs:
+            met = sum(1 for x in effs if round(x, 2) >= CAUSAL_EFFICIENCY_TARGET)
+            w(f"| causal efficiency ≥ {CAUSAL_EFFICIENCY_TARGET:.2f}, every route | "
+              f"{met} of {len(effs)} | {min(effs):.2f}–{max(effs):.2f} |")
+    w("")
+    job = main_job(run_log)
+    if job:
+        w("## The main job in the same run")
+        w("")
+        w(wrap(f"`fa4jit run` (its default shape: {job['shape']}): {job['ms']} ms (median "
+               f"of {job['reps']}), {job['tflops']} TFLOP/s; cosine of O against FP64 on "
+               f"{job['rows']}: {job['cosine']}. As in the tables, the time excludes the "
+               "quantization of Q, K and V."))
+        w("")
+    notes = meta.get("notes", [])
+    if notes:
+        w("## Notes")
+        w("")
+        for n in notes:
+            w(wrap(n, "- "))
+        w("")
+    w("## Reproduce")
+    w("")
+    w(wrap("The GPU machine runs prebuilt binaries. Build and strip them on the build machine, "
+           "into `.device-carry/` (ignored by git):"))
+    w("")
+    w("```sh")
+    w("scripts/prepare_device_carry.sh")
+    w("```")
+    w("")
+    w(wrap("On the GPU machine, in a copy of the working tree with `.device-carry/` beside it "
+           "(needs PyTorch with CUDA for the SDPA figures):"))
+    w("")
+    w("```sh")
+    bench_args = meta.get("bench_args", "")
+    if bench_args:
+        w(f'BENCH_ARGS="{bench_args}" \\')
+        w("  scripts/device_check.sh run bench")
+    else:
+        w("scripts/device_check.sh run bench")
+    w("```")
+    w("")
+    w(wrap("It writes `gpu.txt`, `run.log`, `bench_fa4jit.jsonl` and `bench_sdpa.jsonl` (packed "
+           "into `$OUT/logs.tgz`). Put them into a run folder as `gpu.txt`, `run.log`, "
+           "`fa4jit.jsonl` and `sdpa.jsonl`, write its `run.json` (date, commit, versions, the "
+           "bench arguments), and regenerate this page:"))
+    w("")
+    w("```sh")
+    w("python3 scripts/make_benchmarks.py            # --run DIR --out FILE for another run folder")
+    w("```")
+    text = "\n".join(out) + "\n"
+    with open(out_path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--run", default=os.path.join(REPO, "docs", "benchmarks", "h200"),
+                    help="run folder (default docs/benchmarks/h200)")
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "BENCHMARKS.md"),
+                    help="page to write (default docs/BENCHMARKS.md)")
+    args = ap.parse_args()
+    build(args.run, args.out)
+
+
+if __name__ == "__main__":
+    main()
