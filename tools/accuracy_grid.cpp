@@ -131,7 +131,7 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
             if (g.guard_slack_log2)
               setGuardSlack(spec, *g.guard_slack_log2);
             const bool fp16 = g.scores_fp16 && route != Route::Bf16 && g.qk_widening == Widening::E4m3;
-            spec.tile.scores_fp16 = fp16;
+            spec.tile.softmax.scores_fp16 = fp16;
             spec.operands.qk_widen_shift = fp16 ? minScoresFp16WidenShift(dim) : OperandSpec{}.qk_widen_shift;
             auto m = cpu::runRouteModel(spec, p, mo);
             if (!m)

@@ -3,6 +3,7 @@
 #include "accuracy_grid.h"
 
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_fields.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -16,29 +17,21 @@ namespace fa4jit::tools {
 namespace {
 
 llvm::Error unknown(llvm::StringRef name) {
+  std::string names;
+  for (const TileField &f : tileFields()) {
+    for (const char *n : f.bench.names)
+      if (n)
+        names += std::string(n) + ", ";
+    if (f.bench.prefix)
+      names += std::string(f.bench.prefix) + std::to_string(f.bench.lo) + ".." + std::to_string(f.bench.hi) + ", ";
+  }
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "unknown bench variant '%s' (serial, overlap, pingpong, no-pingpong, in-kernel, prewidened, tensor-map, mma-sum, alu-sum, persistent, per-tile, fused-widening, widening-passes, multicast, no-multicast, thread-blocks, quad-blocks, fp16-scores, fp32-scores, pieces-from-scores, pieces-from-y, poly0..poly24, stages1..stages4, keys64/80/96/128/192, rows128/192, slack0..slack8, piecewise, threshold, affine, skip-loads, "
-                                 "skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
-                                 name.str().c_str());
+                                 "unknown bench variant '%s' (%sslack0..slack8, piecewise, threshold, affine, "
+                                 "skip-loads, skip-qk, skip-softmax, skip-pv, softmax-twice, default)",
+                                 name.str().c_str(), names.c_str());
 }
 
-// "stagesN", N in [1, 4]: the wgmma ring depth; nullopt for any other name.
-std::optional<int> ringDepthVariant(llvm::StringRef name) {
-  int n = 0;
-  if (!name.consume_front("stages") || name.getAsInteger(10, n) || n < 1 || n > 4)
-    return std::nullopt;
-  return n;
-}
-
-// "keys64", "keys80", "keys96", "keys128", "keys192": the wgmma kernel's block_n (keys per tile).
-std::optional<int> blockKeysVariant(llvm::StringRef name) {
-  int n = 0;
-  if (!name.consume_front("keys") || name.getAsInteger(10, n) || (n != 64 && n != 80 && n != 96 && n != 128 && n != 192))
-    return std::nullopt;
-  return n;
-}
-
-// "slackN", N in [0, 4]: the range guard's slack in log2 units (rescale O only when a tile's max
+// "slackN", N in [0, 8]: the range guard's slack in log2 units (rescale O only when a tile's max
 // passes the row max by more than N); nullopt for any other name.
 std::optional<int> guardSlackVariant(llvm::StringRef name) {
   int n = 0;
@@ -47,21 +40,60 @@ std::optional<int> guardSlackVariant(llvm::StringRef name) {
   return n;
 }
 
-// "polyN", N in [0, 24]: nvfp8's exp2 of the first N n8 key tiles of each tile as the FP16
-// polynomial (TileSpec::exp2_poly_tiles; the variant takes FP16 scores, which it needs).
-std::optional<int> exp2PolyVariant(llvm::StringRef name) {
-  int n = 0;
-  if (!name.consume_front("poly") || name.getAsInteger(10, n) || n < 0 || n > 24)
-    return std::nullopt;
-  return n;
-}
+bool isClassifierVariant(llvm::StringRef p) { return p == "threshold" || p == "affine" || p == "piecewise"; }
 
-// rows128 | rows192: query rows per wgmma CTA (two or three consumer warpgroups).
-std::optional<int> blockRowsVariant(llvm::StringRef name) {
-  int m = 0;
-  if (!name.consume_front("rows") || name.getAsInteger(10, m) || (m != 128 && m != 192))
-    return std::nullopt;
-  return m;
+// What setting one tile field to `v` implies for the others, and whether the kernel can take it at
+// all (false: the variant does not apply to this route or staging).
+bool applyTileField(KernelSpec &s, const TileField &f, int v) {
+  AttentionSpec &a = s.attention;
+  TileSpec &t = a.tile;
+  const llvm::StringRef name = f.name;
+  if (name == "scores_fp16") { // (FP16 scores take the widening shift that keeps |S| finite)
+    if (a.route == Route::Bf16)
+      return false;
+    s = withScoresFp16(std::move(s), v != 0);
+    return true;
+  }
+  if (name == "exp2_poly_tiles") { // (the polynomial takes FP16 exponents)
+    if (a.route != Route::Nvfp8)
+      return false;
+    if (!t.softmax.scores_fp16)
+      s = withScoresFp16(std::move(s), true);
+    a.tile.softmax.exp2_poly_tiles = v;
+    return true;
+  }
+  if (name == "persistent" && v && t.staging.kv == KvStaging::InKernel)
+    return false; // (the in-kernel producer is one CTA's)
+  if (name == "kv_multicast" && v && t.staging.kv != KvStaging::Prewidened)
+    return false;
+  if (name == "thread_key_blocks" && a.route != Route::DirectP)
+    return false;
+  if (name == "pieces_from_scores" &&
+      (a.route != Route::DirectP || !t.softmax.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise))
+    return false;
+  if (name == "fused_widening" && (a.route == Route::Bf16 || !t.schedule.persistent ||
+                                    t.staging.kv != KvStaging::Prewidened || t.schedule.kv_multicast))
+    return false;
+  const bool bf16 = a.route == Route::Bf16;
+  if (name == "kv_staging" && ((v == static_cast<int>(KvStaging::InKernel) && bf16) ||
+                               (v == static_cast<int>(KvStaging::TensorMap) && !bf16)))
+    return false; // (bf16 tiles are never widened in the kernel; tensor maps read bf16 tensors only)
+  if (name == "block_m" && v == 192 && t.staging.kv == KvStaging::InKernel)
+    return false; // (three consumers leave the in-kernel producer one thread)
+  if (name == "stages" && v < 2 && t.pipeline.overlap)
+    return false;
+  f.set(t, v);
+  if (name == "overlap") // (the serial loop's turns: `pingpong` after it)
+    t.pipeline.pingpong = t.pipeline.pingpong && t.pipeline.overlap;
+  if (name == "block_m") // one producer warpgroup beside block_m / 64 consumers
+    t.shape.warps = v / 16 + 4;
+  if (name == "kv_staging")
+    t.schedule.persistent = t.schedule.persistent && t.staging.kv != KvStaging::InKernel;
+  if (name == "persistent" || name == "kv_staging")
+    t.schedule.kv_multicast = t.schedule.kv_multicast && t.schedule.persistent;
+  if (name == "kv_multicast") // (multicast runs on the persistent grid)
+    t.schedule.persistent = t.schedule.persistent || t.schedule.kv_multicast;
+  return true;
 }
 
 llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
@@ -75,15 +107,8 @@ llvm::SmallVector<llvm::StringRef, 4> parts(llvm::StringRef variant) {
 llvm::Error checkBenchVariants(const std::vector<std::string> &variants) {
   for (const std::string &v : variants)
     for (llvm::StringRef p : parts(v)) {
-      if (p == "default" || p == "serial" || p == "overlap" || p == "threshold" || p == "affine" || p == "piecewise" ||
-          p == "in-kernel" || p == "prewidened" || p == "tensor-map" || p == "pingpong" || p == "no-pingpong" ||
-          p == "mma-sum" || p == "alu-sum" || p == "persistent" || p == "per-tile" || p == "multicast" ||
-          p == "no-multicast" || p == "thread-blocks" || p == "quad-blocks" || p == "fp16-scores" ||
-          p == "fp32-scores" || p == "pieces-from-scores" || p == "pieces-from-y" || p == "fused-widening" ||
-          p == "widening-passes")
-        continue;
-      if (ringDepthVariant(p) || blockKeysVariant(p) || blockRowsVariant(p) || guardSlackVariant(p) ||
-          exp2PolyVariant(p))
+      int value = 0;
+      if (p == "default" || isClassifierVariant(p) || benchVariantField(p, value) || guardSlackVariant(p))
         continue;
       auto ab = parseStageAblation(p);
       if (!ab) {
@@ -98,86 +123,17 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
                                                             int seqlen, bool causal) {
   KernelSpec s = base;
   AttentionSpec &a = s.attention;
-  const bool wgmma = a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  const bool wgmma = a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
   for (llvm::StringRef p : parts(variant)) {
+    int value = 0;
     if (p == "default")
       continue;
-    if (p == "serial" || p == "overlap") {
-      if (!wgmma)
+    if (const TileField *f = benchVariantField(p, value)) { // every tile variant is the wgmma kernel's
+      if (!wgmma || !applyTileField(s, *f, value))
         return std::nullopt;
-      a.tile.overlap = p == "overlap";
-      a.tile.pingpong = a.tile.pingpong && a.tile.overlap; // (the serial loop's turns: `pingpong` after it)
-    } else if (p == "pingpong" || p == "no-pingpong") {
-      if (!wgmma)
-        return std::nullopt;
-      a.tile.pingpong = p == "pingpong";
-    } else if (p == "persistent" || p == "per-tile") {
-      if (!wgmma || (p == "persistent" && a.tile.kv_staging == KvStaging::InKernel))
-        return std::nullopt;
-      a.tile.persistent = p == "persistent";
-      a.tile.kv_multicast = a.tile.kv_multicast && a.tile.persistent;
-    } else if (p == "multicast" || p == "no-multicast") {
-      // (multicast runs on the persistent grid: it turns that on where the default has it off)
-      if (!wgmma || (p == "multicast" && a.tile.kv_staging != KvStaging::Prewidened))
-        return std::nullopt;
-      a.tile.kv_multicast = p == "multicast";
-      a.tile.persistent = a.tile.persistent || a.tile.kv_multicast;
-    } else if (p == "thread-blocks" || p == "quad-blocks") {
-      if (!wgmma || a.route != Route::DirectP)
-        return std::nullopt;
-      a.tile.thread_key_blocks = p == "thread-blocks";
-    } else if (p == "fp16-scores" || p == "fp32-scores") {
-      // (FP16 scores take the widening shift that keeps |S| finite)
-      if (!wgmma || a.route == Route::Bf16)
-        return std::nullopt;
-      s = withScoresFp16(std::move(s), p == "fp16-scores");
-    } else if (const std::optional<int> poly = exp2PolyVariant(p)) {
-      if (!wgmma || a.route != Route::Nvfp8)
-        return std::nullopt;
-      if (!a.tile.scores_fp16)
-        s = withScoresFp16(std::move(s), true);
-      a.tile.exp2_poly_tiles = *poly;
-    } else if (p == "pieces-from-scores" || p == "pieces-from-y") {
-      // (directp's piecewise classifier on FP16 scores only)
-      if (!wgmma || a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
-        return std::nullopt;
-      a.tile.pieces_from_scores = p == "pieces-from-scores";
-    } else if (p == "fused-widening" || p == "widening-passes") {
-      // (the persistent grid's prewidened images, FP8-fed routes: by its spare producer warps or
-      // by the passes before it)
-      if (!wgmma || a.route == Route::Bf16 || !a.tile.persistent || a.tile.kv_staging != KvStaging::Prewidened ||
-          a.tile.kv_multicast)
-        return std::nullopt;
-      a.tile.fused_widening = p == "fused-widening";
-    } else if (p == "mma-sum" || p == "alu-sum") {
-      if (!wgmma)
-        return std::nullopt;
-      a.tile.mma_row_sum = p == "mma-sum";
-    } else if (p == "in-kernel" || p == "prewidened" || p == "tensor-map") {
-      // bf16 tiles are never widened in-kernel; tensor maps read the bf16 route's own tensors
-      if (!wgmma || (p == "in-kernel" && a.route == Route::Bf16) || (p == "tensor-map" && a.route != Route::Bf16))
-        return std::nullopt;
-      a.tile.kv_staging = p == "prewidened" ? KvStaging::Prewidened
-                          : p == "tensor-map" ? KvStaging::TensorMap
-                                              : KvStaging::InKernel;
-      a.tile.persistent = a.tile.persistent && a.tile.kv_staging != KvStaging::InKernel;
-      a.tile.kv_multicast = a.tile.kv_multicast && a.tile.persistent;
-    } else if (const std::optional<int> m = blockRowsVariant(p)) {
-      if (!wgmma || (*m == 192 && a.tile.kv_staging == KvStaging::InKernel))
-        return std::nullopt;
-      a.tile.block_m = *m;
-      a.tile.warps = *m / 16 + 4;
-    } else if (const std::optional<int> n = blockKeysVariant(p)) {
-      if (!wgmma)
-        return std::nullopt;
-      a.tile.block_n = *n;
     } else if (const std::optional<int> slack = guardSlackVariant(p)) {
       setGuardSlack(a, static_cast<float>(*slack));
-    } else if (const std::optional<int> depth = ringDepthVariant(p)) {
-      if (!wgmma || (*depth < 2 && a.tile.overlap))
-        return std::nullopt;
-      a.tile.stages = *depth;
-    } else if (p == "threshold" || p == "affine" || p == "piecewise") {
+    } else if (isClassifierVariant(p)) {
       if (a.route != Route::DirectP)
         return std::nullopt;
       // The tuner's fit (Gaussian scores of unit variance, the shape's length up to 4096 keys).
@@ -191,7 +147,7 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
         return ab.takeError();
       if (!wgmma)
         return std::nullopt;
-      a.tile.ablation = *ab;
+      a.tile.bench_ablation = *ab;
     }
   }
   // The 192-key default (directp) cannot take the threshold classifier or softmax-twice (they
@@ -200,19 +156,22 @@ llvm::Expected<std::optional<KernelSpec>> applyBenchVariant(const KernelSpec &ba
   // it names its rows.
   bool names_keys = false, names_rows = false, names_blocks = false;
   for (llvm::StringRef p : parts(variant)) {
-    names_keys = names_keys || blockKeysVariant(p).has_value();
-    names_rows = names_rows || blockRowsVariant(p).has_value();
+    int value = 0;
+    const TileField *f = benchVariantField(p, value);
+    const llvm::StringRef field = f ? f->name : "";
+    names_keys = names_keys || field == "block_n";
+    names_rows = names_rows || field == "block_m";
     names_blocks = names_blocks || p == "thread-blocks";
   }
   // A variant that moves the key tile off 128 (or V's key order) keeps the quad blocks where the
   // default has thread blocks, unless it names them.
   if (!names_blocks)
     s = keepingFitKeyBlocks(std::move(s));
-  if (!names_keys && a.tile.block_n == 192 && llvm::errorToBool(validateSpec(s)))
-    a.tile.block_n = 128;
-  if (!names_rows && a.tile.block_m == 192 && llvm::errorToBool(validateSpec(s))) {
-    a.tile.block_m = 128;
-    a.tile.warps = 12;
+  if (!names_keys && a.tile.shape.block_n == 192 && llvm::errorToBool(validateSpec(s)))
+    a.tile.shape.block_n = 128;
+  if (!names_rows && a.tile.shape.block_m == 192 && llvm::errorToBool(validateSpec(s))) {
+    a.tile.shape.block_m = 128;
+    a.tile.shape.warps = 12;
   }
   // A variant this shape cannot take (a ring too deep for its tiles' shared memory) is skipped
   // like an inapplicable one.

@@ -1,7 +1,7 @@
 #pragma once
 // `fa4jit bench --variants`: named changes applied to the kernel the engine would run, so that
-// one call times a kernel beside versions of it that leave a stage out (issue 5's leave-one-out
-// table) or take another classifier or consumer order.
+// one call times a kernel beside versions of it that leave a stage out or take another classifier,
+// tile or consumer order.
 #include "fa4jit/codegen/spec.h"
 
 #include <llvm/Support/Error.h>
@@ -13,14 +13,11 @@
 namespace fa4jit::tools {
 
 // One variant: "default", or names joined with '+', each one of
-//   serial | overlap          the wgmma consumer loop without / with the softmax-PV overlap
-//   in-kernel | prewidened | tensor-map   where the wgmma kernel widens FP4 K/V, or how the bf16
-//                             route's tiles arrive (repacked by a pass, or by TMA tensor maps) (KvStaging)
-//   pingpong | no-pingpong    whether the consumers take turns issuing wgmmas
-//   rows128 | rows192         query rows per wgmma CTA: two or three consumer warpgroups
-//   slack0 .. slack4          the range guard's slack (log2 units a tile max may pass the row max
+//   a tile field's bench name (spec_fields.h: e.g. serial | overlap, pingpong | no-pingpong,
+//                             in-kernel | prewidened | tensor-map, keys128, rows192, stages3, poly8)
+//   slack0 .. slack8          the range guard's slack (log2 units a tile max may pass the row max
 //                             before O is rescaled; FP8-fed P takes offset 8 - N)
-//   threshold | affine        the Direct-P classifier (affine: fitted to the shape's Gaussian scores)
+//   piecewise | threshold | affine   the Direct-P classifier (affine: fitted to Gaussian scores)
 //   skip-loads | skip-qk | skip-softmax | skip-pv | softmax-twice   (StageAblation; wrong results)
 // Returns the changed spec, or nullopt where the variant does not apply to this route (affine on
 // nvfp8) or kernel (overlap on mma.sync); an unknown name is an error.

@@ -213,9 +213,9 @@ bool buildSpec(const EmitArgs &a, KernelSpec &spec) {
          (a.beta.empty() || parseFloatArg("--beta", a.beta, t.classifier.beta)) &&
          (a.y_split.empty() || parseFloatArg("--y-split", a.y_split, t.classifier.y_split)) &&
          (a.softmax_scale.empty() || parseFloatArg("--softmax-scale", a.softmax_scale, t.softmax_scale)) &&
-         (a.block_m.empty() || parseIntArg("--block-m", a.block_m, t.tile.block_m)) &&
-         (a.block_n.empty() || parseIntArg("--block-n", a.block_n, t.tile.block_n)) &&
-         (a.warps.empty() || parseIntArg("--warps", a.warps, t.tile.warps));
+         (a.block_m.empty() || parseIntArg("--block-m", a.block_m, t.tile.shape.block_m)) &&
+         (a.block_n.empty() || parseIntArg("--block-n", a.block_n, t.tile.shape.block_n)) &&
+         (a.warps.empty() || parseIntArg("--warps", a.warps, t.tile.shape.warps));
 }
 
 int printJson(const KernelSpec &spec, const EmittedKernel &k) {

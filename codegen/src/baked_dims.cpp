@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "fa4jit/codegen/sm100_attention.h"
+#include "fa4jit/codegen/spec_fields.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -95,6 +96,28 @@ std::string classifierNote(const ClassifierSpec &c) {
   return s;
 }
 
+// One tile field as the config struct's constants. KvStaging is two flags the templates test
+// (kv_prewidened, kv_tensor_map); an enum is spelled as the device namespace's enum.
+void appendTileConstants(const TileField &f, int v, std::vector<BakedConstant> &out) {
+  switch (f.type) {
+  case FieldType::Int: out.push_back({f.name, "int", intText(v), f.note}); return;
+  case FieldType::Bool: out.push_back({f.name, "bool", boolText(v != 0), f.note}); return;
+  case FieldType::KvStaging:
+    out.push_back({"kv_prewidened", "bool", boolText(v == static_cast<int>(KvStaging::Prewidened)),
+                   "K/V tiles widened by a separate pass, copied in bulk"});
+    out.push_back({"kv_tensor_map", "bool", boolText(v == static_cast<int>(KvStaging::TensorMap)),
+                   "bf16 Q/K/V tiles loaded by TMA tensor maps from the tensors as they are"});
+    return;
+  case FieldType::Ablation: {
+    const auto ablation = static_cast<StageAblation>(v);
+    out.push_back({"ablation", "StageAblation", deviceAblation(ablation),
+                   ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
+    return;
+  }
+  case FieldType::Schedule: break; // (FieldBaked::Never: it picks the template)
+  }
+}
+
 DimensionSplit attentionSplit(const KernelSpec &spec) {
   const AttentionSpec a = canonicalize(spec).attention;
   DimensionSplit d;
@@ -108,9 +131,6 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
       {"route", "Route", deviceRoute(a.route), toString(a.route)},
       {"head_dim", "int", intText(a.head_dim), ""},
       {"causal", "bool", boolText(a.causal), "bottom-right aligned"},
-      {"block_m", "int", intText(a.tile.block_m), "query rows per CTA"},
-      {"block_n", "int", intText(a.tile.block_n), "keys per main-loop tile"},
-      {"warps", "int", intText(a.tile.warps), ""},
       {"qk_widening", "Widening", deviceWidening(quantized ? a.operands.qk_widening : Widening::Bf16),
        quantized ? "how NVFP4 Q/K reach the tensor core" : "bf16 route: BF16 operands"},
       {"qk_widen_shift", "int", intText(a.operands.qk_widen_shift), ""},
@@ -125,33 +145,17 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
       {"guard_sample_stride", "int", intText(a.guard.sample_stride), ""},
       floatConstant("guard_slack_log2", a.guard.slack_log2, ""),
   };
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
-  {
-    d.baked.push_back({"stages", "int", intText(a.tile.stages), "K/V shared-memory ring depth"});
-    d.baked.push_back({"overlap", "bool", boolText(a.tile.overlap), "softmax of tile j overlaps PV of tile j-1"});
-    d.baked.push_back({"pingpong", "bool", boolText(a.tile.pingpong), "consumers take turns issuing wgmmas"});
-    d.baked.push_back({"mma_row_sum", "bool", boolText(a.tile.mma_row_sum), "l summed by the PV wgmma (a ones row in V^T)"});
-    d.baked.push_back({"persistent", "bool", boolText(a.tile.persistent),
-                       "at most one CTA per SM, each looping over work tiles"});
-    d.baked.push_back({"kv_multicast", "bool", boolText(a.tile.kv_multicast),
-                       "two-CTA clusters, each CTA loading half of every K/V stage into both"});
-    d.baked.push_back({"kv_prewidened", "bool", boolText(a.tile.kv_staging == KvStaging::Prewidened),
-                       "K/V tiles widened by a separate pass, copied in bulk"});
-    d.baked.push_back({"kv_tensor_map", "bool", boolText(a.tile.kv_staging == KvStaging::TensorMap),
-                       "bf16 Q/K/V tiles loaded by TMA tensor maps from the tensors as they are"});
-    d.baked.push_back({"thread_key_blocks", "bool", boolText(a.tile.thread_key_blocks),
-                       "each Direct-P block in one thread's S columns (keys ordered by the widening)"});
-    d.baked.push_back({"scores_fp16", "bool", boolText(a.tile.scores_fp16),
-                       "QK^T accumulates S as FP16 pairs (the FP8-fed routes)"});
-    d.baked.push_back({"pieces_from_scores", "bool", boolText(a.tile.pieces_from_scores),
-                       "the piecewise classifier's pieces evaluated from S directly (directp)"});
-    d.baked.push_back({"exp2_poly_tiles", "int", intText(a.tile.exp2_poly_tiles),
-                       "n8 key tiles whose exp2 is an FP16 polynomial on the FMA pipe (nvfp8)"});
-    d.baked.push_back({"fused_widening", "bool", boolText(a.tile.fused_widening),
-                       "the producer's spare warps write the K/V and Q images (no widening passes)"});
-    d.baked.push_back({"ablation", "StageAblation", deviceAblation(a.tile.ablation),
-                       a.tile.ablation == StageAblation::None ? "" : "leave-one-out variant: results are wrong"});
+  // The tile fields, in the field table's order: every kernel's after `causal`, the wgmma
+  // kernel's at the end.
+  const bool wgmma = a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
+  std::vector<BakedConstant> every, wgmma_only;
+  for (const TileField &f : tileFields()) {
+    if (f.baked == FieldBaked::Never || (f.baked == FieldBaked::Wgmma && !wgmma))
+      continue;
+    appendTileConstants(f, f.get(a.tile), f.baked == FieldBaked::Every ? every : wgmma_only);
   }
+  d.baked.insert(d.baked.begin() + 3, every.begin(), every.end());
+  d.baked.insert(d.baked.end(), wgmma_only.begin(), wgmma_only.end());
   d.runtime = {
       {"q, k, v", "operand device addresses (payloads for the quantized routes)"},
       {"q_sf, k_sf, v_sf", "scale-factor tensors (NVFP4 Q/K, MXFP4 V^T)"},

@@ -81,8 +81,8 @@ std::string pruneReason(const KernelSpec &spec, int seqlen_bucket, bool is_heuri
   // A tile longer than the bucket's keys or rows only masks padding; the heuristic is kept as the
   // reference every other candidate is compared with.
   const TileSpec &t = spec.attention.tile;
-  if (why.empty() && !is_heuristic && (t.block_n > std::max(32, seqlen_bucket) || t.block_m > std::max(16, seqlen_bucket)))
-    why.push_back(fmt::format("tile: block {0}x{1} exceeds the sequence bucket {2}", t.block_m, t.block_n,
+  if (why.empty() && !is_heuristic && (t.shape.block_n > std::max(32, seqlen_bucket) || t.shape.block_m > std::max(16, seqlen_bucket)))
+    why.push_back(fmt::format("tile: block {0}x{1} exceeds the sequence bucket {2}", t.shape.block_m, t.shape.block_n,
                               seqlen_bucket));
   std::string text;
   for (const std::string &w : why)
@@ -111,7 +111,7 @@ std::vector<KernelBase> kernelsFor(const KernelSpec &heuristic, bool all) {
   mma = withAttentionSchedule(mma, AttentionSchedule::MmaSync);
   std::vector<KernelBase> out;
   const KernelKind first = isTcgen05Attention(heuristic)                                        ? KernelKind::Tcgen05
-                           : a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized ? KernelKind::Wgmma
+                           : a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized ? KernelKind::Wgmma
                                                                                         : KernelKind::MmaSync;
   out.push_back({first, first == KernelKind::MmaSync ? mma : heuristic});
   if (!all)
@@ -131,9 +131,9 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
     for (int w : space.warps)
       for (int n : space.block_n) {
         KernelSpec s = k.base;
-        s.attention.tile.warps = w;
-        s.attention.tile.block_m = 16 * w;
-        s.attention.tile.block_n = n;
+        s.attention.tile.shape.warps = w;
+        s.attention.tile.shape.block_m = 16 * w;
+        s.attention.tile.shape.block_n = n;
         out.push_back(s);
       }
     break;
@@ -141,10 +141,10 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
     for (int n : space.block_n)
       for (int st : space.stages) {
         KernelSpec s = k.base;
-        s.attention.tile.block_n = n;
-        s.attention.tile.stages = st;
-        s.attention.tile.overlap = st >= 2;
-        s.attention.tile.pingpong = s.attention.tile.pingpong && st >= 2;
+        s.attention.tile.shape.block_n = n;
+        s.attention.tile.pipeline.stages = st;
+        s.attention.tile.pipeline.overlap = st >= 2;
+        s.attention.tile.pipeline.pingpong = s.attention.tile.pipeline.pingpong && st >= 2;
         out.push_back(s);
       }
     for (KernelSpec &alt : wgmmaScheduleAlternatives(k.base)) // consumer order, turns, staging
@@ -161,17 +161,17 @@ std::vector<KernelSpec> tilesOf(const KernelBase &k, const CandidateSpace &space
 std::string candidateLabel(const KernelSpec &spec) {
   const AttentionSpec &a = spec.attention;
   const char *kernel = isTcgen05Attention(spec)                                        ? "tcgen05"
-                       : a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized ? "wgmma"
+                       : a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized ? "wgmma"
                                                                                     : "mma";
-  std::string label = fmt::format("{0} m{1} n{2} w{3}", kernel, a.tile.block_m, a.tile.block_n, a.tile.warps);
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized || isTcgen05Attention(spec))
-    label += fmt::format(" st{0}", a.tile.stages);
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
-    label += std::string(a.tile.overlap ? " overlap" : " serial") + (a.tile.pingpong ? " pingpong" : "") +
-             " " + toString(a.tile.kv_staging) +
-             (a.tile.mma_row_sum ? " mma-sum" : "") + (a.tile.persistent ? " persistent" : "") +
-             (a.tile.kv_multicast ? " multicast" : "") + (a.tile.thread_key_blocks ? " thread-blocks" : "") +
-             (a.tile.scores_fp16 ? " fp16-scores" : "") +
+  std::string label = fmt::format("{0} m{1} n{2} w{3}", kernel, a.tile.shape.block_m, a.tile.shape.block_n, a.tile.shape.warps);
+  if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized || isTcgen05Attention(spec))
+    label += fmt::format(" st{0}", a.tile.pipeline.stages);
+  if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized)
+    label += std::string(a.tile.pipeline.overlap ? " overlap" : " serial") + (a.tile.pipeline.pingpong ? " pingpong" : "") +
+             " " + toString(a.tile.staging.kv) +
+             (a.tile.softmax.mma_row_sum ? " mma-sum" : "") + (a.tile.schedule.persistent ? " persistent" : "") +
+             (a.tile.schedule.kv_multicast ? " multicast" : "") + (a.tile.softmax.thread_key_blocks ? " thread-blocks" : "") +
+             (a.tile.softmax.scores_fp16 ? " fp16-scores" : "") +
              (fusesWidening(a) ? " fused-widening" : "");
   if (a.route != Route::Bf16)
     label += std::string(" ") + toString(a.operands.qk_widening);

@@ -42,11 +42,11 @@ llvm::Error unsupported(const KernelSpec &spec, const std::string &why) {
 // hardware and numerics rules were checked by validateSpec already.
 llvm::Error checkTemplateSupports(const KernelSpec &spec) {
   const AttentionSpec &a = spec.attention;
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+  if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized)
     return llvm::Error::success(); // validateSpec holds every rule of that template
-  if (a.tile.block_m != 16 * a.tile.warps)
-    return unsupported(spec, "attention.tile.block_m (" + std::to_string(a.tile.block_m) + ") must be 16 * warps (" +
-                                 std::to_string(16 * a.tile.warps) + ")");
+  if (a.tile.shape.block_m != 16 * a.tile.shape.warps)
+    return unsupported(spec, "attention.tile.shape.block_m (" + std::to_string(a.tile.shape.block_m) + ") must be 16 * warps (" +
+                                 std::to_string(16 * a.tile.shape.warps) + ")");
   if (a.route == Route::Bf16)
     return llvm::Error::success();
   if (a.operands.qk_widening == Widening::Native)
@@ -72,12 +72,12 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
   EmittedKernel k;
   k.name = kernelName(spec);
   const AttentionSpec a = canonicalize(spec).attention;
-  const int threads = a.tile.warps * 32;
+  const int threads = a.tile.shape.warps * 32;
   const int shared = attentionSharedBytes(a);
   const std::string ns = split.device_namespace;
   const char *cfg = "GeneratedConfig";
   std::ostringstream os;
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+  if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized) {
     if (!headerEmbedded("fa4jit/attention_sm90/kernel.cuh"))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "attention templates not available: fa4jit/attention_sm90/kernel.cuh is not "
@@ -92,7 +92,7 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
        << ", \"generator and template disagree on shared memory\");\n"
        << "} // namespace\n} // namespace " << ns << "\n\n"
        << "extern \"C\" __global__ void __launch_bounds__(" << threads << ", 1)\n";
-    if (a.tile.kv_staging == KvStaging::TensorMap) // the maps in parameter space, where TMA reads them
+    if (a.tile.staging.kv == KvStaging::TensorMap) // the maps in parameter space, where TMA reads them
       os << k.name << "(const " << ns << "::" << split.params_type << " params, const __grid_constant__ " << sm90
          << "::AttentionTensorMaps maps) {\n"
          << "  " << sm90 << "::attentionForwardSm90<" << ns << "::" << cfg << ">(params, &maps);\n}\n";
@@ -110,9 +110,9 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
       k.entries.push_back({widen, kWidenKvThreads, 0});
     };
     // (fused widening: the kernel writes both kinds of images itself, attention_sm90/widen_ahead.cuh)
-    if (a.tile.kv_staging == KvStaging::Prewidened && !a.tile.fused_widening)
+    if (a.tile.staging.kv == KvStaging::Prewidened && !a.tile.staging.fused_widening)
       widening("_widen_kv", "widenKvTiles"); // attention_sm90/widen_kv.cuh
-    if (a.tile.persistent && a.tile.kv_staging != KvStaging::TensorMap && !a.tile.fused_widening)
+    if (a.tile.schedule.persistent && a.tile.staging.kv != KvStaging::TensorMap && !a.tile.staging.fused_widening)
       widening("_widen_q", "widenQTiles"); // attention_sm90/widen_q.cuh: the persistent kernel's Q
     k.source = os.str();
     return k;

@@ -32,12 +32,12 @@ llvm::Error unsupported(const std::string &why) {
 
 // What the template's static_asserts require, as errors naming the field.
 llvm::Error checkTcgen05Supports(const AttentionSpec &a) {
-  if (a.tile.block_m != Tcgen05AttentionTiles::kBlockM || a.tile.warps != Tcgen05AttentionTiles::kWarps)
-    return unsupported("attention.tile.block_m must be 128 and warps 4 (one M = 128 Q tile, thread i = TMEM lane i)");
-  if (a.tile.block_n != Tcgen05AttentionTiles::kBlockN)
-    return unsupported("attention.tile.block_n must be 128 (QK's N; one scale-factor atom of P per tile)");
-  if (a.tile.stages != 1 && a.tile.stages != 2)
-    return unsupported("attention.tile.stages must be 1 or 2");
+  if (a.tile.shape.block_m != Tcgen05AttentionTiles::kBlockM || a.tile.shape.warps != Tcgen05AttentionTiles::kWarps)
+    return unsupported("attention.tile.shape.block_m must be 128 and warps 4 (one M = 128 Q tile, thread i = TMEM lane i)");
+  if (a.tile.shape.block_n != Tcgen05AttentionTiles::kBlockN)
+    return unsupported("attention.tile.shape.block_n must be 128 (QK's N; one scale-factor atom of P per tile)");
+  if (a.tile.pipeline.stages != 1 && a.tile.pipeline.stages != 2)
+    return unsupported("attention.tile.pipeline.stages must be 1 or 2");
   if (a.route == Route::DirectP && a.operands.v_widening != Widening::Native)
     return unsupported("attention.operands.v_widening must be native for directp (MXFP4 P/V through kind::mxf4)");
   if (a.route == Route::Nvfp8 && a.operands.v_widening != Widening::E4m3)
@@ -56,7 +56,7 @@ llvm::Expected<EmittedKernel> emitAttentionSm100(const KernelSpec &spec, const D
     return e;
   EmittedKernel k;
   k.name = kernelName(spec);
-  const int threads = a.tile.warps * 32;
+  const int threads = a.tile.shape.warps * 32;
   const int shared = tcgen05AttentionSharedBytes(a);
   const std::string ns = split.device_namespace;
   const char *cfg = "GeneratedConfig";

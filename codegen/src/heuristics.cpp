@@ -33,16 +33,16 @@ namespace {
 // nvfp8 causal), so those take half the keys.
 TileSpec mmaSyncTiles(Route route, int head_dim) {
   TileSpec t;
-  t.warps = 4;
-  t.block_m = 16 * t.warps;
-  t.stages = 1;
-  t.schedule = AttentionSchedule::MmaSync;
+  t.shape.warps = 4;
+  t.shape.block_m = 16 * t.shape.warps;
+  t.pipeline.stages = 1;
+  t.schedule.kernel = AttentionSchedule::MmaSync;
   if (head_dim <= 64)
-    t.block_n = route == Route::Nvfp8 ? 64 : 128;
+    t.shape.block_n = route == Route::Nvfp8 ? 64 : 128;
   else if (head_dim <= 128)
-    t.block_n = 64;
+    t.shape.block_n = 64;
   else
-    t.block_n = 32;
+    t.shape.block_n = 32;
   return t;
 }
 
@@ -114,7 +114,7 @@ KernelSpec defaultAttentionSpec(Route route, int head_dim, bool causal, Target t
 KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   TileSpec &t = s.attention.tile;
   const int d = s.attention.head_dim;
-  t.schedule = schedule;
+  t.schedule.kernel = schedule;
   if (schedule == AttentionSchedule::MmaSync) {
     t = mmaSyncTiles(s.attention.route, d);
     return withScoresFp16(s, false); // (FP32 scores: the default widening shift)
@@ -127,23 +127,23 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // +14% / +15%, directp +12% / +11% / +11% over 64 keys, causal alike. bf16's 128-key stages
   // (64 KiB each for K and V) do not fit twice beside Q: 80 keys there (FlashAttention-3's tile at
   // D = 256: two stages of 80 KiB beside 64 KiB of Q).
-  t.warps = 12;
-  t.block_m = 128;
-  t.block_n = d <= 128 || s.attention.route != Route::Bf16 ? 128 : 80;
+  t.shape.warps = 12;
+  t.shape.block_m = 128;
+  t.shape.block_n = d <= 128 || s.attention.route != Route::Bf16 ? 128 : 80;
   // directp at D <= 128: 192 keys (QK^T's wgmma N = 192, V^T in two column blocks). Measured on the
   // H200 (docs/PERF.md, fifth session call 5): directp +3-10% over 128 keys at D64/D128, 4k-32k;
   // nvfp8 -2% (D128) to -14% (D64), so it keeps 128.
   if (s.attention.route == Route::DirectP && d <= 128)
-    t.block_n = 192;
+    t.shape.block_n = 192;
   // D = 64: three consumer warpgroups (192 query rows, 512 threads, 160 registers each) of 128-key
   // tiles, FlashAttention-3's choice there: at D = 64 a score costs half the MMA time of D = 128 for
   // the same softmax, and a third warp per scheduler issues while the other two wait on their
   // softmax's dependency chains. Measured on the H200 (sixth session, call 3, 4k / 16k): nvfp8
   // +23% / +31%, bf16 +23% / +21%, directp +10% / +9% (its 192-key tiles do not fit 160 registers).
   if (d == 64) {
-    t.block_m = 192;
-    t.warps = 16;
-    t.block_n = 128;
+    t.shape.block_m = 192;
+    t.shape.warps = 16;
+    t.shape.block_n = 128;
   }
   // The FP8-fed routes at D = 128: three consumers of 96-key tiles (S of 48 registers beside a
   // 128-wide O in 160). Measured on the H200 (sixth session, call 5; 4k / 16k / 32k, non-causal
@@ -151,9 +151,9 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // +12% and +14% / +18% / +11%, directp +2% / +2% / +1% and +8% / +2% / +2%. 64-key tiles gained
   // less (nvfp8 0 to +5%) or lost (directp -5 to -7%: its per-32-key-block terms weigh more).
   if (d == 128 && s.attention.route != Route::Bf16) {
-    t.block_m = 192;
-    t.warps = 16;
-    t.block_n = 96;
+    t.shape.block_m = 192;
+    t.shape.warps = 16;
+    t.shape.block_n = 96;
   }
   // bf16 at D = 128, non-causal: three consumers of 64-key tiles (S of 32 registers and P of 16
   // beside O's 64). Measured on the H200 (twelfth session, call 7; 4k / 16k / 32k, two passes in
@@ -161,40 +161,40 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // is off the overlapped loop's path and the guard has slack (the sixth session measured -2%
   // without either). Causal calls keep two consumers (not measured with three).
   if (d == 128 && s.attention.route == Route::Bf16 && !s.attention.causal) {
-    t.block_m = 192;
-    t.warps = 16;
-    t.block_n = 64;
+    t.shape.block_m = 192;
+    t.shape.warps = 16;
+    t.shape.block_n = 64;
   }
   // Ring depth: BF16 tiles take twice the bytes; at D = 128 three stages of 64 KiB beside 32 KiB
   // of Q still fit (225 KiB): +13-16% over two on the H200 (docs/PERF.md). D = 256: two.
-  t.stages = d <= 128 ? 3 : 2;
+  t.pipeline.stages = d <= 128 ? 3 : 2;
   // Softmax of tile j under PV of tile j-1 (consumer.cuh); needs stages >= 2. At D = 256 the
   // serial loop measured faster on the H200 for every route (nvfp8 +13%, directp +15%, bf16 0-25%:
   // the overlap keeps P of two tiles beside a 256-wide O; docs/PERF.md).
-  t.overlap = d <= 128;
+  t.pipeline.overlap = d <= 128;
   // K/V widened once per forward and copied in bulk: measured on the H200, the in-kernel widening
   // by every CTA's producer capped the kernel at 0.3-0.5x cuDNN (docs/PERF.md, skip-loads row).
   // The bf16 route has nothing to widen: its tiles come by tensor maps straight from the BF16
   // tensors. Its repacking pass took 21% of the D128 4k forward on the H200 (Nsight Compute,
   // sixth session: 464 of 2180 us), 4 bytes per element of extra traffic.
-  t.kv_staging = s.attention.route == Route::Bf16 ? KvStaging::TensorMap : KvStaging::Prewidened;
+  t.staging.kv = s.attention.route == Route::Bf16 ? KvStaging::TensorMap : KvStaging::Prewidened;
   // Consumers taking turns: +3-8% at D 64/128 on the H200, -2-3% at D 256 (docs/PERF.md). Causal
   // consumers can take turns in the work tiles where their tile counts agree (consumer_role.cuh),
   // but measured on the H200 that was -7% for nvfp8 (D64, D128 16k), within noise for directp and
   // +8% / -3% for bf16 in two runs (fifth session): the tuner's alternative there, not the default.
   // The serial loop takes turns too (at each QK^T and PV): at D = 256 +4-7% for bf16 (4k / 16k,
   // causal +3-4%), -1% to -9% for the FP8-fed routes (eighth session, call 11), so bf16 only.
-  t.pingpong = (t.overlap && !s.attention.causal && d <= 128) || (s.attention.route == Route::Bf16 && d == 256);
+  t.pipeline.pingpong = (t.pipeline.overlap && !s.attention.causal && d <= 128) || (s.attention.route == Route::Bf16 && d == 256);
   // The normalizer from the PV wgmma (a ones row in V^T): decoding each fed P byte for l cost 2.5
   // of the FP8-fed softmax's ~10 instructions per score; +5-9% for nvfp8 on the H200
   // (docs/PERF.md). N = D + 8 must stay <= 256.
-  t.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
+  t.softmax.mma_row_sum = s.attention.route != Route::Bf16 && d <= 128;
   // A persistent grid of one CTA per SM looping over the work tiles: each CTA's Q load and first
   // K/V tiles overlap the previous tile's last softmax, PV and epilogue (work_tiles.cuh). Measured
   // on the H200 (docs/PERF.md, fifth session): non-causal +5-8% at 4k keys, +-3% beyond. Causal
   // grids that hand their work tiles out at run time (work_tiles.cuh) win at short keys and lose
   // up to 9% at 32k (ninth session): the choice by length is defaultAttentionSpecForKeys's.
-  t.persistent = !s.attention.causal;
+  t.schedule.persistent = !s.attention.causal;
   // The persistent grid widens its own K/V and Q images (fused_widening: the producer's spare
   // warps, ahead of the consumers; attention_sm90/widen_ahead.cuh) instead of two passes before
   // it, which cost a fixed ~94 us per D128 forward (sixth session's split: 8% of the 4096-key
@@ -207,7 +207,7 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // three-consumer directp and D64 kernels are issue-bound and keep the passes (and so does the
   // causal D128 nvfp8 kernel). Inert where the grid is not persistent (canonicalize clears it), so
   // the causal choice by length below needs no other edit.
-  t.fused_widening = s.attention.route != Route::Bf16 &&
+  t.staging.fused_widening = s.attention.route != Route::Bf16 &&
                      (d == 256 || (s.attention.route == Route::Nvfp8 && d == 128 && !s.attention.causal));
   // directp on 128-key tiles (D64, D256): each 32-key block in one thread's S columns, so its max
   // needs no quad shuffles and its exponent, bias and table come once per 32 scores of a thread
@@ -228,15 +228,15 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   // +2% over forming y_h first (docs/PERF.md).
   if (s.attention.route == Route::DirectP) {
     s = withScoresFp16(std::move(s), true);
-    t.pieces_from_scores = true;
+    t.softmax.pieces_from_scores = true;
   }
   // directp at D128: FP16 scores leave room for 128-key tiles on three consumers (S of 32
   // registers), each 32-key block in one thread's columns. Measured on the H200 (thirteenth
   // session, call 5; 4k / 16k / 32k, two passes): +16% / +16% / +16% non-causal, +9% / +12% /
   // +9% causal over 96-key tiles (1.49x / 1.89x / 1.93x cuDNN non-causal); two consumers of 128
   // keys +2-6% (causal -2 to +1%), of 192 keys -1 to -5%.
-  if (s.attention.route == Route::DirectP && d == 128 && t.block_m == 192)
-    t.block_n = 128;
+  if (s.attention.route == Route::DirectP && d == 128 && t.shape.block_m == 192)
+    t.shape.block_n = 128;
   // nvfp8: S in FP16 too, with x_h = FP16(fma(acc_h, FP16(mul), off - m)) in one HFMA2 per pair
   // and 2^x_h on the MUFU's FP16 form (two MUFU.EX2.F16 and a PRMT per pair: no fewer issue
   // slots than FP32's two FFMA), the tile max on FP16 pairs, and at D128 three consumers of
@@ -254,21 +254,21 @@ KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   if (s.attention.route == Route::Nvfp8 && (d == 128 || (d == 256 && !s.attention.causal))) {
     s = withScoresFp16(std::move(s), true);
     if (d == 128)
-      t.block_n = 128;
+      t.shape.block_n = 128;
     if (d == 256)
-      t.exp2_poly_tiles = t.block_n / 16;
+      t.softmax.exp2_poly_tiles = t.shape.block_n / 16;
   }
-  t.thread_key_blocks = t.block_n == 128 && threadKeyBlocksFit(s);
+  t.softmax.thread_key_blocks = t.shape.block_n == 128 && threadKeyBlocksFit(s);
   return s;
 }
 
 bool threadKeyBlocksFit(const KernelSpec &spec) {
   const AttentionSpec &a = spec.attention;
-  if (a.route != Route::DirectP || a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized)
+  if (a.route != Route::DirectP || a.tile.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized)
     return false;
   KernelSpec with = spec, without = spec;
-  with.attention.tile.thread_key_blocks = true;
-  without.attention.tile.thread_key_blocks = false;
+  with.attention.tile.softmax.thread_key_blocks = true;
+  without.attention.tile.softmax.thread_key_blocks = false;
   const std::vector<std::string> before = specViolations(without);
   for (const std::string &v : specViolations(with)) // (a violation both share is not theirs)
     if (std::find(before.begin(), before.end(), v) == before.end())
@@ -281,15 +281,15 @@ namespace {
 // blocks): a variant without them takes 96-key tiles there.
 KernelSpec fittingThreeConsumerKeys(KernelSpec s) {
   TileSpec &t = s.attention.tile;
-  if (t.block_m == 192 && t.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
-    t.block_n = 96;
+  if (t.shape.block_m == 192 && t.shape.block_n == 128 && s.attention.head_dim == 128 && !specViolations(s).empty())
+    t.shape.block_n = 96;
   return s;
 }
 } // namespace
 
 KernelSpec keepingFitKeyBlocks(KernelSpec s) {
   if (!threadKeyBlocksFit(s)) {
-    s.attention.tile.thread_key_blocks = false;
+    s.attention.tile.softmax.thread_key_blocks = false;
     s = fittingThreeConsumerKeys(std::move(s));
   }
   return s;
@@ -298,120 +298,120 @@ KernelSpec keepingFitKeyBlocks(KernelSpec s) {
 KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, Target target, int seqlen_k) {
   KernelSpec s = defaultAttentionSpec(route, head_dim, causal, target);
   TileSpec &t = s.attention.tile;
-  if (causal && t.schedule == AttentionSchedule::WgmmaWarpSpecialized && t.kv_staging != KvStaging::InKernel) {
+  if (causal && t.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized && t.staging.kv != KvStaging::InKernel) {
     // Measured causal, persistent / one CTA per work tile (ninth session, call 5): FP8-fed 4k
     // +9-22%, 8k +0-14%, 16k -5 to +4%, 32k -9 to 0%; bf16 4k +2-5%, 8k -2 to -6%.
     const int most = route == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
-    t.persistent = seqlen_k <= most;
+    t.schedule.persistent = seqlen_k <= most;
   }
   // nvfp8's fused widening by length. Measured on the H200 (sixteenth session, calls 2 and 6, same
   // binary, two passes each) against the passes: D128 +4% at 4k, -2% at 8k, -1% at 32k; D256 +13%
   // at 4k, -3% at 8k, -1% at 32k (directp at D256: +11%, +3%, +4%, so it widens in the kernel at
   // every length).
   if (route == Route::Nvfp8 && seqlen_k > kNvfp8FusedWideningMaxKeys)
-    t.fused_widening = false;
+    t.staging.fused_widening = false;
   return s;
 }
 
 std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   std::vector<KernelSpec> out;
   const TileSpec &t = base.attention.tile;
-  if (t.schedule != AttentionSchedule::WgmmaWarpSpecialized)
+  if (t.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized)
     return out;
-  if (t.overlap) { // the consumer loop without the softmax/PV overlap (and so without turns)
+  if (t.pipeline.overlap) { // the consumer loop without the softmax/PV overlap (and so without turns)
     KernelSpec serial = base;
-    serial.attention.tile.overlap = false;
-    serial.attention.tile.pingpong = false;
+    serial.attention.tile.pipeline.overlap = false;
+    serial.attention.tile.pipeline.pingpong = false;
     out.push_back(serial);
   }
-  if (!t.overlap && t.stages >= 2) { // the overlapped loop where the default is serial
+  if (!t.pipeline.overlap && t.pipeline.stages >= 2) { // the overlapped loop where the default is serial
     KernelSpec overlapped = base;
-    overlapped.attention.tile.overlap = true;
+    overlapped.attention.tile.pipeline.overlap = true;
     if (!estimateResources(overlapped).fits()) // (P of the previous tile beside S: 64 keys at D = 256)
-      overlapped.attention.tile.block_n = 64;
+      overlapped.attention.tile.shape.block_n = 64;
     out.push_back(overlapped);
   }
-  if (t.mma_row_sum) { // l summed on the ALUs from the decoded P bytes
+  if (t.softmax.mma_row_sum) { // l summed on the ALUs from the decoded P bytes
     KernelSpec alu_sum = base;
-    alu_sum.attention.tile.mma_row_sum = false;
+    alu_sum.attention.tile.softmax.mma_row_sum = false;
     out.push_back(alu_sum);
   }
   KernelSpec fused = base; // the persistent grid's images by its own spare warps, or by the passes
-  fused.attention.tile.fused_widening = true;
+  fused.attention.tile.staging.fused_widening = true;
   if (fusesWidening(fused.attention)) {
     KernelSpec widening = base;
-    widening.attention.tile.fused_widening = !fusesWidening(base.attention);
+    widening.attention.tile.staging.fused_widening = !fusesWidening(base.attention);
     out.push_back(widening);
   }
-  if (t.persistent) { // one CTA per work tile, Q widened by its producer
+  if (t.schedule.persistent) { // one CTA per work tile, Q widened by its producer
     KernelSpec per_tile = base;
-    per_tile.attention.tile.persistent = false;
-    per_tile.attention.tile.kv_multicast = false;
+    per_tile.attention.tile.schedule.persistent = false;
+    per_tile.attention.tile.schedule.kv_multicast = false;
     out.push_back(per_tile);
-  } else if (t.kv_staging != KvStaging::InKernel) { // the persistent grid where it is not the default
+  } else if (t.staging.kv != KvStaging::InKernel) { // the persistent grid where it is not the default
     KernelSpec persistent = base;
-    persistent.attention.tile.persistent = true;
+    persistent.attention.tile.schedule.persistent = true;
     out.push_back(persistent);
   }
-  if (t.pingpong) { // consumers issuing their wgmmas without taking turns
+  if (t.pipeline.pingpong) { // consumers issuing their wgmmas without taking turns
     KernelSpec free_running = base;
-    free_running.attention.tile.pingpong = false;
+    free_running.attention.tile.pipeline.pingpong = false;
     // (where the validator says the tile spills without the turns: 64-key tiles there)
     if (!specViolations(free_running).empty())
-      free_running.attention.tile.block_n = 64;
+      free_running.attention.tile.shape.block_n = 64;
     out.push_back(free_running);
   } else { // taking turns where the default does not (causal: where counts agree; the serial loop too)
     KernelSpec turns = base;
-    turns.attention.tile.pingpong = true;
+    turns.attention.tile.pipeline.pingpong = true;
     out.push_back(turns);
   }
   // bf16: the tiles repacked by a pass (and bulk-copied) instead of loaded by tensor maps, or back.
-  if (base.attention.route == Route::Bf16 && t.kv_staging != KvStaging::InKernel) {
+  if (base.attention.route == Route::Bf16 && t.staging.kv != KvStaging::InKernel) {
     KernelSpec other = base;
-    other.attention.tile.kv_staging =
-        t.kv_staging == KvStaging::TensorMap ? KvStaging::Prewidened : KvStaging::TensorMap;
-    if (t.block_n == 80) // (the repacked V^T's rows are whole 128-byte blocks: 64 keys)
-      other.attention.tile.block_n = 64;
+    other.attention.tile.staging.kv =
+        t.staging.kv == KvStaging::TensorMap ? KvStaging::Prewidened : KvStaging::TensorMap;
+    if (t.shape.block_n == 80) // (the repacked V^T's rows are whole 128-byte blocks: 64 keys)
+      other.attention.tile.shape.block_n = 64;
     out.push_back(other);
   }
   // Every CTA's producer widens K/V itself (FP8-fed routes; bf16 tiles are never widened).
-  if (t.kv_staging == KvStaging::Prewidened && base.attention.route != Route::Bf16) {
+  if (t.staging.kv == KvStaging::Prewidened && base.attention.route != Route::Bf16) {
     KernelSpec in_kernel = base;
-    in_kernel.attention.tile.kv_staging = KvStaging::InKernel;
-    in_kernel.attention.tile.persistent = false; // (the persistent producer is one thread)
-    in_kernel.attention.tile.kv_multicast = false;
-    in_kernel.attention.tile.block_n = std::min(t.block_n, 128); // (its V^T: one column block)
-    in_kernel.attention.tile.block_m = 128; // (three consumers leave the producer one thread)
-    in_kernel.attention.tile.warps = 12;
+    in_kernel.attention.tile.staging.kv = KvStaging::InKernel;
+    in_kernel.attention.tile.schedule.persistent = false; // (the persistent producer is one thread)
+    in_kernel.attention.tile.schedule.kv_multicast = false;
+    in_kernel.attention.tile.shape.block_n = std::min(t.shape.block_n, 128); // (its V^T: one column block)
+    in_kernel.attention.tile.shape.block_m = 128; // (three consumers leave the producer one thread)
+    in_kernel.attention.tile.shape.warps = 12;
     if (!estimateResources(in_kernel).fits()) // (its consumers have 216 registers: 64 keys at D = 256)
-      in_kernel.attention.tile.block_n = 64;
+      in_kernel.attention.tile.shape.block_n = 64;
     out.push_back(in_kernel);
   }
   // The other consumer count: two where the default has three, three (192 rows, the key tile that
   // fits 160 registers: 128 keys at D = 64, 64 at D = 128) where it has two.
   const bool fp8_d128 = base.attention.route != Route::Bf16 && base.attention.head_dim == 128;
-  if (t.block_m == 192) {
+  if (t.shape.block_m == 192) {
     KernelSpec two = base;
-    two.attention.tile.block_m = 128;
-    two.attention.tile.warps = 12;
-    two.attention.tile.block_n = base.attention.route == Route::DirectP ? 192 : 128;
+    two.attention.tile.shape.block_m = 128;
+    two.attention.tile.shape.warps = 12;
+    two.attention.tile.shape.block_n = base.attention.route == Route::DirectP ? 192 : 128;
     out.push_back(two);
-  } else if (base.attention.head_dim <= 128 && t.kv_staging != KvStaging::InKernel) {
+  } else if (base.attention.head_dim <= 128 && t.staging.kv != KvStaging::InKernel) {
     KernelSpec three = base;
-    three.attention.tile.block_m = 192;
-    three.attention.tile.warps = 16;
-    three.attention.tile.block_n = base.attention.head_dim <= 64 ? 128 : 64;
+    three.attention.tile.shape.block_m = 192;
+    three.attention.tile.shape.warps = 16;
+    three.attention.tile.shape.block_n = base.attention.head_dim <= 64 ? 128 : 64;
     out.push_back(three);
   }
-  if (t.block_m == 192 && fp8_d128 && t.block_n != 96) { // three consumers of 96-key tiles (fits at D128)
+  if (t.shape.block_m == 192 && fp8_d128 && t.shape.block_n != 96) { // three consumers of 96-key tiles (fits at D128)
     KernelSpec keys96 = base;
-    keys96.attention.tile.block_n = 96;
+    keys96.attention.tile.shape.block_n = 96;
     out.push_back(keys96);
-  } else if (t.block_m == 128 && fp8_d128 && t.kv_staging != KvStaging::InKernel) {
+  } else if (t.shape.block_m == 128 && fp8_d128 && t.staging.kv != KvStaging::InKernel) {
     KernelSpec keys96 = base;
-    keys96.attention.tile.block_m = 192;
-    keys96.attention.tile.warps = 16;
-    keys96.attention.tile.block_n = 96;
+    keys96.attention.tile.shape.block_m = 192;
+    keys96.attention.tile.shape.warps = 16;
+    keys96.attention.tile.shape.block_n = 96;
     out.push_back(keys96);
   }
   for (KernelSpec &alt : out) // (alternatives that moved the key tile keep the quad blocks)
@@ -420,44 +420,44 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
   // quads; at D128 also the 128-key tiles, where a block lies in one thread.
   if (base.attention.route == Route::DirectP) {
     KernelSpec other = base;
-    other.attention.tile.thread_key_blocks = !t.thread_key_blocks;
+    other.attention.tile.softmax.thread_key_blocks = !t.softmax.thread_key_blocks;
     other = fittingThreeConsumerKeys(std::move(other));
-    if (!other.attention.tile.thread_key_blocks || threadKeyBlocksFit(other))
+    if (!other.attention.tile.softmax.thread_key_blocks || threadKeyBlocksFit(other))
       out.push_back(other);
-    if (base.attention.head_dim == 128 && t.block_n == 96 && t.kv_staging != KvStaging::InKernel) {
+    if (base.attention.head_dim == 128 && t.shape.block_n == 96 && t.staging.kv != KvStaging::InKernel) {
       KernelSpec two = base; // two consumers, the overlapped loop (three of 128 keys spill there)
-      two.attention.tile.thread_key_blocks = true;
-      two.attention.tile.block_n = 128;
-      two.attention.tile.block_m = 128;
-      two.attention.tile.warps = 12;
+      two.attention.tile.softmax.thread_key_blocks = true;
+      two.attention.tile.shape.block_n = 128;
+      two.attention.tile.shape.block_m = 128;
+      two.attention.tile.shape.warps = 12;
       out.push_back(two);
       KernelSpec three = base; // three consumers on the serial loop (taking turns measured -2% to -5%)
-      three.attention.tile.thread_key_blocks = true;
-      three.attention.tile.block_n = 128;
-      three.attention.tile.block_m = 192;
-      three.attention.tile.warps = 16;
-      three.attention.tile.overlap = false;
-      three.attention.tile.pingpong = false;
+      three.attention.tile.softmax.thread_key_blocks = true;
+      three.attention.tile.shape.block_n = 128;
+      three.attention.tile.shape.block_m = 192;
+      three.attention.tile.shape.warps = 16;
+      three.attention.tile.pipeline.overlap = false;
+      three.attention.tile.pipeline.pingpong = false;
       out.push_back(three);
     }
   }
   // nvfp8 on FP16 scores: half of each tile's exp2 as the FP16 polynomial, or none.
-  if (base.attention.route == Route::Nvfp8 && t.scores_fp16) {
+  if (base.attention.route == Route::Nvfp8 && t.softmax.scores_fp16) {
     KernelSpec poly = base;
-    poly.attention.tile.exp2_poly_tiles = t.exp2_poly_tiles == 0 ? t.block_n / 16 : 0;
+    poly.attention.tile.softmax.exp2_poly_tiles = t.softmax.exp2_poly_tiles == 0 ? t.shape.block_n / 16 : 0;
     if (specViolations(poly).empty())
       out.push_back(poly);
   }
   // directp's piecewise classifier: its pieces from S, or from y_h formed first.
-  if (canonicalize(base).attention.tile.pieces_from_scores) {
+  if (canonicalize(base).attention.tile.softmax.pieces_from_scores) {
     KernelSpec unfolded = base;
-    unfolded.attention.tile.pieces_from_scores = false;
+    unfolded.attention.tile.softmax.pieces_from_scores = false;
     out.push_back(unfolded);
   }
   // S accumulated in FP16 (Q/K widened by 2^-7 or 2^-8), or back in FP32 (D128's three consumers
   // then on 96-key tiles, quad blocks).
   if (base.attention.route != Route::Bf16) {
-    const KernelSpec scores = fittingThreeConsumerKeys(withScoresFp16(base, !t.scores_fp16));
+    const KernelSpec scores = fittingThreeConsumerKeys(withScoresFp16(base, !t.softmax.scores_fp16));
     if (specViolations(scores).empty())
       out.push_back(scores);
   }
@@ -466,9 +466,9 @@ std::vector<KernelSpec> wgmmaScheduleAlternatives(const KernelSpec &base) {
 
 KernelSpec withScoresFp16(KernelSpec s, bool fp16) {
   AttentionSpec &a = s.attention;
-  a.tile.scores_fp16 = fp16;
+  a.tile.softmax.scores_fp16 = fp16;
   if (!fp16)
-    a.tile.exp2_poly_tiles = 0; // (the polynomial takes FP16 exponents)
+    a.tile.softmax.exp2_poly_tiles = 0; // (the polynomial takes FP16 exponents)
   a.operands.qk_widen_shift =
       fp16 ? std::max(a.operands.qk_widen_shift, minScoresFp16WidenShift(a.head_dim)) : OperandSpec{}.qk_widen_shift;
   return s;
@@ -524,7 +524,7 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         // On sm_90a the FP8-fed routes default to wgmma; their mma.sync kernel stays a variant
         // (the tuner's alternative); `s` below is that mma.sync kernel (tcgen05 on sm_100a).
         const KernelSpec chosen = defaultAttentionSpec(r, d, causal, target);
-        const bool wgmma = chosen.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+        const bool wgmma = chosen.attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
         const KernelSpec s = wgmma ? withAttentionSchedule(chosen, AttentionSchedule::MmaSync) : chosen;
         out.push_back(s);
         if (wgmma)
@@ -532,14 +532,14 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         if (causal) {
           // The causal grid of the other kind (the persistent one hands work tiles out at run time,
           // its own code path): the engine picks it by length (defaultAttentionSpecForKeys).
-          if (wgmma && chosen.attention.tile.kv_staging != KvStaging::InKernel) {
+          if (wgmma && chosen.attention.tile.staging.kv != KvStaging::InKernel) {
             KernelSpec grid = chosen;
-            grid.attention.tile.persistent = !grid.attention.tile.persistent;
+            grid.attention.tile.schedule.persistent = !grid.attention.tile.schedule.persistent;
             out.push_back(grid);
             // the persistent causal grid's images by the passes too, or by its spare warps
-            KernelSpec persistent = chosen.attention.tile.persistent ? chosen : grid;
+            KernelSpec persistent = chosen.attention.tile.schedule.persistent ? chosen : grid;
             if (r != Route::Bf16) {
-              persistent.attention.tile.fused_widening = !fusesWidening(persistent.attention);
+              persistent.attention.tile.staging.fused_widening = !fusesWidening(persistent.attention);
               out.push_back(persistent);
             }
           }
@@ -571,21 +571,21 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             out.push_back(wp);
           }
           for (int stages : {1, 2}) {
-            if (stages == ws.attention.tile.stages)
+            if (stages == ws.attention.tile.pipeline.stages)
               continue;
             KernelSpec w = ws;
-            w.attention.tile.stages = stages;
-            w.attention.tile.overlap = stages >= 2;
-            w.attention.tile.pingpong = w.attention.tile.pingpong && stages >= 2;
+            w.attention.tile.pipeline.stages = stages;
+            w.attention.tile.pipeline.overlap = stages >= 2;
+            w.attention.tile.pipeline.pingpong = w.attention.tile.pipeline.pingpong && stages >= 2;
             out.push_back(w);
           }
           for (KernelSpec &alt : wgmmaScheduleAlternatives(ws))
             out.push_back(std::move(alt));
           // the other key tile: 192 (V^T of two column blocks) or 128; three consumers have no room for
           // more keys (their two-consumer alternative is in wgmmaScheduleAlternatives)
-          if (r != Route::Bf16 && d <= 128 && ws.attention.tile.block_m == 128) {
+          if (r != Route::Bf16 && d <= 128 && ws.attention.tile.shape.block_m == 128) {
             KernelSpec other = ws;
-            other.attention.tile.block_n = ws.attention.tile.block_n == 192 ? 128 : 192;
+            other.attention.tile.shape.block_n = ws.attention.tile.shape.block_n == 192 ? 128 : 192;
             out.push_back(other);
           }
           if (r == Route::DirectP) { // each classifier is its own code path there
@@ -594,9 +594,9 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
               KernelSpec other = ws;
               other.attention.classifier.kind = k;
               if (llvm::errorToBool(validateSpec(other))) { // (the threshold classifier: 128 keys, two consumers)
-                other.attention.tile.block_n = 128;
-                other.attention.tile.block_m = 128;
-                other.attention.tile.warps = 12;
+                other.attention.tile.shape.block_n = 128;
+                other.attention.tile.shape.block_m = 128;
+                other.attention.tile.shape.warps = 12;
               }
               if (llvm::errorToBool(validateSpec(other))) // (and FP32 scores at D256)
                 other = withScoresFp16(std::move(other), false);
@@ -607,18 +607,18 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             for (StageAblation ab : {StageAblation::SkipLoads, StageAblation::SkipQk, StageAblation::SkipSoftmax,
                                      StageAblation::SkipPv, StageAblation::SoftmaxTwice}) {
               KernelSpec v = ws;
-              v.attention.tile.ablation = ab;
+              v.attention.tile.bench_ablation = ab;
               if (llvm::errorToBool(validateSpec(v))) { // (softmax-twice: two consumers, 128-key tiles)
-                v.attention.tile.block_n = 128;
-                v.attention.tile.block_m = 128;
-                v.attention.tile.warps = 12;
+                v.attention.tile.shape.block_n = 128;
+                v.attention.tile.shape.block_m = 128;
+                v.attention.tile.shape.warps = 12;
               }
               out.push_back(v);
             }
           }
-          if (ws.attention.tile.block_n == 128 || ws.attention.tile.block_n == 80) { // 64-key tiles
+          if (ws.attention.tile.shape.block_n == 128 || ws.attention.tile.shape.block_n == 80) { // 64-key tiles
             KernelSpec n64 = ws;
-            n64.attention.tile.block_n = 64;
+            n64.attention.tile.shape.block_n = 64;
             out.push_back(n64);
           }
         }

@@ -17,7 +17,7 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
   assert(spec.family == KernelFamily::AttentionForward && "resource model covers attention kernels");
   const AttentionSpec &a = spec.attention;
   ResourceEstimate r;
-  r.threads = a.tile.warps * 32;
+  r.threads = a.tile.shape.warps * 32;
   r.uses_tmem = usesTensorMemory(spec);
 
   // mma.sync m16n8: each warp owns 16 rows, so per thread O holds 16 * head_dim / 32 FP32 values
@@ -27,19 +27,19 @@ ResourceEstimate estimateResources(const KernelSpec &spec) {
   // The serial wgmma loop packs P as the softmax consumes S, which is dead before the PV (ptxas
   // reuses its registers: D = 256 with 128 FP8 keys does not spill there); the overlapped one keeps
   // tile j's S beside tile j-1's P.
-  const int p_registers = a.route == Route::Bf16 ? a.tile.block_n / 4 : a.tile.block_n / 8;
-  const bool p_beside_s = a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized || a.tile.overlap;
+  const int p_registers = a.route == Route::Bf16 ? a.tile.shape.block_n / 4 : a.tile.shape.block_n / 8;
+  const bool p_beside_s = a.tile.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized || a.tile.pipeline.overlap;
   // FP16 scores (scores_fp16) hold S as pairs: block_n / 4 registers.
-  const int s_registers = a.tile.scores_fp16 ? a.tile.block_n / 4 : a.tile.block_n / 2;
+  const int s_registers = a.tile.softmax.scores_fp16 ? a.tile.shape.block_n / 4 : a.tile.shape.block_n / 2;
   const int accumulators = a.head_dim / 2 + s_registers + (p_beside_s ? p_registers : 0);
   if (r.uses_tmem) {
     r.registers = kAttentionFixedRegisters;
     r.register_cap = kMaxRegistersPerThread;
-  } else if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
-    r.registers = accumulators + (a.tile.block_m == 192 ? kWgmmaFixedRegistersThreeConsumers : kWgmmaFixedRegisters);
+  } else if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized) {
+    r.registers = accumulators + (a.tile.shape.block_m == 192 ? kWgmmaFixedRegistersThreeConsumers : kWgmmaFixedRegisters);
     // (tensor maps: one producer thread as with prewidened tiles, so the same split)
-    r.register_cap = a.tile.block_m == 192                    ? kWgmmaConsumerRegistersThreeConsumers
-                     : a.tile.kv_staging != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened
+    r.register_cap = a.tile.shape.block_m == 192                    ? kWgmmaConsumerRegistersThreeConsumers
+                     : a.tile.staging.kv != KvStaging::InKernel ? kWgmmaConsumerRegistersPrewidened
                                                                 : kWgmmaConsumerRegistersInKernel;
   } else {
     r.registers = accumulators + kAttentionFixedRegisters;

@@ -27,10 +27,10 @@ bool isTcgen05Attention(const KernelSpec &spec) {
 KernelSpec withTcgen05Kernel(KernelSpec spec) {
   AttentionSpec &a = spec.attention;
   assert(spec.target == Target::Sm100a && a.route != Route::Bf16 && "the tcgen05 kernel serves nvfp8/directp on sm_100a");
-  a.tile.block_m = Tcgen05AttentionTiles::kBlockM;
-  a.tile.warps = Tcgen05AttentionTiles::kWarps;
-  a.tile.block_n = Tcgen05AttentionTiles::kBlockN;
-  a.tile.stages = Tcgen05AttentionTiles::kStages;
+  a.tile.shape.block_m = Tcgen05AttentionTiles::kBlockM;
+  a.tile.shape.warps = Tcgen05AttentionTiles::kWarps;
+  a.tile.shape.block_n = Tcgen05AttentionTiles::kBlockN;
+  a.tile.pipeline.stages = Tcgen05AttentionTiles::kStages;
   a.operands.qk_widening = Widening::Native;
   // directp: Direct-P's block exponents are MXFP4 scales, fed as they are (kind::mxf4). nvfp8: V is
   // stored in E4M3 and P is E4M3 (kind::f8f6f4), "e4m3" meaning fed as stored.
@@ -77,13 +77,13 @@ int tcgen05AttentionSharedBytes(const AttentionSpec &a) {
   // atoms of 512 bytes in 1024-byte slots (SFK and SFV per stage, SFQ and SFP once), then the
   // mbarriers (Q, QK done, PV done, one per stage) and a 16-byte slot for the TMEM address.
   const bool directp = a.route == Route::DirectP;
-  const int d = a.head_dim, bn = a.tile.block_n;
-  const int q = a.tile.block_m * d / 2;
+  const int d = a.head_dim, bn = a.tile.shape.block_n;
+  const int q = a.tile.shape.block_m * d / 2;
   const int k = bn * d / 2;
   const int v = d * (directp ? bn / 2 : bn);
   const int qk_sf = roundUp1024((d / 64) * 512);
   const int stage = k + v + qk_sf + 1024;
-  return q + a.tile.stages * stage + qk_sf + 1024 + 8 * (3 + a.tile.stages) + 16;
+  return q + a.tile.pipeline.stages * stage + qk_sf + 1024 + 8 * (3 + a.tile.pipeline.stages) + 16;
 }
 
 llvm::Expected<std::vector<BakedConstant>> tcgen05BakedConstants(const KernelSpec &spec) {
@@ -95,7 +95,7 @@ llvm::Expected<std::vector<BakedConstant>> tcgen05BakedConstants(const KernelSpe
   };
   const TmemPlanRef &p = *plan;
   return std::vector<BakedConstant>{
-      {"stages", "int", std::to_string(spec.attention.tile.stages), "K/V shared-memory buffers"},
+      {"stages", "int", std::to_string(spec.attention.tile.pipeline.stages), "K/V shared-memory buffers"},
       col("tmem_columns", p.columns_allocated, "tcgen05.alloc (TMEM planner)"),
       col("tmem_s_col", p.s_col[0], "S: FP32 scores"),
       col("tmem_o_col", p.o_col[0], "O: FP32 accumulator"),

@@ -1,5 +1,6 @@
 // Canonical JSON of KernelSpec (see spec_io.h for what "canonical" promises).
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_fields.h"
 #include "fa4jit/codegen/spec_validate.h"
 
 #include <algorithm>
@@ -92,6 +93,23 @@ void writeClassifier(llvm::json::OStream &j, const ClassifierSpec &c) {
   });
 }
 
+// The tile object, row by row of the field table (spec_fields.h): its order is the key order.
+void writeTile(llvm::json::OStream &j, const TileSpec &t) {
+  const TileSpec defaults;
+  const bool wgmma = t.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
+  for (const TileField &f : tileFields()) {
+    const int v = f.get(t);
+    if ((f.wgmma_only && !wgmma) || (f.json == FieldJson::UnlessDefault && v == f.get(defaults)))
+      continue;
+    if (f.type == FieldType::Int)
+      j.attribute(f.name, v);
+    else if (f.type == FieldType::Bool)
+      j.attribute(f.name, v != 0);
+    else
+      j.attribute(f.name, fieldValueText(f, v));
+  }
+}
+
 // Sub-objects that canonicalize() has reset to their defaults for this route or target are
 // omitted (parsing restores the defaults): the JSON shows only what shapes the kernel.
 void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target target) {
@@ -115,35 +133,7 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
     });
     j.attribute("route", toString(a.route));
     writeFloat(j, "softmax_scale", a.softmax_scale);
-    j.attributeObject("tile", [&] {
-      if (a.tile.ablation != StageAblation::None)
-        j.attribute("ablation", toString(a.tile.ablation));
-      j.attribute("block_m", a.tile.block_m);
-      j.attribute("block_n", a.tile.block_n);
-      if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
-        if (a.tile.kv_multicast) // absent means false (as persistent below)
-          j.attribute("kv_multicast", true);
-        j.attribute("kv_staging", toString(a.tile.kv_staging));
-        j.attribute("mma_row_sum", a.tile.mma_row_sum);
-        j.attribute("overlap", a.tile.overlap);
-        if (a.tile.persistent) // absent means false: the other kernels' text is what it was
-          j.attribute("persistent", true);
-        if (a.tile.exp2_poly_tiles != 0) // absent means 0 (as persistent)
-          j.attribute("exp2_poly_tiles", a.tile.exp2_poly_tiles);
-        if (a.tile.fused_widening) // absent means false (as persistent)
-          j.attribute("fused_widening", true);
-        if (a.tile.pieces_from_scores) // absent means false (as persistent)
-          j.attribute("pieces_from_scores", true);
-        j.attribute("pingpong", a.tile.pingpong);
-        if (a.tile.scores_fp16) // absent means false (as persistent)
-          j.attribute("scores_fp16", true);
-        if (a.tile.thread_key_blocks) // absent means false (as persistent)
-          j.attribute("thread_key_blocks", true);
-      }
-      j.attribute("schedule", toString(a.tile.schedule));
-      j.attribute("stages", a.tile.stages);
-      j.attribute("warps", a.tile.warps);
-    });
+    j.attributeObject("tile", [&] { writeTile(j, a.tile); });
     if (target == Target::Sm100a)
       j.attributeObject("tmem", [&] {
       auto pair = [&](const char *key, const int (&v)[2]) {
@@ -337,6 +327,41 @@ llvm::Error readClassifier(ObjectReader &r, ClassifierSpec &c) {
   return llvm::Error::success();
 }
 
+llvm::Error readTile(ObjectReader &r, TileSpec &t) {
+  for (const TileField &f : tileFields()) {
+    int v = f.get(t);
+    switch (f.type) {
+    case FieldType::Int: FA4JIT_TRY(r.readInt(f.name, v)); break;
+    case FieldType::Bool: {
+      bool b = v != 0;
+      FA4JIT_TRY(r.readBool(f.name, b));
+      v = b;
+      break;
+    }
+    case FieldType::Schedule: {
+      AttentionSchedule e = static_cast<AttentionSchedule>(v);
+      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseAttentionSchedule));
+      v = static_cast<int>(e);
+      break;
+    }
+    case FieldType::KvStaging: {
+      KvStaging e = static_cast<KvStaging>(v);
+      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseKvStaging));
+      v = static_cast<int>(e);
+      break;
+    }
+    case FieldType::Ablation: {
+      StageAblation e = static_cast<StageAblation>(v);
+      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseStageAblation));
+      v = static_cast<int>(e);
+      break;
+    }
+    }
+    f.set(t, v);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
   FA4JIT_TRY(r.readEnum(llvm::StringRef("route"), a.route, parseRoute));
   FA4JIT_TRY(r.readInt("head_dim", a.head_dim));
@@ -348,25 +373,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
     FA4JIT_TRY(s.readInt("sample_stride", a.guard.sample_stride));
     return s.readFloat("slack_log2", a.guard.slack_log2);
   }));
-  FA4JIT_TRY(r.readObject("tile", [&](ObjectReader &s) -> llvm::Error {
-    FA4JIT_TRY(s.readInt("block_m", a.tile.block_m));
-    FA4JIT_TRY(s.readInt("block_n", a.tile.block_n));
-    FA4JIT_TRY(s.readInt("stages", a.tile.stages));
-    FA4JIT_TRY(s.readEnum(llvm::StringRef("schedule"), a.tile.schedule, parseAttentionSchedule));
-    FA4JIT_TRY(s.readBool("overlap", a.tile.overlap));
-    FA4JIT_TRY(s.readBool("pingpong", a.tile.pingpong));
-    FA4JIT_TRY(s.readBool("mma_row_sum", a.tile.mma_row_sum));
-    FA4JIT_TRY(s.readBool("persistent", a.tile.persistent));
-    FA4JIT_TRY(s.readBool("kv_multicast", a.tile.kv_multicast));
-    FA4JIT_TRY(s.readBool("thread_key_blocks", a.tile.thread_key_blocks));
-    FA4JIT_TRY(s.readBool("scores_fp16", a.tile.scores_fp16));
-    FA4JIT_TRY(s.readBool("pieces_from_scores", a.tile.pieces_from_scores));
-    FA4JIT_TRY(s.readInt("exp2_poly_tiles", a.tile.exp2_poly_tiles));
-    FA4JIT_TRY(s.readBool("fused_widening", a.tile.fused_widening));
-    FA4JIT_TRY(s.readEnum(llvm::StringRef("kv_staging"), a.tile.kv_staging, parseKvStaging));
-    FA4JIT_TRY(s.readEnum(llvm::StringRef("ablation"), a.tile.ablation, parseStageAblation));
-    return s.readInt("warps", a.tile.warps);
-  }));
+  FA4JIT_TRY(r.readObject("tile", [&](ObjectReader &s) { return readTile(s, a.tile); }));
   FA4JIT_TRY(r.readObject("operands", [&](ObjectReader &s) -> llvm::Error {
     FA4JIT_TRY(s.readEnum(llvm::StringRef("qk_widening"), a.operands.qk_widening, parseWidening));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("v_widening"), a.operands.v_widening, parseWidening));
@@ -481,34 +488,37 @@ KernelSpec canonicalize(const KernelSpec &in) {
                              RangeGuardSpec{}.slack_log2};
   if (s.target != Target::Sm100a)
     a.tmem = TmemPlanRef{};
-  if (a.tile.schedule != AttentionSchedule::WgmmaWarpSpecialized) {
-    a.tile.overlap = TileSpec{}.overlap; // the mma.sync template has neither choice
-    a.tile.kv_staging = TileSpec{}.kv_staging;
-    a.tile.pingpong = TileSpec{}.pingpong;
-    a.tile.mma_row_sum = TileSpec{}.mma_row_sum;
-    a.tile.persistent = TileSpec{}.persistent;
-    a.tile.kv_multicast = TileSpec{}.kv_multicast;
-    a.tile.thread_key_blocks = TileSpec{}.thread_key_blocks;
-    a.tile.scores_fp16 = TileSpec{}.scores_fp16;
-    a.tile.pieces_from_scores = TileSpec{}.pieces_from_scores;
-    a.tile.exp2_poly_tiles = TileSpec{}.exp2_poly_tiles;
-    a.tile.fused_widening = TileSpec{}.fused_widening;
+  if (a.tile.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized) {
+    const TileSpec defaults; // the mma.sync template has none of the wgmma kernel's choices
+    for (const TileField &f : tileFields())
+      if (f.wgmma_only)
+        f.set(a.tile, f.get(defaults));
   }
   // The folded pieces are how the piecewise classifier reads FP16 scores; with another classifier
   // or FP32 scores there is nothing to fold (the flag then says nothing, so that a classifier or
   // score-form change of a default spec needs no other edit).
-  if (a.route != Route::DirectP || !a.tile.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
-    a.tile.pieces_from_scores = false;
+  if (a.route != Route::DirectP || !a.tile.softmax.scores_fp16 || a.classifier.kind != ClassifierKind::Piecewise)
+    a.tile.softmax.pieces_from_scores = false;
   // Fused widening replaces the passes of the persistent grid's prewidened images (FP8-fed routes,
   // no clusters); elsewhere there is nothing to fuse, and the flag says nothing (the kernels of
   // one CTA per work tile, which a default spec turns into by length, keep their passes).
-  a.tile.fused_widening = fusesWidening(a);
+  a.tile.staging.fused_widening = fusesWidening(a);
   return s;
 }
 
-// A field added to KernelSpec must reach toJson, parseSpec and specsEqual (the JIT memo and the
-// cache key start from them); this trips on any change of the struct's size.
-static_assert(sizeof(KernelSpec) == 220 && sizeof(TileSpec) == 32, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+// A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
+// memo and the cache key start from them); this trips on any change of the struct's size.
+// (TileSpec's fields are the field table's, spec_fields.h.)
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) == 188, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+
+namespace {
+bool tilesEqual(const TileSpec &x, const TileSpec &y) {
+  for (const TileField &f : tileFields())
+    if (f.get(x) != f.get(y))
+      return false;
+  return true;
+}
+} // namespace
 
 bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   auto feq = [](float x, float y) { return floatBits(x) == floatBits(y); };
@@ -523,14 +533,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.route == y.route && x.head_dim == y.head_dim && x.causal == y.causal &&
       feq(x.softmax_scale, y.softmax_scale) && cls && x.guard.kind == y.guard.kind &&
       x.guard.sample_stride == y.guard.sample_stride && feq(x.guard.slack_log2, y.guard.slack_log2) &&
-      x.tile.block_m == y.tile.block_m && x.tile.block_n == y.tile.block_n &&
-      x.tile.stages == y.tile.stages && x.tile.warps == y.tile.warps && x.tile.schedule == y.tile.schedule &&
-      x.tile.overlap == y.tile.overlap && x.tile.ablation == y.tile.ablation &&
-      x.tile.kv_staging == y.tile.kv_staging && x.tile.pingpong == y.tile.pingpong &&
-      x.tile.mma_row_sum == y.tile.mma_row_sum && x.tile.persistent == y.tile.persistent &&
-      x.tile.kv_multicast == y.tile.kv_multicast && x.tile.thread_key_blocks == y.tile.thread_key_blocks &&
-      x.tile.scores_fp16 == y.tile.scores_fp16 && x.tile.pieces_from_scores == y.tile.pieces_from_scores &&
-      x.tile.exp2_poly_tiles == y.tile.exp2_poly_tiles && x.tile.fused_widening == y.tile.fused_widening &&
+      tilesEqual(x.tile, y.tile) &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&

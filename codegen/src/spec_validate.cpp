@@ -94,7 +94,7 @@ bool checkTightRegisters(const AttentionSpec &a, const char *field, const char *
            "search constants beside S; the piecewise and affine ones fit)");
     return false;
   }
-  if (a.tile.ablation == StageAblation::SoftmaxTwice) {
+  if (a.tile.bench_ablation == StageAblation::SoftmaxTwice) {
     r.fail(field, tiles, " with softmax-twice spills (two tiles' pending P)");
     return false;
   }
@@ -108,106 +108,106 @@ void checkWgmmaSchedule(const KernelSpec &s, Rules &r) {
   const AttentionSpec &a = s.attention;
   const TileSpec &t = a.tile;
   if (s.target != Target::Sm90a)
-    r.fail("attention.tile.schedule", "wgmma-ws needs sm_90a (wgmma, setmaxnreg), target is ", toString(s.target));
+    r.fail("attention.tile.schedule.kernel", "wgmma-ws needs sm_90a (wgmma, setmaxnreg), target is ", toString(s.target));
   if (a.route == Route::Bf16) {
-    if (t.kv_staging == KvStaging::InKernel)
-      r.fail("attention.tile.kv_staging", toString(t.kv_staging), " on the bf16 route: its wgmma kernel reads K/V "
+    if (t.staging.kv == KvStaging::InKernel)
+      r.fail("attention.tile.staging.kv", toString(t.staging.kv), " on the bf16 route: its wgmma kernel reads K/V "
              "by tensor maps or repacked by the widening pass (the producer has no in-kernel V transpose); use "
              "tensor-map or prewidened");
   } else {
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.v_widening != Widening::E4m3)
-      r.fail("attention.tile.schedule", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
-    if (t.kv_staging == KvStaging::TensorMap)
-      r.fail("attention.tile.kv_staging", "tensor-map exists on the bf16 route only (the FP8-fed routes' FP4 tiles "
+      r.fail("attention.tile.schedule.kernel", "wgmma-ws feeds FP8 wgmma: qk_widening and v_widening must be e4m3");
+    if (t.staging.kv == KvStaging::TensorMap)
+      r.fail("attention.tile.staging.kv", "tensor-map exists on the bf16 route only (the FP8-fed routes' FP4 tiles "
              "must be widened to E4M3 first)");
   }
-  if (t.block_m != 128 && t.block_m != 192)
-    r.fail("attention.tile.block_m", t.block_m, " must be 128 or 192 on wgmma-ws (two or three consumer warpgroups of "
+  if (t.shape.block_m != 128 && t.shape.block_m != 192)
+    r.fail("attention.tile.shape.block_m", t.shape.block_m, " must be 128 or 192 on wgmma-ws (two or three consumer warpgroups of "
                                                 "64 rows)");
-  else if (t.warps != t.block_m / 16 + 4)
-    r.fail("attention.tile.warps", t.warps, " must be ", t.block_m / 16 + 4, " on wgmma-ws with block_m ", t.block_m,
+  else if (t.shape.warps != t.shape.block_m / 16 + 4)
+    r.fail("attention.tile.shape.warps", t.shape.warps, " must be ", t.shape.block_m / 16 + 4, " on wgmma-ws with block_m ", t.shape.block_m,
            " (a producer warpgroup and one per 64 rows)");
-  if (t.block_m == 192 && t.kv_staging == KvStaging::InKernel)
-    r.fail("attention.tile.block_m", "192 needs prewidened or tensor-map K/V (three consumers leave the producer 32 "
+  if (t.shape.block_m == 192 && t.staging.kv == KvStaging::InKernel)
+    r.fail("attention.tile.shape.block_m", "192 needs prewidened or tensor-map K/V (three consumers leave the producer 32 "
                                      "registers: one thread moving tiles, not a warpgroup widening them)");
   // Three consumers have 160 registers each: S of block_n keys beside O fits up to 128 keys at D64
   // and 96 at D128 (CI's SASS check: 192 keys at D64 and 128 at D128 spill).
-  if (t.block_m == 192) {
+  if (t.shape.block_m == 192) {
     // (FP16 scores: S of 128 keys in 32 registers, which fit for nvfp8, and for directp with thread
     // key blocks)
-    const bool s128_fits = a.head_dim <= 64 || (t.thread_key_blocks && (!t.overlap || t.scores_fp16)) ||
-                           (t.scores_fp16 && a.route == Route::Nvfp8);
-    if (a.head_dim > 128 || t.block_n > (s128_fits ? 128 : 96))
-      r.fail("attention.tile.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
-             s128_fits ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.block_n);
-    else if (checkTightRegisters(a, "attention.tile.block_m", "192 (three consumers)", r) &&
-             (t.block_n == 96 || (a.route == Route::Bf16 && t.block_n == 128)) && t.overlap && !t.pingpong &&
+    const bool s128_fits = a.head_dim <= 64 || (t.softmax.thread_key_blocks && (!t.pipeline.overlap || t.softmax.scores_fp16)) ||
+                           (t.softmax.scores_fp16 && a.route == Route::Nvfp8);
+    if (a.head_dim > 128 || t.shape.block_n > (s128_fits ? 128 : 96))
+      r.fail("attention.tile.shape.block_m", "192 (three consumers of 160 registers) needs head_dim <= 128 and block_n <= ",
+             s128_fits ? 128 : 96, " at head_dim ", a.head_dim, ", not ", t.shape.block_n);
+    else if (checkTightRegisters(a, "attention.tile.shape.block_m", "192 (three consumers)", r) &&
+             (t.shape.block_n == 96 || (a.route == Route::Bf16 && t.shape.block_n == 128)) && t.pipeline.overlap && !t.pipeline.pingpong &&
              !a.causal)
-      r.fail("attention.tile.block_m", "192 with ", t.block_n, "-key tiles", a.route == Route::Bf16 ? " (bf16)" : "",
+      r.fail("attention.tile.shape.block_m", "192 with ", t.shape.block_n, "-key tiles", a.route == Route::Bf16 ? " (bf16)" : "",
              " spills without the consumers' turns in the non-causal overlapped loop (CI's SASS check: 288 bytes at "
              "96 keys, 8 for bf16's 128 keys at D64 with its guard slack); take pingpong or 64-key tiles");
   }
-  if (t.block_n != 64 && t.block_n != 80 && t.block_n != 96 && t.block_n != 128 && t.block_n != 192)
-    r.fail("attention.tile.block_n", t.block_n, " must be 64, 80, 96, 128 or 192 on wgmma-ws");
-  else if (t.block_n == 80 && (a.route != Route::Bf16 || a.head_dim != 256 || t.kv_staging != KvStaging::TensorMap))
-    r.fail("attention.tile.block_n", "80 exists for the bf16 route at head_dim 256 with tensor-map K/V only (two "
+  if (t.shape.block_n != 64 && t.shape.block_n != 80 && t.shape.block_n != 96 && t.shape.block_n != 128 && t.shape.block_n != 192)
+    r.fail("attention.tile.shape.block_n", t.shape.block_n, " must be 64, 80, 96, 128 or 192 on wgmma-ws");
+  else if (t.shape.block_n == 80 && (a.route != Route::Bf16 || a.head_dim != 256 || t.staging.kv != KvStaging::TensorMap))
+    r.fail("attention.tile.shape.block_n", "80 exists for the bf16 route at head_dim 256 with tensor-map K/V only (two "
                                      "stages of 80 keys beside a 128-row Q fill 225 KiB; an FP8 PV's k-step is 32 "
                                      "keys; the repacked V^T's rows are whole 128-byte blocks)");
-  else if (t.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
-    r.fail("attention.tile.block_n", "96 exists for the FP8-fed routes at head_dim 128 only (the bf16 QK^T wgmmas are "
+  else if (t.shape.block_n == 96 && (a.route == Route::Bf16 || a.head_dim != 128))
+    r.fail("attention.tile.shape.block_n", "96 exists for the FP8-fed routes at head_dim 128 only (the bf16 QK^T wgmmas are "
                                      "N = 64, 128; the widening pass moves whole 128-thread rounds of a 96-key tile "
                                      "at D = 128)");
-  else if (t.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.kv_staging != KvStaging::Prewidened))
-    r.fail("attention.tile.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
+  else if (t.shape.block_n == 192 && (a.route == Route::Bf16 || a.head_dim > 128 || t.staging.kv != KvStaging::Prewidened))
+    r.fail("attention.tile.shape.block_n", "192 needs an FP8-fed route, head_dim <= 128 (S of 192 keys beside O in the "
                                      "consumers' registers) and prewidened K/V (V^T of two column blocks)");
-  else if (t.block_n == 192)
-    checkTightRegisters(a, "attention.tile.block_n", "192", r);
-  if (t.stages < 1 || t.stages > 4)
-    r.fail("attention.tile.stages", t.stages, " must be in [1, 4] on wgmma-ws");
-  else if (t.overlap && t.stages < 2)
-    r.fail("attention.tile.stages", t.stages, " must be >= 2 with overlap (a consumer holds two stages)");
-  if (t.mma_row_sum && (a.route == Route::Bf16 || a.head_dim > 128))
-    r.fail("attention.tile.mma_row_sum", "needs an FP8-fed route and head_dim <= 128 (PV's N = head_dim + 8 <= 136; "
+  else if (t.shape.block_n == 192)
+    checkTightRegisters(a, "attention.tile.shape.block_n", "192", r);
+  if (t.pipeline.stages < 1 || t.pipeline.stages > 4)
+    r.fail("attention.tile.pipeline.stages", t.pipeline.stages, " must be in [1, 4] on wgmma-ws");
+  else if (t.pipeline.overlap && t.pipeline.stages < 2)
+    r.fail("attention.tile.pipeline.stages", t.pipeline.stages, " must be >= 2 with overlap (a consumer holds two stages)");
+  if (t.softmax.mma_row_sum && (a.route == Route::Bf16 || a.head_dim > 128))
+    r.fail("attention.tile.softmax.mma_row_sum", "needs an FP8-fed route and head_dim <= 128 (PV's N = head_dim + 8 <= 136; "
                                          "the wgmma's N stops at 256)");
-  if (t.persistent && t.kv_staging == KvStaging::InKernel)
-    r.fail("attention.tile.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
+  if (t.schedule.persistent && t.staging.kv == KvStaging::InKernel)
+    r.fail("attention.tile.schedule.persistent", "needs prewidened or tensor-map K/V (one producer thread copies every Q and "
                                         "K/V tile; in-kernel widening keeps the producer warpgroup busy)");
-  if (t.kv_multicast && (!t.persistent || t.kv_staging != KvStaging::Prewidened))
-    r.fail("attention.tile.kv_multicast", "needs the persistent grid with prewidened K/V (its two-CTA clusters loop "
+  if (t.schedule.kv_multicast && (!t.schedule.persistent || t.staging.kv != KvStaging::Prewidened))
+    r.fail("attention.tile.schedule.kv_multicast", "needs the persistent grid with prewidened K/V (its two-CTA clusters loop "
                                           "over pairs of m-blocks; one producer thread per CTA sends half of each "
                                           "stage); with tensor-map tiles the bf16 kernel gives wrong rows on the H200, "
                                           "so it is refused there");
-  if (t.thread_key_blocks) {
+  if (t.softmax.thread_key_blocks) {
     if (a.route != Route::DirectP)
-      r.fail("attention.tile.thread_key_blocks", "exists for the directp route only (its 32-key blocks)");
-    else if (t.block_n != 128 && t.block_n != 96)
-      r.fail("attention.tile.thread_key_blocks", "needs 96- or 128-key tiles (a thread's S columns of a 128-key tile "
+      r.fail("attention.tile.softmax.thread_key_blocks", "exists for the directp route only (its 32-key blocks)");
+    else if (t.shape.block_n != 128 && t.shape.block_n != 96)
+      r.fail("attention.tile.softmax.thread_key_blocks", "needs 96- or 128-key tiles (a thread's S columns of a 128-key tile "
                                                  "are one Direct-P block of each row; of a 96-key tile, halves of "
                                                  "two blocks and a quarter of a third)");
-    if (t.kv_staging == KvStaging::TensorMap)
-      r.fail("attention.tile.thread_key_blocks", "needs K/V widened by fa4jit (the widening orders the keys)");
+    if (t.staging.kv == KvStaging::TensorMap)
+      r.fail("attention.tile.softmax.thread_key_blocks", "needs K/V widened by fa4jit (the widening orders the keys)");
     if (a.operands.v_keys_permuted16)
-      r.fail("attention.tile.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
+      r.fail("attention.tile.softmax.thread_key_blocks", "needs V^T in key order (operands.v_keys_permuted16 false): the "
                                                  "widening applies the whole key order itself");
   }
-  if (t.exp2_poly_tiles != 0) {
-    if (a.route != Route::Nvfp8 || !t.scores_fp16)
-      r.fail("attention.tile.exp2_poly_tiles", "needs the nvfp8 route on FP16 scores (the polynomial takes FP16 "
+  if (t.softmax.exp2_poly_tiles != 0) {
+    if (a.route != Route::Nvfp8 || !t.softmax.scores_fp16)
+      r.fail("attention.tile.softmax.exp2_poly_tiles", "needs the nvfp8 route on FP16 scores (the polynomial takes FP16 "
                                                "exponents)");
-    else if (t.exp2_poly_tiles < 0 || t.exp2_poly_tiles > t.block_n / 8)
-      r.fail("attention.tile.exp2_poly_tiles", t.exp2_poly_tiles, " is not in [0, block_n / 8 = ", t.block_n / 8,
+    else if (t.softmax.exp2_poly_tiles < 0 || t.softmax.exp2_poly_tiles > t.shape.block_n / 8)
+      r.fail("attention.tile.softmax.exp2_poly_tiles", t.softmax.exp2_poly_tiles, " is not in [0, block_n / 8 = ", t.shape.block_n / 8,
              "] (n8 tiles of keys)");
   }
-  if (t.scores_fp16) {
+  if (t.softmax.scores_fp16) {
     const int least_shift = minScoresFp16WidenShift(a.head_dim);
     // (CI's SASS check: the threshold classifier spilled 28 bytes there, NVRTC 13.0)
     if (a.head_dim == 256)
-      checkTightRegisters(a, "attention.tile.scores_fp16", "FP16 scores at head_dim 256 (S beside a 256-wide O)", r);
+      checkTightRegisters(a, "attention.tile.softmax.scores_fp16", "FP16 scores at head_dim 256 (S beside a 256-wide O)", r);
     if (a.route == Route::Bf16)
-      r.fail("attention.tile.scores_fp16", "exists for the FP8-fed routes only (FP8 wgmma's FP16 accumulators; the "
+      r.fail("attention.tile.softmax.scores_fp16", "exists for the FP8-fed routes only (FP8 wgmma's FP16 accumulators; the "
                                            "bf16 route's P is exp2 of FP32 scores)");
     if (a.operands.qk_widening != Widening::E4m3 || a.operands.qk_widen_shift < least_shift)
-      r.fail("attention.tile.scores_fp16", "needs Q/K widened to E4M3 with qk_widen_shift >= ", least_shift,
+      r.fail("attention.tile.softmax.scores_fp16", "needs Q/K widened to E4M3 with qk_widen_shift >= ", least_shift,
              " at head_dim ", a.head_dim, " (then |S| <= head_dim * 22^2 * 4^(7 - shift) < 65504, FP16's largest; "
              "the shift is ", a.operands.qk_widen_shift, ")");
   }
@@ -224,40 +224,40 @@ void checkAttention(const KernelSpec &s, Rules &r) {
   // Tiles.
   const TileSpec &t = a.tile;
   // (the bf16 wgmma kernel's 80-key tiles are a multiple of its k-step of 16: checkWgmmaSchedule)
-  const bool bf16_ws_80 = a.route == Route::Bf16 && t.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
-                          t.block_n == 80;
-  if (t.block_n <= 0 || (t.block_n % 32 != 0 && !bf16_ws_80))
-    r.fail("attention.tile.block_n", t.block_n, " is not a positive multiple of 32 (the Direct-P block)");
-  else if (t.block_n > 256)
-    r.fail("attention.tile.block_n", t.block_n, " exceeds 256 (the largest MMA N)");
-  if (t.block_m <= 0 || t.block_m % 16 != 0 || t.block_m > 256)
-    r.fail("attention.tile.block_m", t.block_m, " is not a multiple of 16 (the MMA's M) in [16, 256]");
-  if (t.warps < 1 || t.warps > 16)
-    r.fail("attention.tile.warps", t.warps, " is not in [1, 16]");
-  if (t.stages < 1 || t.stages > 8)
-    r.fail("attention.tile.stages", t.stages, " is not in [1, 8]");
-  if (t.schedule == AttentionSchedule::WgmmaWarpSpecialized)
+  const bool bf16_ws_80 = a.route == Route::Bf16 && t.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized &&
+                          t.shape.block_n == 80;
+  if (t.shape.block_n <= 0 || (t.shape.block_n % 32 != 0 && !bf16_ws_80))
+    r.fail("attention.tile.shape.block_n", t.shape.block_n, " is not a positive multiple of 32 (the Direct-P block)");
+  else if (t.shape.block_n > 256)
+    r.fail("attention.tile.shape.block_n", t.shape.block_n, " exceeds 256 (the largest MMA N)");
+  if (t.shape.block_m <= 0 || t.shape.block_m % 16 != 0 || t.shape.block_m > 256)
+    r.fail("attention.tile.shape.block_m", t.shape.block_m, " is not a multiple of 16 (the MMA's M) in [16, 256]");
+  if (t.shape.warps < 1 || t.shape.warps > 16)
+    r.fail("attention.tile.shape.warps", t.shape.warps, " is not in [1, 16]");
+  if (t.pipeline.stages < 1 || t.pipeline.stages > 8)
+    r.fail("attention.tile.pipeline.stages", t.pipeline.stages, " is not in [1, 8]");
+  if (t.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized)
     checkWgmmaSchedule(s, r);
-  else if (t.ablation != StageAblation::None)
-    r.fail("attention.tile.ablation", toString(t.ablation), " exists on wgmma-ws only (the leave-one-out variants)");
-  else if (t.kv_staging != KvStaging::InKernel)
-    r.fail("attention.tile.kv_staging", toString(t.kv_staging), " exists on wgmma-ws only");
-  else if (t.pingpong)
-    r.fail("attention.tile.pingpong", "exists on wgmma-ws only");
-  else if (t.mma_row_sum)
-    r.fail("attention.tile.mma_row_sum", "exists on wgmma-ws only");
-  else if (t.persistent)
-    r.fail("attention.tile.persistent", "exists on wgmma-ws only");
-  else if (t.kv_multicast)
-    r.fail("attention.tile.kv_multicast", "exists on wgmma-ws only");
-  else if (t.thread_key_blocks)
-    r.fail("attention.tile.thread_key_blocks", "exists on wgmma-ws only");
-  else if (t.scores_fp16)
-    r.fail("attention.tile.scores_fp16", "exists on wgmma-ws only");
-  else if (t.pieces_from_scores)
-    r.fail("attention.tile.pieces_from_scores", "exists on wgmma-ws only");
-  else if (t.exp2_poly_tiles != 0)
-    r.fail("attention.tile.exp2_poly_tiles", "exists on wgmma-ws only");
+  else if (t.bench_ablation != StageAblation::None)
+    r.fail("attention.tile.bench_ablation", toString(t.bench_ablation), " exists on wgmma-ws only (the leave-one-out variants)");
+  else if (t.staging.kv != KvStaging::InKernel)
+    r.fail("attention.tile.staging.kv", toString(t.staging.kv), " exists on wgmma-ws only");
+  else if (t.pipeline.pingpong)
+    r.fail("attention.tile.pipeline.pingpong", "exists on wgmma-ws only");
+  else if (t.softmax.mma_row_sum)
+    r.fail("attention.tile.softmax.mma_row_sum", "exists on wgmma-ws only");
+  else if (t.schedule.persistent)
+    r.fail("attention.tile.schedule.persistent", "exists on wgmma-ws only");
+  else if (t.schedule.kv_multicast)
+    r.fail("attention.tile.schedule.kv_multicast", "exists on wgmma-ws only");
+  else if (t.softmax.thread_key_blocks)
+    r.fail("attention.tile.softmax.thread_key_blocks", "exists on wgmma-ws only");
+  else if (t.softmax.scores_fp16)
+    r.fail("attention.tile.softmax.scores_fp16", "exists on wgmma-ws only");
+  else if (t.softmax.pieces_from_scores)
+    r.fail("attention.tile.softmax.pieces_from_scores", "exists on wgmma-ws only");
+  else if (t.softmax.exp2_poly_tiles != 0)
+    r.fail("attention.tile.softmax.exp2_poly_tiles", "exists on wgmma-ws only");
   if (r.out.empty()) {
     const int bytes = attentionSharedBytes(a);
     if (bytes > lim.max_shared_bytes)
@@ -267,8 +267,8 @@ void checkAttention(const KernelSpec &s, Rules &r) {
   // Range guard.
   const RangeGuardSpec &g = a.guard;
   if (g.kind == GuardKind::SampledAnchor) {
-    if (!isPowerOfTwo(g.sample_stride) || g.sample_stride > t.block_n)
-      r.fail("attention.guard.sample_stride", g.sample_stride, " is not a power of two in [1, block_n = ", t.block_n, "]");
+    if (!isPowerOfTwo(g.sample_stride) || g.sample_stride > t.shape.block_n)
+      r.fail("attention.guard.sample_stride", g.sample_stride, " is not a power of two in [1, block_n = ", t.shape.block_n, "]");
     if (!std::isfinite(g.slack_log2) || g.slack_log2 < 0.0f || g.slack_log2 > 8.0f)
       r.fail("attention.guard.slack_log2", formatFloat(g.slack_log2), " is not in [0, 8]");
   }
@@ -358,30 +358,30 @@ int swizzledTileBytes(int rows, int k_bytes) { return (k_bytes + 127) / 128 * ro
 
 int wgmmaStageBytes(const AttentionSpec &a) {
   const int e = wgmmaElementBytes(a);
-  const int k = swizzledTileBytes(a.tile.block_n, a.head_dim * e);
+  const int k = swizzledTileBytes(a.tile.shape.block_n, a.head_dim * e);
   // Tensor maps load V as it lies in the tensor, [block_n][D] (K's shape); otherwise V^T [D][block_n].
-  return k + (a.tile.kv_staging == KvStaging::TensorMap ? k : swizzledTileBytes(a.head_dim, a.tile.block_n * e));
+  return k + (a.tile.staging.kv == KvStaging::TensorMap ? k : swizzledTileBytes(a.head_dim, a.tile.shape.block_n * e));
 }
 
 int wgmmaQTileBytes(const AttentionSpec &a) {
-  return swizzledTileBytes(a.tile.block_m, a.head_dim * wgmmaElementBytes(a));
+  return swizzledTileBytes(a.tile.shape.block_m, a.head_dim * wgmmaElementBytes(a));
 }
 
 bool handsOutWorkTiles(const AttentionSpec &a) {
-  return a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized && a.tile.persistent && a.causal &&
-         !a.tile.kv_multicast;
+  return a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized && a.tile.schedule.persistent && a.causal &&
+         !a.tile.schedule.kv_multicast;
 }
 
 bool fusesWidening(const AttentionSpec &a) {
-  return a.tile.fused_widening && a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
-         a.route != Route::Bf16 && a.tile.persistent && a.tile.kv_staging == KvStaging::Prewidened &&
-         !a.tile.kv_multicast;
+  return a.tile.staging.fused_widening && a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized &&
+         a.route != Route::Bf16 && a.tile.schedule.persistent && a.tile.staging.kv == KvStaging::Prewidened &&
+         !a.tile.schedule.kv_multicast;
 }
 
 int attentionSharedBytes(const AttentionSpec &a) {
   if (a.route != Route::Bf16 && a.operands.qk_widening == Widening::Native)
     return tcgen05AttentionSharedBytes(a); // the sm_100a tcgen05 kernel
-  if (a.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+  if (a.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized) {
     // E4M3 (or BF16) tiles in 128-byte column blocks (attention_sm90/smem_desc.cuh): Q [block_m][D],
     // per stage K [block_n][D] and V^T [D][block_n]; 8-byte mbarriers full/empty per stage and two
     // for Q (full, empty); 1024 bytes of slack to align the dynamic shared-memory base for the swizzle;
@@ -389,20 +389,20 @@ int attentionSharedBytes(const AttentionSpec &a) {
     // with fused widening the spare producer warps' slots, shape and staging (widen_ahead.cuh).
     const int q_tile = wgmmaQTileBytes(a);
     // mma_row_sum: each of V^T's 128-byte column blocks continues with 8 rows (ones, then zeros).
-    const int v_blocks = (a.tile.block_n * wgmmaElementBytes(a) + 127) / 128;
-    const int row_sum_rows = a.tile.mma_row_sum ? v_blocks * 8 * 128 : 0;
+    const int v_blocks = (a.tile.shape.block_n * wgmmaElementBytes(a) + 127) / 128;
+    const int row_sum_rows = a.tile.softmax.mma_row_sum ? v_blocks * 8 * 128 : 0;
     const int work_slot = handsOutWorkTiles(a) ? 32 : 0;
     // (attention_sm90/layout.cuh's kWidenerSharedBytes: mbarriers, slots, shape; three staging areas)
     const int widener_slots = fusesWidening(a) ? 128 + 3 * 6144 : 0;
-    return 1024 + q_tile + a.tile.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.stages + 2) +
+    return 1024 + q_tile + a.tile.pipeline.stages * (wgmmaStageBytes(a) + row_sum_rows) + 8 * (2 * a.tile.pipeline.stages + 2) +
            work_slot + widener_slots;
   }
   const bool bf16_route = a.route == Route::Bf16;
   const int qk_bytes = bf16_route || a.operands.qk_widening == Widening::Bf16 ? 2 : 1;
   const int qk_pitch = a.head_dim * qk_bytes + 16;
-  const int v_rows = bf16_route ? a.tile.block_n : a.head_dim;
-  const int v_pitch = bf16_route ? a.head_dim * 2 + 16 : a.tile.block_n + 16;
-  return (a.tile.block_m + a.tile.block_n) * qk_pitch + v_rows * v_pitch;
+  const int v_rows = bf16_route ? a.tile.shape.block_n : a.head_dim;
+  const int v_pitch = bf16_route ? a.head_dim * 2 + 16 : a.tile.shape.block_n + 16;
+  return (a.tile.shape.block_m + a.tile.shape.block_n) * qk_pitch + v_rows * v_pitch;
 }
 
 std::vector<std::string> specViolations(const KernelSpec &spec) {

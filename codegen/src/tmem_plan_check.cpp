@@ -93,8 +93,8 @@ llvm::Expected<TmemRequest> requestFromSpec(const KernelSpec &spec) {
   if (spec.family != KernelFamily::AttentionForward)
     return fail("only attention kernels use tensor memory");
   const AttentionSpec &a = spec.attention;
-  if (a.tile.block_m != 128 && a.tile.block_m != 256)
-    return fail(fmt::format("block_m {0} is not 128 or 256 (one or two 128-row MMA tiles)", a.tile.block_m));
+  if (a.tile.shape.block_m != 128 && a.tile.shape.block_m != 256)
+    return fail(fmt::format("block_m {0} is not 128 or 256 (one or two 128-row MMA tiles)", a.tile.shape.block_m));
   TmemRequest r;
   r.route = a.route;
   r.formats = defaultOperandFormats(a.route);
@@ -104,8 +104,8 @@ llvm::Expected<TmemRequest> requestFromSpec(const KernelSpec &spec) {
   if (a.route == Route::DirectP && a.operands.v_widening != Widening::Native)
     r.formats.p = r.formats.v = OperandFormat::Fp8E4m3;
   r.head_dim = a.head_dim;
-  r.q_tiles = a.tile.block_m / 128;
-  r.block_n = a.tile.block_n;
+  r.q_tiles = a.tile.shape.block_m / 128;
+  r.block_n = a.tile.shape.block_n;
   return r;
 }
 

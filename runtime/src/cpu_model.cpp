@@ -25,8 +25,8 @@ llvm::Error validateSpec(const AttentionSpec &spec, const AttentionShape &shape)
                      shape.head_dim);
   // (bf16 has no 32-key blocks: its wgmma kernel's 80-key tiles are whole k-steps of 16)
   const int key_step = spec.route == Route::Bf16 ? 16 : 32;
-  if (spec.tile.block_n <= 0 || spec.tile.block_n % key_step != 0)
-    return specError("tile.block_n %d must be a positive multiple of %d (%s)", spec.tile.block_n, key_step,
+  if (spec.tile.shape.block_n <= 0 || spec.tile.shape.block_n % key_step != 0)
+    return specError("tile.shape.block_n %d must be a positive multiple of %d (%s)", spec.tile.shape.block_n, key_step,
                      spec.route == Route::Bf16 ? "the BF16 k-step" : "the Direct-P block");
   if (spec.guard.kind == GuardKind::SampledAnchor && spec.guard.sample_stride < 1)
     return specError("guard.sample_stride %d must be >= 1", spec.guard.sample_stride);

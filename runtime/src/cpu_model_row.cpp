@@ -27,7 +27,7 @@ void rowScores(const RowInputs &in, float mul, std::vector<float> &acc, std::vec
     double sum = 0;
     for (int d = 0; d < k.head_dim; ++d)
       sum += static_cast<double>(in.q[d]) * kr[d];
-    acc[j] = in.spec->tile.scores_fp16 ? static_cast<float>(device::roundToHalf(sum)) : static_cast<float>(sum);
+    acc[j] = in.spec->tile.softmax.scores_fp16 ? static_cast<float>(device::roundToHalf(sum)) : static_cast<float>(sum);
     t[j] = acc[j] * mul;
   }
 }
@@ -35,7 +35,7 @@ void rowScores(const RowInputs &in, float mul, std::vector<float> &acc, std::vec
 // SampledAnchor: max of t over the sampled visible keys of the first tile with a visible key.
 // Visible keys are a prefix, so that tile is tile 0 whenever any key is visible.
 float sampledAnchor(const RowInputs &in, const std::vector<float> &t) {
-  const int block_n = in.spec->tile.block_n, stride = in.spec->guard.sample_stride;
+  const int block_n = in.spec->tile.shape.block_n, stride = in.spec->guard.sample_stride;
   float m = kNegInf;
   for (int j = 0; j < std::min(block_n, in.visible); j += stride)
     m = std::max(m, t[j]);
@@ -67,7 +67,7 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
     // rounding) and 2^x_h in FP16 where the row's exponents fit FP16, else x in FP32 and 2^x
     // rounded to FP16; E4M3 from the FP16 value (NUMERICS.md §2.3). The first exp2_poly_tiles n8
     // tiles of keys of each tile take 2^x_h as the kernel's FP16 polynomial (exp2PolyHalf).
-    const bool fp16 = spec.tile.scores_fp16;
+    const bool fp16 = spec.tile.softmax.scores_fp16;
     const bool half_exponents = fp16 && device::halfExponentsFit(mul, addend);
     const double mul_h = device::roundToHalf(mul);
     for (int j = j0; j < j1; ++j) {
@@ -75,7 +75,7 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
         p[j] = 0.0f;
       } else if (half_exponents) {
         const double x_h = device::roundToHalf(static_cast<double>(acc[j]) * mul_h + addend);
-        const double e_h = device::exp2PolyKey(j % spec.tile.block_n, spec.tile.exp2_poly_tiles)
+        const double e_h = device::exp2PolyKey(j % spec.tile.shape.block_n, spec.tile.softmax.exp2_poly_tiles)
                                ? device::exp2PolyHalf(x_h)
                                : device::roundToHalf(std::exp2(x_h));
         p[j] = e4m3Round(static_cast<float>(e_h));
@@ -92,8 +92,8 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
     // FP16 scores: y in FP16 in a tile every row of the row's 64-row group sees whole (the kernel's
     // unmasked arm) while FP16(mul) is finite, else in FP32 (NUMERICS.md §2.3); with the pieces
     // folded onto S, the piecewise classifier's pieces read acc_h directly.
-    const bool folded = spec.tile.pieces_from_scores && in.coeffs.kind == 3;
-    const bool fp16_input = spec.tile.scores_fp16 && j0 + spec.tile.block_n <= in.group_visible &&
+    const bool folded = spec.tile.softmax.pieces_from_scores && in.coeffs.kind == 3;
+    const bool fp16_input = spec.tile.softmax.scores_fp16 && j0 + spec.tile.shape.block_n <= in.group_visible &&
                             device::directpHalfMultiplierFits(in.coeffs, mul, folded);
     for (int b0 = j0; b0 < j1; b0 += 32) {
       const int b1 = std::min(j1, b0 + 32);
@@ -135,7 +135,7 @@ void tileP(const RowInputs &in, const std::vector<float> &acc, const std::vector
 void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *trace) {
   const AttentionSpec &spec = *in.spec;
   const FedOperand &v = *in.v;
-  const int n = in.k->seqlen, dim = v.head_dim, block_n = spec.tile.block_n;
+  const int n = in.k->seqlen, dim = v.head_dim, block_n = spec.tile.shape.block_n;
   std::vector<float> acc, t, x(n, kNegInf), p(n, 0.0f);
   std::vector<uint8_t> code(n, 0);
   std::vector<int> block_exp((n + 31) / 32, kNoVisibleKey);
@@ -147,7 +147,7 @@ void modelRow(const RowInputs &in, double *o_out, double *lse_out, RowTrace *tra
   float m = kNegInf, l = 0.0f;
   const bool sampled = spec.guard.kind == GuardKind::SampledAnchor;
   // nvfp8 on FP16 scores: every m on the FP16 exponents' grid (halfExponentRowMax)
-  const bool half_grid = spec.route == Route::Nvfp8 && spec.tile.scores_fp16;
+  const bool half_grid = spec.route == Route::Nvfp8 && spec.tile.softmax.scores_fp16;
   const auto on_grid = [&](float t_max) {
     return half_grid ? device::halfExponentRowMax(t_max, static_cast<float>(spec.operands.p_offset_log2)) : t_max;
   };

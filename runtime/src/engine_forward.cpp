@@ -153,7 +153,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
     return fail(llvm::formatv("forward: route {0} got the wrong kind of operands", toString(as.route)));
   // TensorMap kernels load tiles by TMA straight from the BF16 tensors (the spec rules, which the
   // JIT applies before emitting, keep them to the bf16 route).
-  const bool tensor_maps = as.tile.kv_staging == KvStaging::TensorMap;
+  const bool tensor_maps = as.tile.staging.kv == KvStaging::TensorMap;
 
   auto compiled = jit_->get(spec);
   if (!compiled)
@@ -208,18 +208,18 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   // The images live in the workspace either way: written by the passes launched below, or by the
   // kernel itself while its consumers compute.
   std::array<unsigned, 3> kv_grid{}, q_grid{};
-  if (as.tile.kv_staging == KvStaging::Prewidened) {
+  if (as.tile.staging.kv == KvStaging::Prewidened) {
     // Every K/V tile's shared-memory image (attention_sm90/widen_kv.cuh), [B*Hkv][tiles][stage].
-    const unsigned tiles = unsigned((p.seqlen_k + as.tile.block_n - 1) / as.tile.block_n);
+    const unsigned tiles = unsigned((p.seqlen_k + as.tile.shape.block_n - 1) / as.tile.shape.block_n);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * tiles * std::size_t(wgmmaStageBytes(as));
     if (auto err = ensureBytes(driver_, workspace_->kv_tiles, bytes))
       return err;
     p.kv_tiles = workspace_->kv_tiles.address();
     kv_grid = {tiles, unsigned(p.heads_kv), unsigned(p.batch)};
   }
-  if (as.tile.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
+  if (as.tile.schedule.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
     // Every block_m-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
-    const unsigned blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
+    const unsigned blocks = unsigned((p.seqlen_q + as.tile.shape.block_m - 1) / as.tile.shape.block_m);
     const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
     if (auto err = ensureBytes(driver_, workspace_->q_tiles, bytes))
       return err;
@@ -234,15 +234,15 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
       return err;
 
   runtime::LaunchConfig launch;
-  const unsigned m_blocks = unsigned((p.seqlen_q + as.tile.block_m - 1) / as.tile.block_m);
+  const unsigned m_blocks = unsigned((p.seqlen_q + as.tile.shape.block_m - 1) / as.tile.shape.block_m);
   launch.grid = {m_blocks, unsigned(p.heads_q), unsigned(p.batch)};
-  if (as.tile.persistent) {
+  if (as.tile.schedule.persistent) {
     // One CTA per SM at most (one fits: its 384 or 512 threads hold the register file), each
     // looping over the work tiles (attention_sm90/work_tiles.cuh).
     const std::uint64_t work = std::uint64_t(m_blocks) * unsigned(p.heads_q) * unsigned(p.batch);
     if (work > std::uint64_t(INT32_MAX)) // the kernel counts work tiles in int
       return fail(llvm::formatv("forward: {0} work tiles of {1} query rows exceed the persistent kernel's 2^31 - 1",
-                                work, as.tile.block_m));
+                                work, as.tile.shape.block_m));
     const std::uint64_t sms = device_.sm_count > 0 ? std::uint64_t(device_.sm_count) : 1u;
     launch.grid = {unsigned(std::min(work, sms)), 1, 1};
     if (handsOutWorkTiles(as)) {
@@ -264,7 +264,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   }
   launch.block = {unsigned(entry.threads), 1, 1};
   launch.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
-  if (as.tile.kv_multicast) {
+  if (as.tile.schedule.kv_multicast) {
     // Two-CTA clusters over pairs of m-blocks (attention_sm90/work_tiles.cuh), as many as can be
     // resident at once: a second wave of clusters would wait for the first to finish its loop.
     launch.cluster = {2, 1, 1};
@@ -281,7 +281,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   launch.stream = stream;
   if (tensor_maps) {
     // The kernel's second parameter, (const __grid_constant__ AttentionTensorMaps maps).
-    auto maps = runtime::encodeAttentionTensorMaps(driver_.api(), *bq, *bk, *bv, as.tile.block_m, as.tile.block_n);
+    auto maps = runtime::encodeAttentionTensorMaps(driver_.api(), *bq, *bk, *bv, as.tile.shape.block_m, as.tile.shape.block_n);
     if (!maps)
       return maps.takeError();
     void *args[] = {&p, &*maps};

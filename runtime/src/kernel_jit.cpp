@@ -42,8 +42,8 @@ std::size_t quickSpecHash(const KernelSpec &s) {
   const AttentionSpec &a = s.attention;
   const QuantizeSpec &q = s.quantize;
   std::size_t h = static_cast<std::size_t>(s.family) * 1000003u + static_cast<std::size_t>(s.target);
-  for (int v : {int(a.route), a.head_dim, int(a.causal), a.tile.block_m, a.tile.block_n, a.tile.stages,
-                int(a.tile.schedule), int(a.classifier.kind), int(q.format), q.head_dim, int(q.input_fp32),
+  for (int v : {int(a.route), a.head_dim, int(a.causal), a.tile.shape.block_m, a.tile.shape.block_n, a.tile.pipeline.stages,
+                int(a.tile.schedule.kernel), int(a.classifier.kind), int(q.format), q.head_dim, int(q.input_fp32),
                 int(q.keys_permuted16)})
     h = h * 31u + static_cast<std::size_t>(v);
   return h;

@@ -47,8 +47,8 @@ llvm::Expected<double> CpuModelAccuracy::cosine(const KernelSpec &spec) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "accuracy: not an attention spec");
   const AttentionSpec &a = spec.attention;
   KernelSpec neutral = spec;
-  neutral.attention.tile.warps = 1;
-  neutral.attention.tile.block_m = 16;
+  neutral.attention.tile.shape.warps = 1;
+  neutral.attention.tile.shape.block_m = 16;
   const std::string memo_key = toJson(neutral);
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (auto it = state_->memo.find(memo_key); it != state_->memo.end())

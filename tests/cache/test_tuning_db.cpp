@@ -38,7 +38,7 @@ TuningRecord record(const TuningKey &k, int winner_block_n = 128) {
   KernelSpec h = defaultAttentionSpec(k.route, k.head_dim, k.causal, k.target);
   h = withAttentionSchedule(h, AttentionSchedule::MmaSync);
   KernelSpec w = h;
-  w.attention.tile.block_n = winner_block_n;
+  w.attention.tile.shape.block_n = winner_block_n;
   w.attention.classifier.kind = ClassifierKind::Affine;
   w.attention.classifier.alpha = 2.25f;
   w.attention.classifier.beta = 1.125f;
@@ -46,8 +46,8 @@ TuningRecord record(const TuningKey &k, int winner_block_n = 128) {
   CandidateResult cw{w, candidateLabel(w), true, 1.25, 1.2, 1.3, 20, 0.015, "", std::nullopt};
   CandidateResult cf;
   cf.spec = h;
-  cf.spec.attention.tile.warps = 8;
-  cf.spec.attention.tile.block_m = 128;
+  cf.spec.attention.tile.shape.warps = 8;
+  cf.spec.attention.tile.shape.block_m = 128;
   cf.label = candidateLabel(cf.spec);
   cf.error = "compile: ptxas error: too many resources requested\nsecond line";
   r.candidates = {ch, cw, cf};
@@ -121,7 +121,7 @@ TEST_CASE("a stored record is found by a new database on the same directory", "[
   auto r = again.lookup(key(8192), &layer);
   REQUIRE(r.has_value());
   CHECK(layer == TuningLayer::User);
-  CHECK(r->winnerResult().spec.attention.tile.block_n == 64);
+  CHECK(r->winnerResult().spec.attention.tile.shape.block_n == 64);
   auto w = again.winnerSpec(key(4096));
   REQUIRE(w.has_value());
   CHECK(w->attention.classifier.kind == ClassifierKind::Affine);
@@ -226,7 +226,7 @@ TEST_CASE("the read-only system layer is searched first and never written", "[tu
   auto r = db.lookup(key(4096), &layer);
   REQUIRE(r);
   CHECK(layer == TuningLayer::System);
-  CHECK(r->winnerResult().spec.attention.tile.block_n == 32);
+  CHECK(r->winnerResult().spec.attention.tile.shape.block_n == 32);
   r = db.lookup(key(1024), &layer);
   REQUIRE(r);
   CHECK(layer == TuningLayer::User);

@@ -141,7 +141,7 @@ TEST_CASE("entry points and launch facts", "[codegen][emitter]") {
   REQUIRE_OK(a);
   REQUIRE(a->entries.size() == 1);
   CHECK(a->entries[0].name == kernelName(s));
-  CHECK(a->entries[0].threads == s.attention.tile.warps * 32);
+  CHECK(a->entries[0].threads == s.attention.tile.shape.warps * 32);
   CHECK(a->entries[0].dynamic_shared_bytes == attentionSharedBytes(s.attention));
 }
 
@@ -152,15 +152,15 @@ TEST_CASE("the persistent wgmma kernel's widening passes, or none with fused wid
     for (bool causal : {false, true}) {
       INFO(toString(r) << " causal " << causal);
       KernelSpec s = defaultAttentionSpecForKeys(r, 128, causal, Target::Sm90a, 4096); // (persistent either way)
-      REQUIRE(s.attention.tile.persistent);
-      s.attention.tile.fused_widening = true;
-      REQUIRE(canonicalize(s).attention.tile.fused_widening);
+      REQUIRE(s.attention.tile.schedule.persistent);
+      s.attention.tile.staging.fused_widening = true;
+      REQUIRE(canonicalize(s).attention.tile.staging.fused_widening);
       llvm::Expected<EmittedKernel> fused = emitKernel(s);
       REQUIRE_OK(fused);
       REQUIRE(fused->entries.size() == 1); // the attention entry writes the images itself
       CHECK(fused->source.find("fused_widening = true") != std::string::npos);
       CHECK(fused->source.find("_widen_kv") == std::string::npos);
-      s.attention.tile.fused_widening = false;
+      s.attention.tile.staging.fused_widening = false;
       llvm::Expected<EmittedKernel> passes = emitKernel(s);
       REQUIRE_OK(passes);
       REQUIRE(passes->entries.size() == 3);
@@ -180,10 +180,10 @@ TEST_CASE("invalid and unsupported specs are errors naming the field", "[codegen
   if (!attentionTemplatesAvailable())
     return;
   KernelSpec a = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm89);
-  a.attention.tile.block_m = 128; // valid hardware tile, but the mma.sync template wants 16 * warps
+  a.attention.tile.shape.block_m = 128; // valid hardware tile, but the mma.sync template wants 16 * warps
   llvm::Expected<EmittedKernel> e = emitKernel(a);
   REQUIRE(!e);
-  CHECK_THAT(llvm::toString(e.takeError()), Catch::Contains("attention.tile.block_m") && Catch::Contains("16 * warps"));
+  CHECK_THAT(llvm::toString(e.takeError()), Catch::Contains("attention.tile.shape.block_m") && Catch::Contains("16 * warps"));
 }
 
 TEST_CASE("folded constants follow NUMERICS.md", "[codegen][emitter]") {

@@ -79,8 +79,8 @@ TEST_CASE("defaults fit the template and the target", "[codegen][heuristics]") {
   for (int d : {64, 128, 256}) {
     // sm_89 runs the mma.sync template only: 16 rows per warp.
     const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, false, Target::Sm89);
-    CHECK(s.attention.tile.block_m == 16 * s.attention.tile.warps);
-    CHECK(s.attention.tile.block_n % 32 == 0);
+    CHECK(s.attention.tile.shape.block_m == 16 * s.attention.tile.shape.warps);
+    CHECK(s.attention.tile.shape.block_n % 32 == 0);
     CHECK(s.attention.operands.qk_widening == Widening::E4m3);
     CHECK(attentionSharedBytes(s.attention) <= targetLimits(Target::Sm89).max_shared_bytes);
     CHECK(specViolations(defaultAttentionSpec(Route::DirectP, d, false, Target::Sm90a)).empty());
@@ -152,30 +152,30 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
       const int most = r == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
       for (int keys : {1, 1000, 4096, 8192, 8193, 16384, 32768}) {
         const KernelSpec causal = defaultAttentionSpecForKeys(r, d, true, Target::Sm90a, keys);
-        CHECK(causal.attention.tile.persistent == (keys <= most));
+        CHECK(causal.attention.tile.schedule.persistent == (keys <= most));
         CHECK(specViolations(causal).empty());
         // Everything else is the length-free default's; non-causal grids do not depend on length.
         // (and nvfp8's fused widening, chosen by length too: the test case below)
         KernelSpec same = causal;
-        same.attention.tile.persistent = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.persistent;
-        same.attention.tile.fused_widening = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.fused_widening;
+        same.attention.tile.schedule.persistent = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.schedule.persistent;
+        same.attention.tile.staging.fused_widening = defaultAttentionSpec(r, d, true, Target::Sm90a).attention.tile.staging.fused_widening;
         CHECK(specsEqual(same, defaultAttentionSpec(r, d, true, Target::Sm90a)));
         KernelSpec non_causal = defaultAttentionSpecForKeys(r, d, false, Target::Sm90a, keys);
-        non_causal.attention.tile.fused_widening =
-            defaultAttentionSpec(r, d, false, Target::Sm90a).attention.tile.fused_widening;
+        non_causal.attention.tile.staging.fused_widening =
+            defaultAttentionSpec(r, d, false, Target::Sm90a).attention.tile.staging.fused_widening;
         CHECK(specsEqual(non_causal, defaultAttentionSpec(r, d, false, Target::Sm90a)));
       }
     }
   // Other targets have no persistent grid.
-  CHECK(!defaultAttentionSpecForKeys(Route::Nvfp8, 128, true, Target::Sm100a, 1024).attention.tile.persistent);
-  CHECK(!defaultAttentionSpecForKeys(Route::Bf16, 128, true, Target::Sm80, 1024).attention.tile.persistent);
+  CHECK(!defaultAttentionSpecForKeys(Route::Nvfp8, 128, true, Target::Sm100a, 1024).attention.tile.schedule.persistent);
+  CHECK(!defaultAttentionSpecForKeys(Route::Bf16, 128, true, Target::Sm80, 1024).attention.tile.schedule.persistent);
   // CI compiles both causal grids of every sm_90a wgmma default, the FP8-fed routes' persistent one
   // with its images fused and by passes.
   int persistent_causal = 0, fused_causal = 0;
   for (const KernelSpec &s : enumerateVariants({Target::Sm90a}))
-    if (s.family == KernelFamily::AttentionForward && s.attention.causal && s.attention.tile.persistent) {
+    if (s.family == KernelFamily::AttentionForward && s.attention.causal && s.attention.tile.schedule.persistent) {
       ++persistent_causal;
-      fused_causal += canonicalize(s).attention.tile.fused_widening ? 1 : 0;
+      fused_causal += canonicalize(s).attention.tile.staging.fused_widening ? 1 : 0;
     }
   CHECK(persistent_causal == 9 + 6); // three routes x three head dims, and the FP8-fed ones' other widening
   CHECK(fused_causal == 6);          // (the default form or the other, for each FP8-fed one)
@@ -187,37 +187,37 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
       for (bool causal : {false, true}) {
         INFO("route " << toString(r) << " D " << d << " causal " << causal);
         const KernelSpec s = defaultAttentionSpec(r, d, causal, Target::Sm90a);
-        const bool expected = r == Route::DirectP && s.attention.tile.block_n == 128;
-        CHECK(s.attention.tile.thread_key_blocks == expected);
+        const bool expected = r == Route::DirectP && s.attention.tile.shape.block_n == 128;
+        CHECK(s.attention.tile.softmax.thread_key_blocks == expected);
         CHECK(expected == (r == Route::DirectP)); // (D128: three consumers of 128 keys with FP16 scores)
         CHECK(specViolations(s).empty());
         for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) // every alternative valid
           CHECK(specViolations(alt).empty());
       }
   // mma.sync and sm_100a kernels never have them.
-  CHECK_FALSE(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm100a).attention.tile.thread_key_blocks);
+  CHECK_FALSE(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm100a).attention.tile.softmax.thread_key_blocks);
   CHECK_FALSE(withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a),
                                     AttentionSchedule::MmaSync)
-                  .attention.tile.thread_key_blocks);
+                  .attention.tile.softmax.thread_key_blocks);
   // A change that moves the key tile or V's key order drops them instead of turning invalid.
   KernelSpec moved = defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a);
-  moved.attention.tile.block_n = 64;
+  moved.attention.tile.shape.block_n = 64;
   CHECK_FALSE(specViolations(moved).empty());
-  CHECK_FALSE(keepingFitKeyBlocks(moved).attention.tile.thread_key_blocks);
+  CHECK_FALSE(keepingFitKeyBlocks(moved).attention.tile.softmax.thread_key_blocks);
   CHECK(specViolations(keepingFitKeyBlocks(moved)).empty());
   KernelSpec permuted = defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a);
   permuted.attention.operands.v_keys_permuted16 = true;
-  CHECK_FALSE(keepingFitKeyBlocks(permuted).attention.tile.thread_key_blocks);
+  CHECK_FALSE(keepingFitKeyBlocks(permuted).attention.tile.softmax.thread_key_blocks);
   // D128's alternatives carry the 96-key forms of three consumers (quad blocks, thread blocks and
   // FP32 scores on quad blocks: the earlier defaults) and two consumers of 128 keys; D64/D256's
   // carry the quad blocks.
   int d128_thread96 = 0, d128_quad96 = 0, d128_fp32 = 0, d128_two = 0;
   for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a))) {
     const TileSpec &t = alt.attention.tile;
-    d128_thread96 += t.thread_key_blocks && t.block_n == 96 && t.block_m == 192 ? 1 : 0;
-    d128_quad96 += !t.thread_key_blocks && t.block_n == 96 && t.block_m == 192 && t.scores_fp16 ? 1 : 0;
-    d128_fp32 += !t.scores_fp16 && t.block_n == 96 && t.block_m == 192 ? 1 : 0;
-    d128_two += t.block_m == 128 && t.overlap ? 1 : 0;
+    d128_thread96 += t.softmax.thread_key_blocks && t.shape.block_n == 96 && t.shape.block_m == 192 ? 1 : 0;
+    d128_quad96 += !t.softmax.thread_key_blocks && t.shape.block_n == 96 && t.shape.block_m == 192 && t.softmax.scores_fp16 ? 1 : 0;
+    d128_fp32 += !t.softmax.scores_fp16 && t.shape.block_n == 96 && t.shape.block_m == 192 ? 1 : 0;
+    d128_two += t.shape.block_m == 128 && t.pipeline.overlap ? 1 : 0;
   }
   CHECK(d128_thread96 >= 1);
   CHECK(d128_quad96 >= 1);
@@ -225,13 +225,13 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
   CHECK(d128_two >= 1);
   bool quad = false;
   for (const KernelSpec &alt : wgmmaScheduleAlternatives(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a)))
-    quad = quad || (!alt.attention.tile.thread_key_blocks && alt.attention.tile.block_n == 128 &&
-                    alt.attention.tile.block_m == 192);
+    quad = quad || (!alt.attention.tile.softmax.thread_key_blocks && alt.attention.tile.shape.block_n == 128 &&
+                    alt.attention.tile.shape.block_m == 192);
   CHECK(quad);
   // CI compiles them: every variant the generator lists is valid.
   int listed = 0;
   for (const KernelSpec &s : enumerateVariants({Target::Sm90a}))
-    if (s.family == KernelFamily::AttentionForward && s.attention.tile.thread_key_blocks) {
+    if (s.family == KernelFamily::AttentionForward && s.attention.tile.softmax.thread_key_blocks) {
       CHECK(specViolations(s).empty());
       ++listed;
     }
@@ -247,40 +247,40 @@ TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[code
       INFO("D " << d << " causal " << causal);
       const KernelSpec s = defaultAttentionSpec(Route::Nvfp8, d, causal, Target::Sm90a);
       const bool fp16 = d == 128 || (d == 256 && !causal);
-      CHECK(s.attention.tile.scores_fp16 == fp16);
+      CHECK(s.attention.tile.softmax.scores_fp16 == fp16);
       CHECK(s.attention.operands.qk_widen_shift == (fp16 ? minScoresFp16WidenShift(d) : 3));
       if (d == 128)
-        CHECK((s.attention.tile.block_m == 192 && s.attention.tile.block_n == 128));
+        CHECK((s.attention.tile.shape.block_m == 192 && s.attention.tile.shape.block_n == 128));
       CHECK(specViolations(s).empty());
       int other = 0;
       for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
-        if (alt.attention.tile.scores_fp16 != fp16) {
+        if (alt.attention.tile.softmax.scores_fp16 != fp16) {
           ++other;
           CHECK(specViolations(alt).empty());
           if (d == 128)
-            CHECK(alt.attention.tile.block_n == 96);
+            CHECK(alt.attention.tile.shape.block_n == 96);
         }
       CHECK(other == 1);
       // The exp2 polynomial: half of each tile's keys at non-causal D256, none elsewhere; the
       // other choice is one alternative where the scores are FP16, and FP32 scores never take it.
-      const int poly = d == 256 && !causal ? s.attention.tile.block_n / 16 : 0;
-      CHECK(s.attention.tile.exp2_poly_tiles == poly);
+      const int poly = d == 256 && !causal ? s.attention.tile.shape.block_n / 16 : 0;
+      CHECK(s.attention.tile.softmax.exp2_poly_tiles == poly);
       int poly_alts = 0;
       for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {
-        if (!alt.attention.tile.scores_fp16)
-          CHECK(alt.attention.tile.exp2_poly_tiles == 0);
-        if (alt.attention.tile.scores_fp16 && alt.attention.tile.exp2_poly_tiles != poly) {
+        if (!alt.attention.tile.softmax.scores_fp16)
+          CHECK(alt.attention.tile.softmax.exp2_poly_tiles == 0);
+        if (alt.attention.tile.softmax.scores_fp16 && alt.attention.tile.softmax.exp2_poly_tiles != poly) {
           ++poly_alts;
-          CHECK(alt.attention.tile.exp2_poly_tiles == (poly == 0 ? s.attention.tile.block_n / 16 : 0));
+          CHECK(alt.attention.tile.softmax.exp2_poly_tiles == (poly == 0 ? s.attention.tile.shape.block_n / 16 : 0));
           CHECK(specViolations(alt).empty());
         }
       }
       CHECK(poly_alts == (fp16 ? 1 : 0));
     }
-  CHECK_FALSE(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm100a).attention.tile.scores_fp16);
+  CHECK_FALSE(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm100a).attention.tile.softmax.scores_fp16);
   CHECK_FALSE(withAttentionSchedule(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a),
                                     AttentionSchedule::MmaSync)
-                  .attention.tile.scores_fp16);
+                  .attention.tile.softmax.scores_fp16);
 }
 
 // directp's piecewise pieces read from S (measured, heuristics.cpp): the sm_90a default at every
@@ -293,26 +293,26 @@ TEST_CASE("fused widening: the default where it measured faster, the other form 
         for (int keys : {4096, 32768}) {
           INFO(toString(r) << " D " << d << " causal " << causal << " keys " << keys);
           const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
-          const bool fused = canonicalize(s).attention.tile.fused_widening;
+          const bool fused = canonicalize(s).attention.tile.staging.fused_widening;
           // (D256, and nvfp8 at D128 without causal masking; nvfp8 up to 4k keys: heuristics.cpp;
           // fa4jit bench --routes nvfp8,directp --head-dims 128,256 --seqlens 4096,16384 --variants fused-widening,widening-passes)
           const bool measured_faster = (d == 256 || (r == Route::Nvfp8 && d == 128 && !causal)) &&
                                        (r != Route::Nvfp8 || keys <= kNvfp8FusedWideningMaxKeys);
-          CHECK(fused == (r != Route::Bf16 && s.attention.tile.persistent && measured_faster));
+          CHECK(fused == (r != Route::Bf16 && s.attention.tile.schedule.persistent && measured_faster));
           int other = 0;
           for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {
             CHECK(specViolations(alt).empty());
-            const bool alt_fused = canonicalize(alt).attention.tile.fused_widening;
-            if (alt.attention.tile.persistent && alt_fused != fused) {
+            const bool alt_fused = canonicalize(alt).attention.tile.staging.fused_widening;
+            if (alt.attention.tile.schedule.persistent && alt_fused != fused) {
               KernelSpec back = alt;
-              back.attention.tile.fused_widening = fused;
+              back.attention.tile.staging.fused_widening = fused;
               other += specsEqual(canonicalize(back), canonicalize(s)) ? 1 : 0;
             }
           }
-          CHECK(other == (r != Route::Bf16 && s.attention.tile.persistent ? 1 : 0));
+          CHECK(other == (r != Route::Bf16 && s.attention.tile.schedule.persistent ? 1 : 0));
         }
   // (sm_100a and mma.sync kernels have no widening passes to fuse)
-  CHECK_FALSE(canonicalize(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a)).attention.tile.fused_widening);
+  CHECK_FALSE(canonicalize(defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a)).attention.tile.staging.fused_widening);
 }
 
 TEST_CASE("directp's folded pieces: the sm_90a default, y_h first the alternative", "[codegen][heuristics]") {
@@ -320,10 +320,10 @@ TEST_CASE("directp's folded pieces: the sm_90a default, y_h first the alternativ
     for (bool causal : {false, true}) {
       INFO("D " << d << " causal " << causal);
       const KernelSpec s = defaultAttentionSpec(Route::DirectP, d, causal, Target::Sm90a);
-      CHECK(canonicalize(s).attention.tile.pieces_from_scores);
+      CHECK(canonicalize(s).attention.tile.softmax.pieces_from_scores);
       int unfolded = 0;
       for (const KernelSpec &alt : wgmmaScheduleAlternatives(s))
-        unfolded += alt.attention.tile.scores_fp16 && !canonicalize(alt).attention.tile.pieces_from_scores ? 1 : 0;
+        unfolded += alt.attention.tile.softmax.scores_fp16 && !canonicalize(alt).attention.tile.softmax.pieces_from_scores ? 1 : 0;
       CHECK(unfolded == 1);
     }
 }

@@ -22,8 +22,8 @@ TEST_CASE("sm_100a defaults of the FP4/FP8 routes are tcgen05 kernels with a pla
         INFO(toString(r) << " d" << d << " causal " << causal);
         CHECK(isTcgen05Attention(s));
         CHECK(specViolations(s).empty());
-        CHECK(s.attention.tile.block_m == 128);
-        CHECK(s.attention.tile.block_n == 128);
+        CHECK(s.attention.tile.shape.block_m == 128);
+        CHECK(s.attention.tile.shape.block_n == 128);
         CHECK(s.attention.operands.qk_widening == Widening::Native);
         CHECK(s.attention.operands.v_widening == (r == Route::DirectP ? Widening::Native : Widening::E4m3));
         // The recorded plan is the planner's for this spec, and it fits.
@@ -78,7 +78,7 @@ TEST_CASE("a spec whose recorded TMEM plan disagrees with the planner is refused
   REQUIRE_OK(planned);
   // Tiles the template cannot run are named.
   KernelSpec wrong = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
-  wrong.attention.tile.block_n = 64;
+  wrong.attention.tile.shape.block_n = 64;
   wrong.attention.tmem = TmemPlanRef{};
   llvm::Expected<EmittedKernel> e = emitKernel(wrong);
   REQUIRE_ERR(e);

@@ -213,7 +213,7 @@ TEST_CASE("every TMEM plan column is part of the spec's identity", "[codegen][sp
 
 TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[codegen][spec_io]") {
   const KernelSpec w = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a);
-  REQUIRE(w.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
+  REQUIRE(w.attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized);
   auto changed = [&](auto edit) {
     KernelSpec v = w;
     edit(v.attention.tile);
@@ -222,30 +222,30 @@ TEST_CASE("the wgmma schedule's choices are part of the spec's identity", "[code
     CHECK(specsEqual(*back, canonicalize(v))); // (fused widening is cleared where nothing is fused)
     return specHash(v) != specHash(w);
   };
-  CHECK(changed([](TileSpec &t) { t.overlap = !t.overlap; }));
-  CHECK(changed([](TileSpec &t) { t.pingpong = !t.pingpong; }));
-  CHECK(changed([](TileSpec &t) { t.kv_staging = KvStaging::InKernel; }));
-  CHECK(changed([](TileSpec &t) { t.ablation = StageAblation::SoftmaxTwice; }));
-  REQUIRE(w.attention.tile.persistent);
-  CHECK(changed([](TileSpec &t) { t.persistent = false; }));
+  CHECK(changed([](TileSpec &t) { t.pipeline.overlap = !t.pipeline.overlap; }));
+  CHECK(changed([](TileSpec &t) { t.pipeline.pingpong = !t.pipeline.pingpong; }));
+  CHECK(changed([](TileSpec &t) { t.staging.kv = KvStaging::InKernel; }));
+  CHECK(changed([](TileSpec &t) { t.bench_ablation = StageAblation::SoftmaxTwice; }));
+  REQUIRE(w.attention.tile.schedule.persistent);
+  CHECK(changed([](TileSpec &t) { t.schedule.persistent = false; }));
   CHECK(toJson(w).find("\"persistent\":true") != std::string::npos);
   CHECK(toJson(w).find("kv_multicast") == std::string::npos); // absent means false
-  CHECK(changed([](TileSpec &t) { t.kv_multicast = true; }));
+  CHECK(changed([](TileSpec &t) { t.schedule.kv_multicast = true; }));
   KernelSpec mc = w;
-  mc.attention.tile.kv_multicast = true;
+  mc.attention.tile.schedule.kv_multicast = true;
   CHECK(toJson(mc).find("\"kv_multicast\":true") != std::string::npos);
-  REQUIRE(w.attention.tile.fused_widening);
+  REQUIRE(w.attention.tile.staging.fused_widening);
   CHECK(toJson(w).find("\"fused_widening\":true") != std::string::npos);
-  CHECK(changed([](TileSpec &t) { t.fused_widening = false; }));
+  CHECK(changed([](TileSpec &t) { t.staging.fused_widening = false; }));
   CHECK(toJson(mc).find("fused_widening") == std::string::npos); // (clusters: nothing fused)
   // The mma.sync template has none of these choices: the canonical form drops them.
   KernelSpec m = withAttentionSchedule(w, AttentionSchedule::MmaSync);
   KernelSpec m2 = m;
-  m2.attention.tile.overlap = true;
-  m2.attention.tile.pingpong = true;
-  m2.attention.tile.kv_staging = KvStaging::Prewidened;
-  m2.attention.tile.persistent = true;
-  m2.attention.tile.kv_multicast = true;
+  m2.attention.tile.pipeline.overlap = true;
+  m2.attention.tile.pipeline.pingpong = true;
+  m2.attention.tile.staging.kv = KvStaging::Prewidened;
+  m2.attention.tile.schedule.persistent = true;
+  m2.attention.tile.schedule.kv_multicast = true;
   CHECK(specHash(m) == specHash(m2));
   CHECK(toJson(m).find("kv_staging") == std::string::npos);
   for (StageAblation a : {StageAblation::None, StageAblation::SkipLoads, StageAblation::SkipQk,

@@ -239,8 +239,8 @@ TEST_CASE("a plan fills the spec's TmemPlanRef and the spec validates", "[codege
   spec.target = Target::Sm100a;
   spec.attention.route = Route::DirectP;
   spec.attention.head_dim = 128;
-  spec.attention.tile.block_m = 256;
-  spec.attention.tile.block_n = 128;
+  spec.attention.tile.shape.block_m = 256;
+  spec.attention.tile.shape.block_n = 128;
   spec.attention.operands.qk_widening = Widening::Native;
   spec.attention.operands.v_widening = Widening::Native;
   llvm::Expected<TmemRequest> r = requestFromSpec(spec);

@@ -140,7 +140,7 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
       // for kind::f8f6f4. QK^T takes head_dim / 64 instructions, PV block_n / 64 (FP4) or / 32 (FP8).
       const AttentionSpec &a = v.spec.attention;
       const int qk = a.head_dim / 64;
-      const int pv = a.route == Route::DirectP ? a.tile.block_n / 64 : a.tile.block_n / 32;
+      const int pv = a.route == Route::DirectP ? a.tile.shape.block_n / 64 : a.tile.shape.block_n / 32;
       const int fp4 = mma.count("UTCOMMA") ? mma.at("UTCOMMA") : 0;
       const int fp8 = mma.count("UTCQMMA") ? mma.at("UTCQMMA") : 0;
       CHECK(fp4 >= (a.route == Route::DirectP ? qk + pv : qk));
@@ -159,11 +159,11 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
         CHECK((mma.count("HMMA") + mma.count("QMMA")) > 0);
       else
         CHECK(mma.count("HMMA"));
-      if (v.spec.attention.tile.kv_staging == KvStaging::TensorMap) {
+      if (v.spec.attention.tile.staging.kv == KvStaging::TensorMap) {
         // Tiles by TMA tensor maps (4-D boxes), V read N-major by the PV wgmma, and no pass beside it.
         const auto tma = countOpcodes(*sass, [](const std::string &op) { return op == "UTMALDG"; });
         CHECK(total(tma) > 0);
-        if (v.spec.attention.tile.ablation != StageAblation::SkipPv)
+        if (v.spec.attention.tile.bench_ablation != StageAblation::SkipPv)
           CHECK(sass->find("tnspB") != std::string::npos);
         CHECK(v.emitted.entries.size() == 1);
       }

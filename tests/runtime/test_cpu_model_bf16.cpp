@@ -58,7 +58,7 @@ TEST_CASE("bf16 model: rows, threads and tiles do not change a row", "[cpu_model
     }
   // A different block_n changes the rescale points, not the answer beyond rounding.
   AttentionSpec wide = bf16Spec(64, true);
-  wide.tile.block_n = 128;
+  wide.tile.shape.block_n = 128;
   auto c = runRouteModel(wide, p.problem, all);
   REQUIRE_OK(c);
   CHECK(compareOutputs(c->result, a->result).cosine > 0.99999);
@@ -67,7 +67,7 @@ TEST_CASE("bf16 model: rows, threads and tiles do not change a row", "[cpu_model
 TEST_CASE("bf16 model: l sums exp2(x) before rounding; trace is consistent", "[cpu_model]") {
   OwnedProblem p = gaussianProblem({1, 1, 1, 8, 100, 64}, 1.0, 23);
   AttentionSpec spec = bf16Spec(64, false);
-  spec.tile.block_n = 128; // one tile: l is one FP64 sum rounded once
+  spec.tile.shape.block_n = 128; // one tile: l is one FP64 sum rounded once
   ModelOptions o;
   o.trace = {{0, 0, 5}};
   auto m = runRouteModel(spec, p.problem, o);
@@ -99,15 +99,15 @@ TEST_CASE("route model rejects specs it cannot model", "[cpu_model]") {
   s.head_dim = 128;
   expectError(s, "differs from the tensors' head_dim 64");
   s = bf16Spec(64, false);
-  s.tile.block_n = 40; // bf16 tiles are whole k-steps of 16 keys (the wgmma kernel's 80 at D256)
+  s.tile.shape.block_n = 40; // bf16 tiles are whole k-steps of 16 keys (the wgmma kernel's 80 at D256)
   expectError(s, "block_n 40 must be a positive multiple of 16");
-  s.tile.block_n = 80;
+  s.tile.shape.block_n = 80;
   CHECK(static_cast<bool>(runRouteModel(s, p.problem, {})));
   AttentionSpec d = bf16Spec(64, false);
   d.route = Route::DirectP;
-  d.tile.block_n = 48; // Direct-P's blocks are 32 keys
+  d.tile.shape.block_n = 48; // Direct-P's blocks are 32 keys
   expectError(d, "block_n 48 must be a positive multiple of 32");
-  d.tile.block_n = 64;
+  d.tile.shape.block_n = 64;
   d.classifier.kind = ClassifierKind::Affine;
   d.classifier.alpha = 2;
   d.classifier.beta = -4;

@@ -164,8 +164,8 @@ AttentionSpec fp16ScoresSpec(int d, bool fp16) {
   s.route = Route::DirectP;
   s.head_dim = d;
   s.classifier.kind = ClassifierKind::Piecewise;
-  s.tile.block_n = 96;
-  s.tile.scores_fp16 = fp16;
+  s.tile.shape.block_n = 96;
+  s.tile.softmax.scores_fp16 = fp16;
   s.operands.qk_widen_shift = fp16 ? (d <= 128 ? 7 : 8) : 3;
   return s;
 }
@@ -237,7 +237,7 @@ TEST_CASE("directp FP16 scores: the piecewise classifier's pieces folded onto S"
   OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 2.0, 78);
   const AttentionSpec plain = fp16ScoresSpec(128, true);
   AttentionSpec folded = plain;
-  folded.tile.pieces_from_scores = true;
+  folded.tile.softmax.pieces_from_scores = true;
   const device::DirectPCoefficients k = fit::directpCoefficients(folded.classifier);
   int differ = 0, forms_differ = 0;
   for (int row = 0; row < 64; row += 2) { // (the two forms differ on ~0.1% of keys: every other row)

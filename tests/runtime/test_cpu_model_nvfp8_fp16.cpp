@@ -21,8 +21,8 @@ AttentionSpec nvfp8Spec(int d, bool fp16) {
   AttentionSpec s;
   s.route = Route::Nvfp8;
   s.head_dim = d;
-  s.tile.block_n = 128;
-  s.tile.scores_fp16 = fp16;
+  s.tile.shape.block_n = 128;
+  s.tile.softmax.scores_fp16 = fp16;
   s.operands.qk_widen_shift = fp16 ? (d <= 128 ? 7 : 8) : 3;
   s.operands.p_offset_log2 = 5;
   s.guard.kind = GuardKind::SampledAnchor;
@@ -165,7 +165,7 @@ TEST_CASE("nvfp8 FP16 scores: 2^x as the FP16 polynomial", "[cpu_model]") {
 TEST_CASE("nvfp8 FP16 scores: the polynomial's keys, and its accuracy", "[cpu_model]") {
   OwnedProblem p = gaussianProblem({1, 2, 1, 64, 700, 128}, 1.5, 61);
   AttentionSpec spec = nvfp8Spec(128, true);
-  spec.tile.exp2_poly_tiles = 5; // keys 0..39 of each tile of 128
+  spec.tile.softmax.exp2_poly_tiles = 5; // keys 0..39 of each tile of 128
   int poly_differs = 0;
   for (int row = 0; row < 64; row += 3) {
     const RowTrace t = traceRow(spec, p, {0, 1, row});
@@ -184,7 +184,7 @@ TEST_CASE("nvfp8 FP16 scores: the polynomial's keys, and its accuracy", "[cpu_mo
   for (int d : {64, 128}) {
     OwnedProblem q = gaussianProblem({1, 2, 1, 128, 600, d}, 1.0, 62 + d);
     AttentionSpec all = nvfp8Spec(d, true);
-    all.tile.exp2_poly_tiles = 16;
+    all.tile.softmax.exp2_poly_tiles = 16;
     const double cos_poly = meanCosineVsFp64(all, q, evenRows(128, 16));
     const double cos_mufu = meanCosineVsFp64(nvfp8Spec(d, true), q, evenRows(128, 16));
     INFO("D" << d << ": cosine vs FP64, polynomial " << cos_poly << ", MUFU form " << cos_mufu);

@@ -230,8 +230,8 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // model rounds once, which moves an E4M3 rounding of P now and then, and on two rows that is
   // noise the rows do not average (2.03e-2 against 2e-2 on the Sq1 Sk300 D128 causal case,
   // seed 15138174181126868532; 6.8e-3 and 1.1e-2 on other seeds).
-  const bool flips = (route == Route::DirectP || (route == Route::Nvfp8 && spec->attention.tile.scores_fp16)) &&
-                     spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  const bool flips = (route == Route::DirectP || (route == Route::Nvfp8 && spec->attention.tile.softmax.scores_fp16)) &&
+                     spec->attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
   // nvfp8 on FP16 scores at huge logits (|t| in the hundreds): FP16 holds such an S to 2^-11 of
   // it, a quarter to half a log2 unit, and the wgmma rounds its FP16 accumulators at every k-step
   // of 32 where the model rounds the exact S once; on the rows one or two keys carry (all rows at
@@ -239,14 +239,14 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   // 7% of the rows of the Sk512 D128 case differ, rel-L2 1.66e-2 (default guard) and 2.16e-2
   // (slack 2, seed 4303842007998106889). The FP64 cosine is not read at this pattern: the FP16
   // form's accuracy there is docs/ACCURACY.md's large-logit table.
-  const bool huge_fp16 = route == Route::Nvfp8 && c.pattern == Pattern::HugeLogits && spec->attention.tile.scores_fp16;
+  const bool huge_fp16 = route == Route::Nvfp8 && c.pattern == Pattern::HugeLogits && spec->attention.tile.softmax.scores_fp16;
   const double rel_tol = huge_fp16 ? 4e-2
                                    : tol.rel_l2_vs_model * (flips && rows < 64 ? std::sqrt(64.0 / double(rows)) : 1.0);
   CHECK(rel <= rel_tol);
   // Relative to max(1, |LSE|). FP8 wgmma accumulates with ~14 significant bits (DeepSeek-V3
   // §3.3.2, H800), so its S differs from the model's in about the 14th bit; where few keys carry a
   // row, one E4M3 rounding of P flipping moves l, hence LSE: up to 3.5e-3 measured on the H200.
-  const bool wgmma = spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized;
+  const bool wgmma = spec->attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized;
   // Direct-P turns those S differences into whole-code flips: one flip in a row of ~40 keys moves
   // l by a few percent, hence LSE by up to ~1e-2 (measured 8.6e-3 with wgmma, fresh seeds); O stays
   // within the route's rel-L2 bound and the FP64 cosine below, which carry the accuracy claim. The
@@ -302,11 +302,11 @@ const Case kCases[] = {
 // FP8-fed routes at D128), on the two-consumer kernel's key tile; other kernels are left alone.
 void twoConsumers(KernelSpec &s) {
   TileSpec &t = s.attention.tile;
-  if (t.schedule != AttentionSchedule::WgmmaWarpSpecialized || t.block_m == 128)
+  if (t.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized || t.shape.block_m == 128)
     return;
-  t.block_m = 128;
-  t.warps = 12;
-  t.block_n = s.attention.route == Route::DirectP ? 192 : 128;
+  t.shape.block_m = 128;
+  t.shape.warps = 12;
+  t.shape.block_n = s.attention.route == Route::DirectP ? 192 : 128;
 }
 
 // Both FP8-fed routes on every case, on one schedule (and variant).
@@ -346,8 +346,8 @@ TEST_CASE("forward matches the CPU model and FP64: bf16 route on the wgmma sched
   for (const Case &c : kCases) {
     runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized);
     runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
-      s.attention.tile.overlap = false;
-      s.attention.tile.pingpong = false;
+      s.attention.tile.pipeline.overlap = false;
+      s.attention.tile.pipeline.pingpong = false;
     });
   }
 }
@@ -364,14 +364,14 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, D = 256 key t
       continue;
     for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
-              [](KernelSpec &s) { s.attention.tile.block_n = 64; });
+              [](KernelSpec &s) { s.attention.tile.shape.block_n = 64; });
     runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
-      REQUIRE(s.attention.tile.block_n == 80);
-      s.attention.tile.overlap = true;
+      REQUIRE(s.attention.tile.shape.block_n == 80);
+      s.attention.tile.pipeline.overlap = true;
     });
     for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) // the serial loop taking turns
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized,
-              [](KernelSpec &s) { s.attention.tile.pingpong = true; });
+              [](KernelSpec &s) { s.attention.tile.pipeline.pingpong = true; });
   }
 }
 
@@ -385,8 +385,8 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, two-CTA clust
     return;
   const uint64_t seed = freshSeed();
   auto multicast = [](KernelSpec &s) {
-    s.attention.tile.persistent = true;
-    s.attention.tile.kv_multicast = true;
+    s.attention.tile.schedule.persistent = true;
+    s.attention.tile.schedule.kv_multicast = true;
   };
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, multicast);
 }
@@ -402,7 +402,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, two consumers
     auto two = [flip](KernelSpec &s) {
       twoConsumers(s);
       if (flip)
-        s.attention.tile.persistent = !s.attention.tile.persistent;
+        s.attention.tile.schedule.persistent = !s.attention.tile.schedule.persistent;
     };
     runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, two);
     for (const Case &c : kCases)
@@ -420,10 +420,10 @@ TEST_CASE("forward matches the CPU model and FP64: bf16 wgmma kernel on repacked
   for (const bool persistent : {true, false})
     for (const Case &c : kCases)
       runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [persistent](KernelSpec &s) {
-        s.attention.tile.kv_staging = KvStaging::Prewidened;
-        if (s.attention.tile.block_n == 80) // (the repacked V^T: whole 128-byte rows, 64 keys at D256)
-          s.attention.tile.block_n = 64;
-        s.attention.tile.persistent = persistent;
+        s.attention.tile.staging.kv = KvStaging::Prewidened;
+        if (s.attention.tile.shape.block_n == 80) // (the repacked V^T: whole 128-byte rows, 64 keys at D256)
+          s.attention.tile.shape.block_n = 64;
+        s.attention.tile.schedule.persistent = persistent;
       });
 }
 
@@ -440,9 +440,9 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, in-kernel K/V
   runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
                [](KernelSpec &s) {
                  twoConsumers(s); // (three consumers leave the producer one thread)
-                 s.attention.tile.kv_staging = KvStaging::InKernel;
-                 s.attention.tile.persistent = false; // the persistent producer is one thread
-                 s.attention.tile.block_n = std::min(s.attention.tile.block_n, 128); // one V^T column block
+                 s.attention.tile.staging.kv = KvStaging::InKernel;
+                 s.attention.tile.schedule.persistent = false; // the persistent producer is one thread
+                 s.attention.tile.shape.block_n = std::min(s.attention.tile.shape.block_n, 128); // one V^T column block
                });
 }
 
@@ -452,7 +452,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, l summed on t
   if (gpuEngine().target() != Target::Sm90a)
     return;
   runFp8Routes(freshSeed(), AttentionSchedule::WgmmaWarpSpecialized,
-               [](KernelSpec &s) { s.attention.tile.mma_row_sum = false; });
+               [](KernelSpec &s) { s.attention.tile.softmax.mma_row_sum = false; });
 }
 
 // Direct-P blocks in one thread's S columns (TileSpec::thread_key_blocks: the widening orders K's
@@ -469,35 +469,35 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, Direct-P bloc
     std::vector<std::function<void(KernelSpec &)>> kernels;
     if (c.head_dim == 128) {
       // the default: three consumers of 128 keys (FP16 scores)
-      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.block_n == 128); });
+      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.shape.block_n == 128); });
       // three consumers of 96 keys: two blocks in thread pairs, the third in the quad
-      kernels.push_back([](KernelSpec &s) { s.attention.tile.block_n = 96; });
+      kernels.push_back([](KernelSpec &s) { s.attention.tile.shape.block_n = 96; });
       // two consumers of 128 keys, and three on the serial loop with FP32 scores
       kernels.push_back([](KernelSpec &s) {
-        s.attention.tile.block_m = 128;
-        s.attention.tile.warps = 12;
+        s.attention.tile.shape.block_m = 128;
+        s.attention.tile.shape.warps = 12;
       });
       kernels.push_back([](KernelSpec &s) {
         s = withScoresFp16(s, false);
-        s.attention.tile.overlap = false;
-        s.attention.tile.pingpong = false;
+        s.attention.tile.pipeline.overlap = false;
+        s.attention.tile.pipeline.pingpong = false;
       });
     } else {
-      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.thread_key_blocks); });
+      kernels.push_back([](KernelSpec &s) { REQUIRE(s.attention.tile.softmax.thread_key_blocks); });
     }
     if (c.head_dim <= 128) // (in-kernel widening at D256: 216 registers, 64-key tiles)
       kernels.push_back([](KernelSpec &s) {
         twoConsumers(s);
-        s.attention.tile.block_n = 128;
-        s.attention.tile.thread_key_blocks = true;
-        s.attention.tile.kv_staging = KvStaging::InKernel;
-        s.attention.tile.persistent = false;
-        s.attention.tile.kv_multicast = false;
+        s.attention.tile.shape.block_n = 128;
+        s.attention.tile.softmax.thread_key_blocks = true;
+        s.attention.tile.staging.kv = KvStaging::InKernel;
+        s.attention.tile.schedule.persistent = false;
+        s.attention.tile.schedule.kv_multicast = false;
       });
     for (const auto &kernel : kernels)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
         kernel(s);
-        REQUIRE(s.attention.tile.thread_key_blocks);
+        REQUIRE(s.attention.tile.softmax.thread_key_blocks);
       });
   }
 }
@@ -515,13 +515,13 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
   for (const Case &c : kCases)
     runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
       s = withScoresFp16(s, true);
-      REQUIRE(s.attention.tile.scores_fp16);
+      REQUIRE(s.attention.tile.softmax.scores_fp16);
     });
   for (const Case &c : kCases) // D64 and D256 on quad blocks too (their default has thread blocks)
     if (c.head_dim != 128)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
         s = withScoresFp16(s, true);
-        s.attention.tile.thread_key_blocks = false;
+        s.attention.tile.softmax.thread_key_blocks = false;
       });
   // Heads whose multiplier overflows FP16: every tile on the masked arm, y in FP32.
   for (const Case &c : {Case{1, 2, 2, 256, 512, 128, false, Pattern::OutlierChannels},
@@ -532,16 +532,16 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, directp with 
   for (const Case &c : kCases)
     runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
       s = withScoresFp16(s, true);
-      s.attention.tile.pieces_from_scores = true;
+      s.attention.tile.softmax.pieces_from_scores = true;
     });
   for (const Case &c : kCases)
     if (c.head_dim == 128)
       runCase(Route::DirectP, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
         s = withScoresFp16(s, true);
         s.attention.classifier.kind = ClassifierKind::Threshold;
-        s.attention.tile.block_n = 128; // (the threshold classifier's tile: two consumers)
-        s.attention.tile.block_m = 128;
-        s.attention.tile.warps = 12;
+        s.attention.tile.shape.block_n = 128; // (the threshold classifier's tile: two consumers)
+        s.attention.tile.shape.block_m = 128;
+        s.attention.tile.shape.warps = 12;
       });
 }
 
@@ -557,15 +557,15 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, nvfp8 with FP
   for (const Case &c : kCases)
     runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
       s = withScoresFp16(s, true);
-      REQUIRE(s.attention.tile.scores_fp16);
+      REQUIRE(s.attention.tile.softmax.scores_fp16);
     });
   for (const Case &c : kCases)
     if (c.head_dim == 128)
       runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [](KernelSpec &s) {
         s = withScoresFp16(s, true);
-        s.attention.tile.block_n = 128;
-        s.attention.tile.block_m = 192;
-        s.attention.tile.warps = 16;
+        s.attention.tile.shape.block_n = 128;
+        s.attention.tile.shape.block_m = 192;
+        s.attention.tile.shape.warps = 16;
       });
   for (const Case &c : {Case{1, 2, 2, 256, 512, 128, false, Pattern::OutlierChannels},
                         Case{1, 2, 2, 300, 300, 64, true, Pattern::OutlierChannels},
@@ -578,7 +578,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, nvfp8 with FP
     for (const Case &c : kCases)
       runCase(Route::Nvfp8, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [quarters](KernelSpec &s) {
         s = withScoresFp16(s, true);
-        s.attention.tile.exp2_poly_tiles = s.attention.tile.block_n / 32 * quarters;
+        s.attention.tile.softmax.exp2_poly_tiles = s.attention.tile.shape.block_n / 32 * quarters;
       });
 }
 
@@ -590,8 +590,8 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, serial consum
   const uint64_t seed = freshSeed();
   for (const bool turns : {false, true})
     runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, [turns](KernelSpec &s) {
-      s.attention.tile.overlap = false;
-      s.attention.tile.pingpong = turns;
+      s.attention.tile.pipeline.overlap = false;
+      s.attention.tile.pipeline.pingpong = turns;
     });
 }
 
@@ -636,7 +636,7 @@ TEST_CASE("forward matches the CPU model and FP64: persistent grid, several work
       runCase(r, c, seed);
   if (gpuEngine().target() != Target::Sm90a)
     return;
-  auto persistent = [](KernelSpec &s) { s.attention.tile.persistent = true; };
+  auto persistent = [](KernelSpec &s) { s.attention.tile.schedule.persistent = true; };
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
     // The causal grid hands its work tiles out from a counter that each launch must leave at zero:
     // the same kernel twice in a row (a counter left behind would skip the second launch's tiles).
@@ -655,7 +655,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, one CTA per w
   if (gpuEngine().target() != Target::Sm90a)
     return;
   const uint64_t seed = freshSeed();
-  auto per_tile = [](KernelSpec &s) { s.attention.tile.persistent = false; };
+  auto per_tile = [](KernelSpec &s) { s.attention.tile.schedule.persistent = false; };
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, per_tile);
   for (const Case &c : kCases)
     runCase(Route::Bf16, c, seed, AttentionSchedule::WgmmaWarpSpecialized, per_tile);
@@ -667,7 +667,7 @@ TEST_CASE("forward matches the CPU model and FP64: directp with the threshold cl
   auto threshold = [](KernelSpec &s) {
     twoConsumers(s); // (it spills beside three consumers' 160 registers)
     s.attention.classifier.kind = ClassifierKind::Threshold;
-    s.attention.tile.block_n = std::min(s.attention.tile.block_n, 128); // (it spills beside 192 keys)
+    s.attention.tile.shape.block_n = std::min(s.attention.tile.shape.block_n, 128); // (it spills beside 192 keys)
     if (s.attention.head_dim == 256) // (and beside FP16 scores at D256: FP32 scores there)
       s = withScoresFp16(s, false);
   };
@@ -684,7 +684,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, causal ping-p
   if (gpuEngine().target() != Target::Sm90a)
     return;
   const uint64_t seed = freshSeed();
-  auto turns = [](KernelSpec &s) { s.attention.tile.pingpong = s.attention.tile.overlap; };
+  auto turns = [](KernelSpec &s) { s.attention.tile.pipeline.pingpong = s.attention.tile.pipeline.overlap; };
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (const Case &c : kCases)
       if (c.causal)
@@ -700,7 +700,7 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, 192-key tiles
   auto wide = [](KernelSpec &s) {
     twoConsumers(s);
     if (s.attention.head_dim <= 128)
-      s.attention.tile.block_n = 192;
+      s.attention.tile.shape.block_n = 192;
   };
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, wide);
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false}};
@@ -709,8 +709,8 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, 192-key tiles
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, wide);
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
         wide(s);
-        s.attention.tile.persistent = !s.attention.tile.persistent;
-        s.attention.tile.mma_row_sum = false; // and l from the ALUs
+        s.attention.tile.schedule.persistent = !s.attention.tile.schedule.persistent;
+        s.attention.tile.softmax.mma_row_sum = false; // and l from the ALUs
       });
     }
 }
@@ -726,16 +726,16 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consume
   auto three = [](KernelSpec &s) {
     if (s.attention.head_dim > 128)
       return; // O of 256 columns beside S does not fit 160 registers: the two-consumer kernel
-    s.attention.tile.block_m = 192;
-    s.attention.tile.warps = 16;
-    s.attention.tile.block_n = s.attention.head_dim <= 64 ? 128 : 64;
+    s.attention.tile.shape.block_m = 192;
+    s.attention.tile.shape.warps = 16;
+    s.attention.tile.shape.block_n = s.attention.head_dim <= 64 ? 128 : 64;
   };
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, three);
   // 96-key tiles (QK^T's wgmma N = 96, three Direct-P blocks per tile) at D128.
   runFp8Routes(seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
     three(s);
     if (s.attention.head_dim == 128)
-      s.attention.tile.block_n = 96;
+      s.attention.tile.shape.block_n = 96;
   });
   const Case many[] = {{2, 40, 8, 300, 280, 128, true}, {3, 48, 48, 257, 190, 64, false},
                        {2, 70, 70, 400, 333, 128, false}};
@@ -744,13 +744,13 @@ TEST_CASE("forward matches the CPU model and FP64: wgmma schedule, three consume
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
         three(s);
         if (r == Route::Bf16) // BF16 P takes twice the registers: 64 keys at D64 too
-          s.attention.tile.block_n = 64;
+          s.attention.tile.shape.block_n = 64;
       });
       runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, [&](KernelSpec &s) {
         three(s);
         if (r == Route::Bf16)
-          s.attention.tile.block_n = 64;
-        s.attention.tile.persistent = !s.attention.tile.persistent;
+          s.attention.tile.shape.block_n = 64;
+        s.attention.tile.schedule.persistent = !s.attention.tile.schedule.persistent;
       });
     }
 }
@@ -810,10 +810,10 @@ TEST_CASE("bf16 wgmma kernel: strided (BSHD) operands give the dense result bit 
       const Inputs in = makeInputs(c, rng);
       auto spec = engine.attentionSpecFor(Route::Bf16, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
       REQUIRE_OK(spec);
-      REQUIRE(spec->attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized);
-      spec->attention.tile.kv_staging = staging;
-      if (staging == KvStaging::Prewidened && spec->attention.tile.block_n == 80)
-        spec->attention.tile.block_n = 64; // (the repacked V^T: whole 128-byte rows)
+      REQUIRE(spec->attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized);
+      spec->attention.tile.staging.kv = staging;
+      if (staging == KvStaging::Prewidened && spec->attention.tile.shape.block_n == 80)
+        spec->attention.tile.shape.block_n = 64; // (the repacked V^T: whole 128-byte rows)
       const std::size_t no = in.q.bits.size(), nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
       auto run = [&](bool bshd) {
         auto q = bshd ? toBshd(in.q.bits, c.batch, c.heads_q, c.seqlen_q, c.head_dim) : in.q.bits;
@@ -891,15 +891,15 @@ TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu]
       const Inputs in = makeInputs(c, rng);
       auto spec = engine.attentionSpecFor(r, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
       REQUIRE_OK(spec);
-      spec->attention.tile.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
-      spec->attention.tile.fused_widening = true;
-      REQUIRE(canonicalize(*spec).attention.tile.fused_widening);
+      spec->attention.tile.schedule.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
+      spec->attention.tile.staging.fused_widening = true;
+      REQUIRE(canonicalize(*spec).attention.tile.staging.fused_widening);
       const std::size_t nl = std::size_t(c.batch) * c.heads_q * c.seqlen_q;
       auto run = [&](bool fused) {
         const DeviceCase dev = uploadCase(c, in); // (fresh, poisoned outputs for every run)
         ForwardArgs a = dev.args(c, r);
         KernelSpec chosen = *spec;
-        chosen.attention.tile.fused_widening = fused;
+        chosen.attention.tile.staging.fused_widening = fused;
         a.spec = chosen;
         if (auto err = engine.forward(a))
           FAIL(errorText(std::move(err)));

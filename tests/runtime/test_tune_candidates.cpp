@@ -74,7 +74,7 @@ TEST_CASE("candidates: directp searches fitted classifiers, the other routes non
   // Both sm_90a kernels (mma.sync and wgmma-ws) are searched, whichever the heuristic picks.
   std::set<AttentionSchedule> schedules;
   for (const auto &c : dp->kept)
-    schedules.insert(c.spec.attention.tile.schedule);
+    schedules.insert(c.spec.attention.tile.schedule.kernel);
   CHECK(schedules.size() == 2);
   auto nv = enumerateAttentionCandidates(Route::Nvfp8, 128, false, Target::Sm90a, 4096);
   REQUIRE_OK(nv);
@@ -85,9 +85,9 @@ TEST_CASE("candidates: directp searches fitted classifiers, the other routes non
   narrow.all_kernels = false;
   auto only = enumerateAttentionCandidates(Route::DirectP, 128, false, Target::Sm90a, 4096, narrow);
   REQUIRE_OK(only);
-  const AttentionSchedule chosen = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a).attention.tile.schedule;
+  const AttentionSchedule chosen = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a).attention.tile.schedule.kernel;
   for (const auto &c : only->kept)
-    CHECK(c.spec.attention.tile.schedule == chosen);
+    CHECK(c.spec.attention.tile.schedule.kernel == chosen);
 }
 
 TEST_CASE("candidates: impossible tiles are pruned with the resource named", "[candidates]") {
@@ -106,7 +106,7 @@ TEST_CASE("candidates: impossible tiles are pruned with the resource named", "[c
   REQUIRE_OK(shortSeq);
   CHECK(specsEqual(shortSeq->kept[0].spec, canonicalize(defaultAttentionSpec(Route::Bf16, 64, false, Target::Sm90a))));
   for (size_t i = 1; i < shortSeq->kept.size(); ++i)
-    CHECK(shortSeq->kept[i].spec.attention.tile.block_n <= 32);
+    CHECK(shortSeq->kept[i].spec.attention.tile.shape.block_n <= 32);
   CHECK(anyReason(*shortSeq, "n128", "exceeds the sequence bucket 32"));
   auto bad = enumerateAttentionCandidates(Route::DirectP, 96, false, Target::Sm90a, 4096);
   REQUIRE_ERR(bad);
@@ -118,11 +118,11 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
                                        AttentionSchedule::MmaSync);
   ResourceEstimate r = estimateResources(s);
   CHECK(r.fits());
-  const int n = s.attention.tile.block_n;
+  const int n = s.attention.tile.shape.block_n;
   CHECK(r.registers == 256 / 2 + n / 2 + n / 8 + kAttentionFixedRegisters);
   CHECK(r.shared_bytes == attentionSharedBytes(s.attention));
   CHECK(r.shared_cap == 227 * 1024);
-  s.attention.tile.block_n = 128; // spilled on sm_90a: S beside a 256-wide O
+  s.attention.tile.shape.block_n = 128; // spilled on sm_90a: S beside a 256-wide O
   CHECK_FALSE(estimateResources(s).fits());
   CHECK(estimateResources(s).violations.at(0).find("registers") == 0);
   // wgmma-ws consumers: 240 registers with prewidened K/V, 216 with in-kernel widening. D = 256
@@ -130,45 +130,45 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   KernelSpec w = withScoresFp16(withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 256, false, Target::Sm90a),
                                                       AttentionSchedule::WgmmaWarpSpecialized),
                                 false); // (FP32 scores: FP16 ones take half S's registers)
-  REQUIRE(w.attention.tile.block_n == 128);
-  REQUIRE_FALSE(w.attention.tile.overlap);
+  REQUIRE(w.attention.tile.shape.block_n == 128);
+  REQUIRE_FALSE(w.attention.tile.pipeline.overlap);
   CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersPrewidened);
   CHECK(estimateResources(w).fits());
   CHECK(estimateResources(w).registers == 256 / 2 + 128 / 2 + kWgmmaFixedRegisters);
-  w.attention.tile.overlap = true;
+  w.attention.tile.pipeline.overlap = true;
   CHECK_FALSE(estimateResources(w).fits());
-  w.attention.tile.overlap = false;
-  w.attention.tile.kv_staging = KvStaging::InKernel;
+  w.attention.tile.pipeline.overlap = false;
+  w.attention.tile.staging.kv = KvStaging::InKernel;
   CHECK(estimateResources(w).register_cap == kWgmmaConsumerRegistersInKernel);
   // The bf16 wgmma kernel at D = 256: BF16 P takes twice FP8's registers; 80 keys fit in 240.
   KernelSpec wb = withAttentionSchedule(defaultAttentionSpec(Route::Bf16, 256, false, Target::Sm90a),
                                         AttentionSchedule::WgmmaWarpSpecialized);
-  CHECK(wb.attention.tile.kv_staging == KvStaging::TensorMap);
+  CHECK(wb.attention.tile.staging.kv == KvStaging::TensorMap);
   CHECK(estimateResources(wb).register_cap == kWgmmaConsumerRegistersPrewidened); // one producer thread too
   CHECK(estimateResources(wb).fits());
-  REQUIRE(wb.attention.tile.block_n == 80); // (FlashAttention-3's tile at D = 256)
+  REQUIRE(wb.attention.tile.shape.block_n == 80); // (FlashAttention-3's tile at D = 256)
   CHECK(estimateResources(wb).registers == 256 / 2 + 80 / 2 + kWgmmaFixedRegisters); // serial: P in S's registers
-  wb.attention.tile.overlap = true; // P of 80 keys beside S and O: 228 of 240
+  wb.attention.tile.pipeline.overlap = true; // P of 80 keys beside S and O: 228 of 240
   CHECK(estimateResources(wb).fits());
   // Three consumers (block_m 192, D = 64 default): 160 registers each; D = 128 fits 128-key tiles
   // with FP16 scores (S of 32 registers, the nvfp8 default) and 96 with FP32 ones (128 keys of FP32
   // S spill: CI's SASS check saw 192 bytes).
   KernelSpec w3 = defaultAttentionSpec(Route::Nvfp8, 64, false, Target::Sm90a);
-  REQUIRE(w3.attention.tile.block_m == 192);
+  REQUIRE(w3.attention.tile.shape.block_m == 192);
   CHECK(estimateResources(w3).register_cap == kWgmmaConsumerRegistersThreeConsumers);
   CHECK(estimateResources(w3).fits());
   KernelSpec w3d = defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a); // three consumers by default
-  REQUIRE(w3d.attention.tile.block_m == 192);
-  CHECK(w3d.attention.tile.block_n == 128);
-  CHECK(w3d.attention.tile.scores_fp16);
+  REQUIRE(w3d.attention.tile.shape.block_m == 192);
+  CHECK(w3d.attention.tile.shape.block_n == 128);
+  CHECK(w3d.attention.tile.softmax.scores_fp16);
   CHECK(estimateResources(w3d).fits());
   w3d = withScoresFp16(w3d, false);
   CHECK_FALSE(estimateResources(w3d).fits());
-  w3d.attention.tile.block_n = 96;
+  w3d.attention.tile.shape.block_n = 96;
   CHECK(estimateResources(w3d).fits());
-  w3d.attention.tile.block_n = 64;
+  w3d.attention.tile.shape.block_n = 64;
   CHECK(estimateResources(w3d).fits());
-  w3d.attention.tile.block_n = 128;
+  w3d.attention.tile.shape.block_n = 128;
   CHECK_FALSE(estimateResources(w3d).fits());
   // tcgen05 on sm_100a: the TMEM planner decides.
   KernelSpec t = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm100a);
@@ -179,8 +179,8 @@ TEST_CASE("resource model: registers, shared memory and TMEM", "[candidates]") {
   CHECK(tr.tmem_columns <= 512);
   KernelSpec big = t;
   big.attention.head_dim = 256;
-  big.attention.tile.block_n = 256;
-  big.attention.tile.block_m = 256; // two Q tiles of 128 rows: 2 x (256 S + 256 O) columns > 512
+  big.attention.tile.shape.block_n = 256;
+  big.attention.tile.shape.block_m = 256; // two Q tiles of 128 rows: 2 x (256 S + 256 O) columns > 512
   big.attention.tmem = TmemPlanRef{};
   ResourceEstimate br = estimateResources(big);
   CHECK_FALSE(br.fits());
@@ -202,12 +202,12 @@ TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]"
   int wgmma = 0, mma_sync = 0, tensor_map = 0, repacked = 0;
   for (const auto &c : bf16->kept) {
     INFO(c.label);
-    if (c.spec.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized) {
+    if (c.spec.attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized) {
       ++wgmma;
-      CHECK(c.spec.attention.tile.kv_staging != KvStaging::InKernel);
-      tensor_map += c.spec.attention.tile.kv_staging == KvStaging::TensorMap;
-      repacked += c.spec.attention.tile.kv_staging == KvStaging::Prewidened;
-      CHECK_FALSE(c.spec.attention.tile.mma_row_sum);
+      CHECK(c.spec.attention.tile.staging.kv != KvStaging::InKernel);
+      tensor_map += c.spec.attention.tile.staging.kv == KvStaging::TensorMap;
+      repacked += c.spec.attention.tile.staging.kv == KvStaging::Prewidened;
+      CHECK_FALSE(c.spec.attention.tile.softmax.mma_row_sum);
     } else {
       ++mma_sync;
     }
@@ -219,15 +219,15 @@ TEST_CASE("candidates: bf16 wgmma kernels and where l is summed", "[candidates]"
   for (Route r : {Route::Nvfp8, Route::DirectP}) {
     auto a = enumerateAttentionCandidates(r, 128, false, Target::Sm90a, 4096);
     REQUIRE_OK(a);
-    REQUIRE(a->kept[0].spec.attention.tile.mma_row_sum);
+    REQUIRE(a->kept[0].spec.attention.tile.softmax.mma_row_sum);
     bool alu_sum = false;
     for (const auto &c : a->kept)
-      alu_sum = alu_sum || (c.spec.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized &&
-                            !c.spec.attention.tile.mma_row_sum);
+      alu_sum = alu_sum || (c.spec.attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized &&
+                            !c.spec.attention.tile.softmax.mma_row_sum);
     CHECK(alu_sum);
     auto wide = enumerateAttentionCandidates(r, 256, false, Target::Sm90a, 4096);
     REQUIRE_OK(wide);
     for (const auto &c : wide->kept)
-      CHECK_FALSE(c.spec.attention.tile.mma_row_sum); // N = 256 + 8 exceeds the wgmma's N
+      CHECK_FALSE(c.spec.attention.tile.softmax.mma_row_sum); // N = 256 + 8 exceeds the wgmma's N
   }
 }

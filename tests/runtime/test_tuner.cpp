@@ -97,8 +97,8 @@ TuneRequest request(Route route = Route::DirectP, int seqlen = 4096) {
 }
 
 bool isMmaN128W8(const KernelSpec &s) {
-  return s.attention.tile.schedule == AttentionSchedule::MmaSync && s.attention.tile.block_n == 128 &&
-         s.attention.tile.warps == 8 && s.attention.classifier.kind == ClassifierKind::Threshold &&
+  return s.attention.tile.schedule.kernel == AttentionSchedule::MmaSync && s.attention.tile.shape.block_n == 128 &&
+         s.attention.tile.shape.warps == 8 && s.attention.classifier.kind == ClassifierKind::Threshold &&
          s.attention.operands.qk_widening == Widening::E4m3 && s.attention.guard.kind == GuardKind::SampledAnchor;
 }
 
@@ -161,7 +161,7 @@ TEST_CASE("the tuner times every kept candidate, keeps errors and stores the fas
   // mma.sync n128 w8 with the threshold classifier is 30% faster; wgmma n96 fails to compile; the
   // mixed classifiers fail to launch (and would otherwise be fastest).
   compiler.fails = [](const KernelSpec &s) {
-    return s.attention.tile.schedule == AttentionSchedule::WgmmaWarpSpecialized && s.attention.tile.block_n == 96;
+    return s.attention.tile.schedule.kernel == AttentionSchedule::WgmmaWarpSpecialized && s.attention.tile.shape.block_n == 96;
   };
   timing.ms = [](const KernelSpec &s) {
     if (s.attention.classifier.kind == ClassifierKind::Mixed)
@@ -248,8 +248,8 @@ TEST_CASE("the same timings within noise pick the same kernel twice", "[tuner]")
     FakeTiming timing;
     // Several candidates within 1% of each other, jittered differently per run.
     timing.ms = [run](const KernelSpec &s) {
-      const double jitter = 0.004 * ((s.attention.tile.block_n / 32 + run) % 3);
-      return (s.attention.tile.warps == 2 ? 0.8 : 1.0) + jitter;
+      const double jitter = 0.004 * ((s.attention.tile.shape.block_n / 32 + run) % 3);
+      return (s.attention.tile.shape.warps == 2 ? 0.8 : 1.0) + jitter;
     };
     auto out = Tuner(db, compiler, timing).tune(request(Route::Nvfp8));
     REQUIRE_OK(out);
@@ -356,8 +356,8 @@ TEST_CASE("CPU-model accuracy: threshold near 0.97, a poor affine classifier low
   CHECK(*threshold > 0.95);
   CHECK(*threshold < 1.0);
   KernelSpec wide = s;
-  wide.attention.tile.warps = 8;
-  wide.attention.tile.block_m = 128;
+  wide.attention.tile.shape.warps = 8;
+  wide.attention.tile.shape.block_m = 128;
   auto same = probe.cosine(wide);
   REQUIRE_OK(same);
   CHECK(*same == *threshold);

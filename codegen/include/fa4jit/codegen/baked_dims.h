@@ -1,6 +1,6 @@
 #pragma once
 // THE decision of which dimensions of a kernel are baked into its source and which are run-time
-// arguments (DESIGN.md §7, as DeepGEMM's "which dims are compile-time"). The emitter writes the
+// arguments (as DeepGEMM's "which dims are compile-time"). The emitter writes the
 // baked list as the template's config struct, verbatim; nothing else decides.
 //
 // Baked (a new kernel per value): everything that changes the instruction stream or a constant

@@ -1,5 +1,5 @@
 #pragma once
-// KernelSpec: every choice baked into one generated kernel, as named fields (DESIGN.md §3, §7).
+// KernelSpec: every choice baked into one generated kernel, as named fields (docs/ARCHITECTURE.md §3).
 // The CPU models take the same struct, so a kernel and its model are driven by one description.
 // Serialization (canonical JSON), hashing and validation live in spec_io.h / spec_validate.h.
 #include <array>
@@ -26,7 +26,7 @@ enum class ClassifierKind : uint8_t {
   Piecewise, // rn(7 max(sat(a_lo y + b_lo), sat(a_hi y + b_hi))) in FP16 (~ exp2 + RTN within 1%)
 };
 
-// Direct-P classifier (DESIGN.md §1.2). y = x - e_b, x = s*log2(e) - m <= 0 (up to the guard's
+// Direct-P classifier (NUMERICS.md §2.3). y = x - e_b, x = s*log2(e) - m <= 0 (up to the guard's
 // slack), e_b = floor(block max of x) - 2.
 struct ClassifierSpec {
   ClassifierKind kind = ClassifierKind::Threshold;
@@ -47,7 +47,7 @@ struct ClassifierSpec {
   std::array<float, 4> pieces = {0.090087890625f, 0.25146484375f, 0.28564453125f, 0.266845703125f};
 };
 
-// Range guard (DESIGN.md §1.2): how the running row max is seeded and when O is rescaled.
+// Range guard (NUMERICS.md §2.2): how the running row max is seeded and when O is rescaled.
 enum class GuardKind : uint8_t {
   OnlineExact,   // classic online softmax: rescale whenever the tile max raises the row max
   SampledAnchor, // seed m from a max over sampled keys; rescale only when a tile max exceeds
@@ -62,15 +62,14 @@ struct RangeGuardSpec {
 // Which kernel family variant runs the attention forward.
 enum class AttentionSchedule : uint8_t {
   MmaSync,              // templates/fa4jit/attention: mma.sync, 16 rows per warp (sm_80 and up)
-  WgmmaWarpSpecialized, // templates/fa4jit/attention_sm90: FP8 wgmma, a producer warpgroup
-                        // widening FP4 into a shared-memory ring, two consumer warpgroups
-                        // (sm_90a, FP8-fed routes; block_m 128, warps 12)
+  WgmmaWarpSpecialized, // templates/fa4jit/attention_sm90: wgmma (FP8 for the FP8-fed routes,
+                        // BF16 for bf16), a producer warpgroup filling a shared-memory ring and
+                        // two or three consumer warpgroups (sm_90a; block_m 128 or 192)
 };
 
-// Evidence variants of the wgmma schedule (issue 5's leave-one-out table in docs/PERF.md): the
-// kernel leaves one stage out or runs it twice, so that timing it shows where the time goes. Their
-// results are wrong by design: validateSpec accepts them on wgmma-ws only, and only `fa4jit bench
-// --ablation` asks for them.
+// Bench-only leave-one-out variants of the wgmma kernel: it leaves one stage out or runs it twice,
+// so that timing it shows where the time goes (`fa4jit bench --ablation`). Their results are wrong
+// by design: the engine never runs them and the tuner never proposes them.
 enum class StageAblation : uint8_t {
   None,
   SkipLoads,    // the producer signals each stage without loading or widening K/V
@@ -80,77 +79,94 @@ enum class StageAblation : uint8_t {
   SoftmaxTwice, // the softmax and P build run twice per tile
 };
 
-// Where the wgmma kernel's K/V tiles are widened from FP4 to E4M3 (HARDWARE-NOTES.md: Hopper has
-// no FP4 tensor cores).
+// Where the wgmma kernel's K/V tiles are widened from FP4 to E4M3 (Hopper has no FP4 tensor
+// cores: docs/ARCHITECTURE.md §6).
 enum class KvStaging : uint8_t {
   InKernel,   // the producer warpgroup of every CTA loads and widens each tile into shared memory
-  Prewidened, // a widening pass writes each tile's shared-memory image once per forward (E4M3,
-              // swizzled); the producer copies it with one bulk copy (TMA engine) per stage
-  TensorMap,  // bf16 route: no pass at all; the producer loads Q, K and V tiles from the BF16
-              // tensors as they are, by TMA tensor maps (128-byte swizzle); V stays [keys][D] and PV
-              // reads it N-major (attention_sm90/tensor_maps.cuh)
+  Prewidened, // each tile's shared-memory image (E4M3, swizzled) is written once per forward; the
+              // producer copies it with one bulk copy (TMA engine) per stage
+  TensorMap,  // bf16 route: no widening; the producer loads Q, K and V tiles from the BF16 tensors
+              // as they are, by TMA tensor maps (128-byte swizzle); V stays [keys][D] and PV reads
+              // it N-major (attention_sm90/tensor_maps.cuh)
 };
 
-// Tiles and schedule.
-struct TileSpec {
-  int block_m = 64;  // query rows per CTA
-  int block_n = 64;  // keys per main-loop iteration; multiple of 32 (Direct-P block)
-  int stages = 2;    // K/V shared-memory pipeline depth (wgmma schedule; mma.sync ignores it)
-  int warps = 4;     // warps per CTA (wgmma schedule: producer + consumer warps)
-  AttentionSchedule schedule = AttentionSchedule::MmaSync;
-  // wgmma-ws: issue QK^T of tile j with PV of tile j-1 and run tile j's softmax while PV runs
+// How much of the problem one CTA and one main-loop iteration take.
+struct TileShape {
+  int block_m = 64; // query rows per CTA
+  int block_n = 64; // keys per main-loop iteration; multiple of 32 (Direct-P block)
+  int warps = 4;    // warps per CTA (wgmma schedule: the producer warpgroup + consumer warpgroups)
+};
+
+// How the main loop overlaps its stages (the wgmma schedule; mma.sync runs one stage serially).
+struct PipelineSpec {
+  int stages = 2; // K/V shared-memory ring depth (mma.sync ignores it)
+  // Issue QK^T of tile j with PV of tile j-1 and run tile j's softmax while PV runs
   // (FlashAttention-3's intra-warpgroup overlap; P is double-buffered in registers).
   bool overlap = false;
-  StageAblation ablation = StageAblation::None; // wgmma-ws only
-  KvStaging kv_staging = KvStaging::InKernel;    // wgmma-ws only
-  // wgmma-ws, overlap, non-causal: the two consumer warpgroups take turns issuing their wgmmas
-  // (named barriers), so that one's softmax runs while the other's MMAs do (FlashAttention-3's
-  // ping-pong).
+  // The consumer warpgroups take turns issuing their wgmmas (named barriers), so that one's
+  // softmax runs while the other's MMAs do (FlashAttention-3's ping-pong).
   bool pingpong = false;
-  // wgmma-ws, FP8-fed routes, head_dim <= 128: the normalizer l is summed by the PV wgmma itself,
+};
+
+// Which kernel runs and how its grid walks the work tiles.
+struct ScheduleSpec {
+  AttentionSchedule kernel = AttentionSchedule::MmaSync;
+  // wgmma, staged K/V: a persistent grid (at most one CTA per SM) whose CTAs loop over the work
+  // tiles (block_m query rows of one head), loading the next tile's Q while finishing the current
+  // one (FlashAttention-3's persistent tile scheduler; attention_sm90/work_tiles.cuh).
+  bool persistent = false;
+  // wgmma, persistent, prewidened: two-CTA clusters running adjacent m-blocks of one head; each
+  // CTA's producer loads half of every K/V stage and multicasts it into both CTAs, which halves
+  // the ring's L2 reads (attention_sm90/cluster.cuh).
+  bool kv_multicast = false;
+};
+
+// How the wgmma kernel's operand tiles reach shared memory.
+struct StagingSpec {
+  KvStaging kv = KvStaging::InKernel;
+  // wgmma, persistent, prewidened (the FP8-fed routes): no widening passes; the spare warps of
+  // the producer warpgroup write the K/V tile images and Q block images themselves while the
+  // consumers compute, each K/V piece once per forward by whichever CTA claims it first
+  // (attention_sm90/widen_ahead.cuh). Elsewhere it has no effect and canonicalize() clears it.
+  bool fused_widening = false;
+};
+
+// The wgmma kernel's softmax: where S and l are accumulated and how P is formed.
+struct SoftmaxOptions {
+  // The FP8-fed routes: QK^T accumulates S in FP16 (the FP8 wgmma's .f16 form), two keys per
+  // register, and the softmax works on FP16 pairs: directp's classifier input of a pair is one
+  // HFMA2 from S, nvfp8's exponent one HFMA2 and the MUFU's FP16 exp2 (NUMERICS.md §2.1, §2.3).
+  // Needs qk_widen_shift >= 7 (8 at head_dim 256), which keeps |S| below FP16's 65504.
+  bool scores_fp16 = false;
+  // The FP8-fed routes, head_dim <= 128: the normalizer l is summed by the PV wgmma itself,
   // through a row of ones appended to V^T in shared memory (an O column that is l), instead of
   // decoding every fed P byte on the ALUs. NUMERICS.md §2.3.
   bool mma_row_sum = false;
-  // wgmma-ws, prewidened: a persistent grid (at most one CTA per SM) whose CTAs loop over the
-  // work tiles (128 query rows of one head), loading the next tile's Q (a bulk copy of its image,
-  // written by a Q widening pass) while finishing the current one (FlashAttention-3's persistent
-  // tile scheduler). attention_sm90/work_tiles.cuh.
-  bool persistent = false;
-  // wgmma-ws, persistent, prewidened: two-CTA clusters running adjacent m-blocks of one head; each CTA's
-  // producer loads half of every K/V stage and multicasts it into both CTAs, which halves the
-  // ring's L2 reads (attention_sm90/cluster.cuh).
-  bool kv_multicast = false;
-  // wgmma-ws, directp, 96- or 128-key tiles: the widening writes K's rows and V^T's columns in
-  // the order of attention/key_order.cuh, in which every 32-key Direct-P block (NUMERICS.md §2.3:
-  // 32 consecutive keys) lies in one thread's S columns (128-key tiles: S column 8 nt + 2 q + e
-  // holds key 32 q + 2 (nt % 16) + e), or two blocks in thread pairs and the third in the quad
-  // (96-key tiles). A block's max then needs fewer quad shuffles and its exponent, bias and fed
-  // table come once per 32 (or 16) of a thread's scores instead of per 8. The numerics are
-  // unchanged: the same keys form the same blocks.
+  // directp, 96- or 128-key tiles: the widening writes K's rows and V^T's columns in the order of
+  // attention/key_order.cuh, in which every 32-key Direct-P block lies in one thread's S columns
+  // (128-key tiles) or in thread pairs and a quad (96-key tiles). A block's max then needs fewer
+  // quad shuffles, and its exponent, bias and fed table come once per 32 (or 16) of a thread's
+  // scores instead of per 8. The numerics are unchanged: the same keys form the same blocks.
   bool thread_key_blocks = false;
-  // wgmma-ws, the FP8-fed routes: QK^T accumulates S in FP16 (the FP8 wgmma's .f16 form), two
-  // keys per register, and the softmax works on FP16 pairs: directp's classifier input of a pair
-  // is one HFMA2 from S instead of two FFMAs and a conversion, nvfp8's exponent one HFMA2 and the
-  // MUFU's FP16 exp2, and the maxima take half the instructions (NUMERICS.md §2.1, §2.3). Needs
-  // qk_widen_shift >= 7 (8 at head_dim 256), which keeps |S| below FP16's 65504 whatever the inputs.
-  bool scores_fp16 = false;
-  // wgmma-ws, directp with FP16 scores and the piecewise classifier: each piece evaluated from S
-  // directly, sat(fma(acc_h, FP16(a mul), FP16(a bias + b))), one HFMA2.SAT per piece and pair of
-  // keys, instead of forming y_h first (one HFMA2 fewer per pair; NUMERICS.md §2.3). Elsewhere
-  // (another route or classifier, FP32 scores) it has no effect and canonicalize() clears it.
+  // directp with FP16 scores and the piecewise classifier: each piece evaluated from S directly,
+  // sat(fma(acc_h, FP16(a mul), FP16(a bias + b))), one HFMA2.SAT per piece and pair of keys
+  // (NUMERICS.md §2.3). Elsewhere it has no effect and canonicalize() clears it.
   bool pieces_from_scores = false;
-  // wgmma-ws, persistent, prewidened (the FP8-fed routes): no widening passes; the spare warps of
-  // the producer warpgroup write the K/V tile images and Q block images themselves while the
-  // consumers compute, each K/V piece once per forward by whichever CTA claims it first
-  // (attention_sm90/widen_ahead.cuh). The passes cost a fixed ~94 us per forward at D128 (8% of
-  // the 4096-key forward, 13% of the causal one) in which no tensor core works. Elsewhere (one CTA
-  // per work tile, clusters, tensor-map tiles) it has no effect and canonicalize() clears it.
-  bool fused_widening = false;
-  // wgmma-ws, nvfp8 with FP16 scores: of each tile's block_n / 8 n8 tiles of keys, the first
+  // nvfp8 with FP16 scores: of each tile's block_n / 8 n8 tiles of keys, the first
   // exp2_poly_tiles take 2^x_h as an FP16 polynomial on the FMA pipe (score_terms.cuh,
-  // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM, at the cost of
-  // issue slots: measured faster at D256 only (docs/PERF.md, fifteenth session §3).
+  // NUMERICS.md §2.3) instead of the MUFU, which takes 16 exp2 per clock per SM.
   int exp2_poly_tiles = 0;
+};
+
+// Tiles and schedule of one attention kernel. Every field is listed once in the field table of
+// spec_fields.h, which drives its JSON form, equality, canonicalization and bench variant names.
+struct TileSpec {
+  TileShape shape;
+  PipelineSpec pipeline;
+  ScheduleSpec schedule;
+  StagingSpec staging;
+  SoftmaxOptions softmax;
+  StageAblation bench_ablation = StageAblation::None; // bench only (StageAblation): never run by users
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
@@ -160,7 +176,7 @@ struct OperandSpec {
   Widening v_widening = Widening::E4m3;  // how V (MXFP4 for directp, FP8 for nvfp8) is fed
   int qk_widen_shift = 3;                // E4m3 widening: values times 2^-shift before rounding
   int p_offset_log2 = 8;                 // P is fed as E4M3(P * 2^offset): P in [0, 2^offset * 6]
-  bool v_keys_permuted16 = false;        // Hopper register-P layout (HARDWARE-NOTES.md)
+  bool v_keys_permuted16 = false;        // Hopper register-P layout (docs/ARCHITECTURE.md §6)
 };
 
 struct TmemPlanRef {

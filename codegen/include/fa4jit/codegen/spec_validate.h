@@ -49,7 +49,7 @@ bool handsOutWorkTiles(const AttentionSpec &a);
 // flag has no effect (canonicalize clears it).
 bool fusesWidening(const AttentionSpec &a);
 
-// Every violated rule, one message each, naming the field (e.g. "attention.tile.block_n: 48 is
+// Every violated rule, one message each, naming the field (e.g. "attention.tile.shape.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.
 std::vector<std::string> specViolations(const KernelSpec &spec);
 
