@@ -5,6 +5,7 @@
 #include "subcommands.h"
 
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/runtime/kernel_jit.h"
 

@@ -10,6 +10,7 @@
 #include "fa4jit/codegen/baked_dims.h"
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/alternatives.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/resource_model.h"
 #include "fa4jit/codegen/sm100_attention.h"

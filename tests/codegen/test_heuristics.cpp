@@ -1,6 +1,8 @@
 // Defaults and the variant list that `fa4jit compile --all` and the NVRTC CI test walk.
 #include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/alternatives.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -149,7 +151,7 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
   for (Route r : {Route::Bf16, Route::Nvfp8, Route::DirectP})
     for (int d : {64, 128, 256}) {
       INFO("route " << toString(r) << " D " << d);
-      const int most = r == Route::Bf16 ? 4096 : kPersistentCausalMaxKeys;
+      const int most = r == Route::Bf16 ? 4096 : 8192;
       for (int keys : {1, 1000, 4096, 8192, 8193, 16384, 32768}) {
         const KernelSpec causal = defaultAttentionSpecForKeys(r, d, true, Target::Sm90a, keys);
         CHECK(causal.attention.tile.schedule.persistent == (keys <= most));
@@ -238,7 +240,7 @@ TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant 
   CHECK(listed >= 6);
 }
 
-// nvfp8's FP16 scores (measured, heuristics.cpp): the sm_90a default at D128 (three consumers of
+// nvfp8's FP16 scores (sm90_decisions.cpp): the sm_90a default at D128 (three consumers of
 // 128 keys) and at D256 without causal masking; FP32 elsewhere; the other form is the tuner's
 // alternative everywhere, D128's FP32 form on 96-key tiles.
 TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[codegen][heuristics]") {
@@ -283,7 +285,7 @@ TEST_CASE("nvfp8's FP16 scores: the default at D128 and non-causal D256", "[code
                   .attention.tile.softmax.scores_fp16);
 }
 
-// directp's piecewise pieces read from S (measured, heuristics.cpp): the sm_90a default at every
+// directp's piecewise pieces read from S (sm90_decisions.cpp): the sm_90a default at every
 // head dim; forming y_h first is one tuner alternative.
 TEST_CASE("fused widening: the default where it measured faster, the other form the alternative",
           "[codegen][heuristics]") {
@@ -294,10 +296,10 @@ TEST_CASE("fused widening: the default where it measured faster, the other form 
           INFO(toString(r) << " D " << d << " causal " << causal << " keys " << keys);
           const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
           const bool fused = canonicalize(s).attention.tile.staging.fused_widening;
-          // (D256, and nvfp8 at D128 without causal masking; nvfp8 up to 4k keys: heuristics.cpp;
+          // (D256, and nvfp8 at D128 without causal masking; nvfp8 up to 4k keys: sm90_decisions.cpp;
           // fa4jit bench --routes nvfp8,directp --head-dims 128,256 --seqlens 4096,16384 --variants fused-widening,widening-passes)
           const bool measured_faster = (d == 256 || (r == Route::Nvfp8 && d == 128 && !causal)) &&
-                                       (r != Route::Nvfp8 || keys <= kNvfp8FusedWideningMaxKeys);
+                                       (r != Route::Nvfp8 || keys <= 4096);
           CHECK(fused == (r != Route::Bf16 && s.attention.tile.schedule.persistent && measured_faster));
           int other = 0;
           for (const KernelSpec &alt : wgmmaScheduleAlternatives(s)) {

@@ -1,5 +1,6 @@
 // Canonical spec JSON: round trips, canonical form, known hash, field-naming parse errors.
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 
 #include "expected_checks.h"

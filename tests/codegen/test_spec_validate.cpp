@@ -1,5 +1,6 @@
 // Spec validation: every generated variant passes; each rule fails with a message naming the field.
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 

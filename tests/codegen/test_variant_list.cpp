@@ -4,7 +4,9 @@
 // change to what users' caches hold and what their calls run, so it has to be made on purpose:
 // the test writes the current list beside the build and names the file to copy over the golden one.
 #include "fa4jit/codegen/emitter.h"
+#include "fa4jit/codegen/alternatives.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 
 #include <catch2/catch.hpp>

@@ -3,6 +3,7 @@
 // parallel), shared by the test cases that inspect the cubins.
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/variants.h"
 #include "fa4jit/runtime/compiler.h"
 #include "fa4jit/runtime/kernel_jit.h"
 
