@@ -7,8 +7,8 @@
 #include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_validate.h"
-#include "fa4jit/runtime/cpu_model.h"
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/model.h"
+#include "fa4jit/cpu/reference.h"
 
 namespace fa4jit::tools {
 

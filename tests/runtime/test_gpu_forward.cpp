@@ -6,8 +6,8 @@
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
-#include "fa4jit/runtime/cpu_model.h"
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/model.h"
+#include "fa4jit/cpu/reference.h"
 
 #include <algorithm>
 #include <cmath>

@@ -2,8 +2,8 @@
 // cuTensorMapEncodeTiled for [B][H][S][D] tensors, and an error naming the operand and the problem
 // for every layout TMA cannot describe.
 // Private to the runtime; the geometry (and, on the GPU, the encoding) is tested here.
-#include "../../runtime/src/driver_api.h"
-#include "../../runtime/src/tensor_maps.h"
+#include "../../runtime/src/toolchain/driver_api.h"
+#include "../../runtime/src/toolchain/tensor_maps.h"
 
 #include "fa4jit/runtime/device_objects.h"
 

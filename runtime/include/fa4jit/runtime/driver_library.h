@@ -16,7 +16,7 @@ namespace fa4jit::runtime {
 namespace detail {
 class DynamicLibrary;
 }
-struct DriverApi; // function table; runtime/src/driver_api.h (uses cuda.h types)
+struct DriverApi; // function table; runtime/src/toolchain/driver_api.h (uses cuda.h types)
 
 struct DriverSearch {
   std::vector<std::string> candidates = {"libcuda.so.1", "libcuda.so"};

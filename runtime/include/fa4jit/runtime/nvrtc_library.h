@@ -12,7 +12,7 @@ namespace fa4jit::runtime {
 namespace detail {
 class DynamicLibrary;
 }
-struct NvrtcApi; // function table; defined in runtime/src/nvrtc_api.h (uses nvrtc.h types)
+struct NvrtcApi; // function table; defined in runtime/src/toolchain/nvrtc_api.h (uses nvrtc.h types)
 
 // Where to look, in order. Defaults: libnvrtc.so.13, libnvrtc.so (dynamic linker search), then
 // /usr/local/cuda/lib64/libnvrtc.so*. The lead's config (config.h) may prepend an explicit path.

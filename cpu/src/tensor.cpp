@@ -1,5 +1,5 @@
 // Validation, row selection and comparison metrics shared by the reference and the route models.
-#include "fa4jit/runtime/cpu_tensor.h"
+#include "fa4jit/cpu/tensor.h"
 
 #include <cassert>
 #include <cmath>

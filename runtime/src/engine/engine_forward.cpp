@@ -8,7 +8,7 @@
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
-#include "tensor_maps.h"
+#include "toolchain/tensor_maps.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

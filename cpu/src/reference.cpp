@@ -1,10 +1,10 @@
 // FP64 reference attention: two passes per row (max, then exp-sum and weighted V), all double.
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/reference.h"
 
 #include <cmath>
 #include <limits>
 
-#include "cpu_parallel.h"
+#include "parallel.h"
 
 namespace fa4jit::cpu {
 

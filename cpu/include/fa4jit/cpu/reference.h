@@ -1,7 +1,7 @@
 #pragma once
 // FP64 reference attention: softmax(scale * Q K^T) V computed directly in double precision,
 // the yardstick every route model and kernel is measured against.
-#include "fa4jit/runtime/cpu_tensor.h"
+#include "fa4jit/cpu/tensor.h"
 
 namespace fa4jit::cpu {
 

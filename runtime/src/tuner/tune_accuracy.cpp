@@ -2,8 +2,8 @@
 // captured scores.
 #include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/codegen/spec_io.h"
-#include "fa4jit/runtime/cpu_model.h"
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/model.h"
+#include "fa4jit/cpu/reference.h"
 #include "fa4jit/runtime/tuner.h"
 
 #include "llvm/Support/FormatVariadic.h"

@@ -1,10 +1,10 @@
 // Route models: validate, feed the operands per head, then run the rows in parallel.
-#include "fa4jit/runtime/cpu_model.h"
+#include "fa4jit/cpu/model.h"
 
 #include <cmath>
 
-#include "cpu_model_internal.h"
-#include "cpu_parallel.h"
+#include "model_internal.h"
+#include "parallel.h"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "llvm/ADT/Optional.h"
 

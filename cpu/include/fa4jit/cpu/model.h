@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fa4jit/codegen/spec.h"
-#include "fa4jit/runtime/cpu_tensor.h"
+#include "fa4jit/cpu/tensor.h"
 
 namespace fa4jit::cpu {
 

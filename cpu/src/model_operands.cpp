@@ -2,7 +2,7 @@
 // quantization through the host block formats, then the widening the spec chooses.
 #include <cmath>
 
-#include "cpu_model_internal.h"
+#include "model_internal.h"
 #include "fa4jit/codegen/block_formats.h"
 #include "fa4jit/codegen/formats.h"
 

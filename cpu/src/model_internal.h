@@ -1,10 +1,10 @@
 #pragma once
-// Internals of the route models (cpu_model.h), shared by cpu_model*.cpp only.
+// Internals of the route models (model.h), shared by model*.cpp only.
 #include <vector>
 
 #include "fa4jit/codegen/spec.h"
 #include "fa4jit/directp.cuh"
-#include "fa4jit/runtime/cpu_model.h"
+#include "fa4jit/cpu/model.h"
 
 namespace fa4jit::cpu::detail {
 

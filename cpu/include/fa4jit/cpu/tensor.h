@@ -1,6 +1,6 @@
 #pragma once
-// Inputs and outputs shared by the FP64 reference attention (cpu_reference.h) and the route
-// models (cpu_model.h): strided float tensors [B, H, S, D], the problem's shape, which query rows
+// Inputs and outputs shared by the FP64 reference attention (reference.h) and the route
+// models (model.h): strided float tensors [B, H, S, D], the problem's shape, which query rows
 // to compute, and the result layout.
 #include <array>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/reference.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

@@ -5,8 +5,8 @@
 
 #include "expected_checks.h"
 #include "fa4jit/codegen/gaussian_rng.h"
-#include "fa4jit/runtime/cpu_model.h"
-#include "fa4jit/runtime/cpu_tensor.h"
+#include "fa4jit/cpu/model.h"
+#include "fa4jit/cpu/tensor.h"
 
 
 namespace fa4jit::cpu::testing {

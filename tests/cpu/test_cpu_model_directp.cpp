@@ -5,8 +5,8 @@
 #include "cpu_model_fixtures.h"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/formats.h"
-#include "fa4jit/runtime/cpu_model.h"
-#include "fa4jit/runtime/cpu_reference.h"
+#include "fa4jit/cpu/model.h"
+#include "fa4jit/cpu/reference.h"
 
 using namespace fa4jit;
 using namespace fa4jit::cpu;

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cpu_model_internal.h"
+#include "model_internal.h"
 #include "fa4jit/codegen/formats.h"
 
 namespace fa4jit::cpu::detail {

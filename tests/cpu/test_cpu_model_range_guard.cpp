@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "cpu_model_fixtures.h"
-#include "fa4jit/runtime/cpu_model.h"
+#include "fa4jit/cpu/model.h"
 
 using namespace fa4jit;
 using namespace fa4jit::cpu;
