@@ -25,7 +25,7 @@ struct CacheArgs {
   bool json = false;
   bool help = false;
   bool fix = false;
-  std::optional<uint64_t> maxBytes;
+  std::optional<uint64_t> max_bytes;
 };
 
 const char *kUsage = "usage: fa4jit cache <ls|stat|verify|prune|clear> [--json] [--help]\n"
@@ -95,7 +95,7 @@ int runLs(KernelCache &cache, const CacheArgs &args) {
   llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4}\n", "KEY", "LAYER", "SIZE", "LAST USE", "TARGET");
   for (const EntryInfo &e : entries)
     llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4}{5}\n", e.key.substr(0, 16), layerName(e.layer),
-                                  humanBytes(e.bytes), isoTime(e.lastUseUnixSeconds), partOf(e, "target"),
+                                  humanBytes(e.bytes), isoTime(e.last_use_unix_seconds), partOf(e, "target"),
                                   e.problem.empty() ? "" : "  (unreadable: " + e.problem + ")");
   llvm::outs() << entries.size() << " entries\n";
   return 0;
@@ -105,9 +105,9 @@ void printLayer(llvm::StringRef title, const LayerStats &layer) {
   llvm::outs() << llvm::formatv("{0,-8} {1}\n", title, layer.dir.empty() ? "(none)" : layer.dir);
   if (layer.available)
     llvm::outs() << llvm::formatv("         {0} entries, {1}{2}\n", std::to_string(layer.entries), humanBytes(layer.bytes),
-                                  layer.tempDirs ? ", " + std::to_string(layer.tempDirs) + " temporary dirs" : "");
-  else if (!layer.unavailableReason.empty())
-    llvm::outs() << "         not used: " << layer.unavailableReason << "\n";
+                                  layer.temp_dirs ? ", " + std::to_string(layer.temp_dirs) + " temporary dirs" : "");
+  else if (!layer.unavailable_reason.empty())
+    llvm::outs() << "         not used: " << layer.unavailable_reason << "\n";
 }
 
 int runStat(KernelCache &cache, const CacheArgs &args) {
@@ -119,13 +119,13 @@ int runStat(KernelCache &cache, const CacheArgs &args) {
   llvm::outs() << "mode     " << st.mode << "\n";
   printLayer("user", st.user);
   printLayer("system", st.system);
-  llvm::outs() << "cap      " << humanBytes(st.maxBytes) << "\n";
+  llvm::outs() << "cap      " << humanBytes(st.max_bytes) << "\n";
   return 0;
 }
 
 int runVerify(KernelCache &cache, const CacheArgs &args) {
   VerifyOptions options;
-  options.removeBad = args.fix;
+  options.remove_bad = args.fix;
   VerifyReport report = cache.verify(options);
   if (args.json) {
     printJSON(toJSON(report));
@@ -140,16 +140,16 @@ int runVerify(KernelCache &cache, const CacheArgs &args) {
 
 void printPrune(const PruneReport &r) {
   llvm::outs() << llvm::formatv("removed {0} entries ({1}) and {2} leftover temporary dirs; {3} entries ({4}) remain",
-                                std::to_string(r.entriesRemoved), humanBytes(r.bytesRemoved),
-                                std::to_string(r.tempDirsRemoved), std::to_string(r.entriesAfter),
-                                humanBytes(r.bytesAfter));
-  if (r.skippedBusy)
-    llvm::outs() << "; " + std::to_string(r.skippedBusy) + " skipped (in use by another process)";
+                                std::to_string(r.entries_removed), humanBytes(r.bytes_removed),
+                                std::to_string(r.temp_dirs_removed), std::to_string(r.entries_after),
+                                humanBytes(r.bytes_after));
+  if (r.skipped_busy)
+    llvm::outs() << "; " + std::to_string(r.skipped_busy) + " skipped (in use by another process)";
   llvm::outs() << "\n";
 }
 
 int runPrune(KernelCache &cache, const CacheArgs &args, uint64_t configuredCap) {
-  PruneReport r = cache.prune(PruneOptions{args.maxBytes.value_or(configuredCap)});
+  PruneReport r = cache.prune(PruneOptions{args.max_bytes.value_or(configuredCap)});
   args.json ? printJSON(toJSON(r)) : printPrune(r);
   return 0;
 }
@@ -157,7 +157,7 @@ int runPrune(KernelCache &cache, const CacheArgs &args, uint64_t configuredCap) 
 int runClear(KernelCache &cache, const CacheArgs &args) {
   PruneReport r = cache.clear();
   args.json ? printJSON(toJSON(r)) : printPrune(r);
-  return r.skippedBusy ? 1 : 0;
+  return r.skipped_busy ? 1 : 0;
 }
 
 // Returns an error message, or empty.
@@ -175,7 +175,7 @@ std::string parseArgs(int argc, char **argv, CacheArgs &args) {
       llvm::Expected<uint64_t> bytes = runtime::parseByteSize(value);
       if (!bytes)
         return "--max-bytes: " + llvm::toString(bytes.takeError());
-      args.maxBytes = *bytes;
+      args.max_bytes = *bytes;
     } else if (args.op.empty() && !a.startswith("-")) {
       args.op = a.str();
       if (!opUsage(args.op))
@@ -214,7 +214,7 @@ int runCache(int argc, char **argv) {
   // stat reports a missing user layer; the others would silently act on nothing.
   if (args.op != "stat" && !cache->hasUserLayer()) {
     llvm::errs() << "fa4jit cache: no usable cache directory: "
-                 << (config->cache.disableDisk ? "FA4JIT_DISABLE_CACHE is set" : cache->degradedReason()) << "\n";
+                 << (config->cache.disable_disk ? "FA4JIT_DISABLE_CACHE is set" : cache->degradedReason()) << "\n";
     return 1;
   }
   if (args.op == "ls")
@@ -224,7 +224,7 @@ int runCache(int argc, char **argv) {
   if (args.op == "verify")
     return runVerify(*cache, args);
   if (args.op == "prune")
-    return runPrune(*cache, args, config->cache.maxBytes);
+    return runPrune(*cache, args, config->cache.max_bytes);
   return runClear(*cache, args);
 }
 

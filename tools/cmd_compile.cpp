@@ -114,9 +114,9 @@ int runCompile(int argc, char **argv) {
   if (!config)
     return fail(llvm::toString(config.takeError()));
   if (flags.has("bundle")) {
-    config->cache.userDir = flags.str("bundle", "");
-    config->cache.systemDir.clear(); // a bundle holds everything it is asked for
-    config->cache.disableDisk = false;
+    config->cache.user_dir = flags.str("bundle", "");
+    config->cache.system_dir.clear(); // a bundle holds everything it is asked for
+    config->cache.disable_disk = false;
   }
   auto jit = runtime::KernelJit::create(*config);
   if (!jit)

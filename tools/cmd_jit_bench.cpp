@@ -106,9 +106,9 @@ int runJitBench(int argc, char **argv) {
   auto config = runtime::loadConfig();
   if (!config)
     return fail(llvm::toString(config.takeError()));
-  config->cache.userDir = std::string(dir.str());
-  config->cache.systemDir.clear();
-  config->cache.disableDisk = false;
+  config->cache.user_dir = std::string(dir.str());
+  config->cache.system_dir.clear();
+  config->cache.disable_disk = false;
   auto jit = runtime::KernelJit::create(*config);
   if (!jit)
     return fail(llvm::toString(jit.takeError()));

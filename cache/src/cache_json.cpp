@@ -18,9 +18,9 @@ llvm::json::Value toJSON(const EntryInfo &info) {
   llvm::json::Object out{{"key", info.key},
                          {"layer", layerName(info.layer)},
                          {"bytes", n(info.bytes)},
-                         {"created_unix", info.createdUnixSeconds},
-                         {"last_use_unix", info.lastUseUnixSeconds},
-                         {"fa4jit_version", info.writerVersion},
+                         {"created_unix", info.created_unix_seconds},
+                         {"last_use_unix", info.last_use_unix_seconds},
+                         {"fa4jit_version", info.writer_version},
                          {"files", std::move(files)},
                          {"key_parts", std::move(parts)}};
   if (!info.problem.empty())
@@ -40,27 +40,27 @@ llvm::json::Value toJSON(const LayerStats &stats) {
                          {"available", stats.available},
                          {"entries", n(stats.entries)},
                          {"bytes", n(stats.bytes)},
-                         {"temp_dirs", n(stats.tempDirs)}};
-  if (!stats.unavailableReason.empty())
-    out["unavailable_reason"] = stats.unavailableReason;
+                         {"temp_dirs", n(stats.temp_dirs)}};
+  if (!stats.unavailable_reason.empty())
+    out["unavailable_reason"] = stats.unavailable_reason;
   return out;
 }
 
 llvm::json::Value toJSON(const CacheStats &stats) {
   const CacheCounters &c = stats.counters;
   llvm::json::Object out{{"mode", stats.mode},
-                         {"max_bytes", n(stats.maxBytes)},
+                         {"max_bytes", n(stats.max_bytes)},
                          {"user", toJSON(stats.user)},
                          {"system", toJSON(stats.system)},
-                         {"memory", llvm::json::Object{{"entries", n(stats.memoryEntries)}, {"bytes", n(stats.memoryBytes)}}},
-                         {"counters", llvm::json::Object{{"memory_hits", n(c.memoryHits)},
-                                                         {"system_hits", n(c.systemHits)},
-                                                         {"user_hits", n(c.userHits)},
+                         {"memory", llvm::json::Object{{"entries", n(stats.memory_entries)}, {"bytes", n(stats.memory_bytes)}}},
+                         {"counters", llvm::json::Object{{"memory_hits", n(c.memory_hits)},
+                                                         {"system_hits", n(c.system_hits)},
+                                                         {"user_hits", n(c.user_hits)},
                                                          {"misses", n(c.misses)},
                                                          {"produced", n(c.produced)},
-                                                         {"corrupt_removed", n(c.corruptRemoved)}}}};
-  if (!stats.degradedReason.empty())
-    out["degraded_reason"] = stats.degradedReason;
+                                                         {"corrupt_removed", n(c.corrupt_removed)}}}};
+  if (!stats.degraded_reason.empty())
+    out["degraded_reason"] = stats.degraded_reason;
   return out;
 }
 
@@ -73,10 +73,10 @@ llvm::json::Value toJSON(const VerifyReport &report) {
 }
 
 llvm::json::Value toJSON(const PruneReport &r) {
-  return llvm::json::Object{{"entries_before", n(r.entriesBefore)},   {"bytes_before", n(r.bytesBefore)},
-                            {"entries_removed", n(r.entriesRemoved)}, {"bytes_removed", n(r.bytesRemoved)},
-                            {"entries_after", n(r.entriesAfter)},     {"bytes_after", n(r.bytesAfter)},
-                            {"temp_dirs_removed", n(r.tempDirsRemoved)}, {"skipped_busy", n(r.skippedBusy)}};
+  return llvm::json::Object{{"entries_before", n(r.entries_before)},   {"bytes_before", n(r.bytes_before)},
+                            {"entries_removed", n(r.entries_removed)}, {"bytes_removed", n(r.bytes_removed)},
+                            {"entries_after", n(r.entries_after)},     {"bytes_after", n(r.bytes_after)},
+                            {"temp_dirs_removed", n(r.temp_dirs_removed)}, {"skipped_busy", n(r.skipped_busy)}};
 }
 
 } // namespace fa4jit::cache

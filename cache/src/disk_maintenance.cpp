@@ -38,9 +38,9 @@ std::vector<DiskStore::Scan> DiskStore::scanEntries() const {
       std::string dir = entryDir(root_, key);
       for (const std::string &name : listDirectory(dir))
         s.bytes += fileSize(dir + "/" + name);
-      s.lastUse = modificationTime(dir + "/" + kLastUseName);
-      if (s.lastUse == FileTime())
-        s.lastUse = modificationTime(dir + "/" + kManifestName);
+      s.last_use = modificationTime(dir + "/" + kLastUseName);
+      if (s.last_use == FileTime())
+        s.last_use = modificationTime(dir + "/" + kManifestName);
       out.push_back(std::move(s));
     }
   }
@@ -61,12 +61,12 @@ std::vector<EntryInfo> DiskStore::list() const {
     info.key = s.key;
     info.layer = layer();
     info.bytes = s.bytes;
-    info.lastUseUnixSeconds = unixSeconds(s.lastUse);
+    info.last_use_unix_seconds = unixSeconds(s.last_use);
     llvm::Expected<std::string> text = readWholeFile(entryDir(root_, s.key) + "/" + kManifestName, 1 << 20);
     llvm::Expected<Manifest> manifest = text ? parseManifest(*text) : text.takeError();
     if (manifest) {
-      info.createdUnixSeconds = manifest->createdUnixSeconds;
-      info.writerVersion = manifest->writerVersion;
+      info.created_unix_seconds = manifest->created_unix_seconds;
+      info.writer_version = manifest->writer_version;
       info.files = manifest->files;
       info.keyParts = manifest->keyParts;
     } else {
@@ -86,7 +86,7 @@ LayerStats DiskStore::stats() const {
     ++st.entries;
     st.bytes += s.bytes;
   }
-  st.tempDirs = tempDirs().size();
+  st.temp_dirs = tempDirs().size();
   return st;
 }
 
@@ -116,17 +116,17 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
     // (Holding the lock, no writer can publish the entry meanwhile.)
     if (held && !llvm::sys::fs::exists(entryDir(root_, key)))
       held->removeFile();
-    ++report.tempDirsRemoved;
+    ++report.temp_dirs_removed;
   }
   std::vector<Scan> entries = scanEntries();
   for (const Scan &s : entries) {
-    ++report.entriesBefore;
-    report.bytesBefore += s.bytes;
+    ++report.entries_before;
+    report.bytes_before += s.bytes;
   }
   std::sort(entries.begin(), entries.end(), [](const Scan &a, const Scan &b) {
-    return a.lastUse != b.lastUse ? a.lastUse < b.lastUse : a.key < b.key;
+    return a.last_use != b.last_use ? a.last_use < b.last_use : a.key < b.key;
   });
-  uint64_t total = report.bytesBefore;
+  uint64_t total = report.bytes_before;
   for (const Scan &s : entries) {
     if (total <= maxBytes)
       break;
@@ -134,17 +134,17 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
     if (!lock)
       llvm::consumeError(lock.takeError());
     if (!lock || !*lock) {
-      ++report.skippedBusy;
+      ++report.skipped_busy;
       continue;
     }
     removeLocked(s.key);
     (*lock)->removeFile(); // the key's lock file goes with it (key_lock.h: waiters start over)
     total -= s.bytes;
-    ++report.entriesRemoved;
-    report.bytesRemoved += s.bytes;
+    ++report.entries_removed;
+    report.bytes_removed += s.bytes;
   }
-  report.entriesAfter = report.entriesBefore - report.entriesRemoved;
-  report.bytesAfter = total;
+  report.entries_after = report.entries_before - report.entries_removed;
+  report.bytes_after = total;
   return report;
 }
 

@@ -115,8 +115,8 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
   Manifest manifest;
   manifest.schema = schemaVersion();
   manifest.key = key.digest;
-  manifest.writerVersion = writerVersion();
-  manifest.createdUnixSeconds =
+  manifest.writer_version = writerVersion();
+  manifest.created_unix_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   manifest.keyParts = key.parts;
   bool first = true;

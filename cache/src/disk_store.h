@@ -53,7 +53,7 @@ public:
   struct Scan {
     std::string key;
     uint64_t bytes = 0;
-    FileTime lastUse;
+    FileTime last_use;
   };
   std::vector<Scan> scanEntries() const;
   std::vector<std::string> tempDirs() const;

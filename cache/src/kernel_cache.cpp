@@ -9,37 +9,37 @@
 namespace fa4jit::cache {
 
 KernelCache::KernelCache(const CacheConfig &config)
-    : config_(config), memory_(std::make_unique<MemoryLayer>(config.memoryMaxBytes, config.lastUseRefreshHits,
-                                                              config.lastUseRefreshSeconds)),
+    : config_(config), memory_(std::make_unique<MemoryLayer>(config.memory_max_bytes, config.last_use_refresh_hits,
+                                                              config.last_use_refresh_seconds)),
       keyMutexes_(std::make_unique<KeyMutexes>()) {}
 
 KernelCache::~KernelCache() = default;
 
 std::unique_ptr<KernelCache> KernelCache::open(const CacheConfig &config) {
   std::unique_ptr<KernelCache> cache(new KernelCache(config));
-  if (config.disableDisk)
+  if (config.disable_disk)
     return cache;
-  if (!config.systemDir.empty()) {
-    if (!isDirectory(config.systemDir)) {
-      cache->systemReason_ = "'" + config.systemDir + "' is not a directory";
-      spdlog::debug("fa4jit cache: no system layer: {}", cache->systemReason_);
-    } else if (auto system = DiskStore::openReadOnly(config.systemDir)) {
+  if (!config.system_dir.empty()) {
+    if (!isDirectory(config.system_dir)) {
+      cache->system_reason_ = "'" + config.system_dir + "' is not a directory";
+      spdlog::debug("fa4jit cache: no system layer: {}", cache->system_reason_);
+    } else if (auto system = DiskStore::openReadOnly(config.system_dir)) {
       cache->system_ = std::move(*system);
     } else {
-      cache->systemReason_ = llvm::toString(system.takeError());
-      spdlog::warn("fa4jit cache: system layer not used: {}", cache->systemReason_);
+      cache->system_reason_ = llvm::toString(system.takeError());
+      spdlog::warn("fa4jit cache: system layer not used: {}", cache->system_reason_);
     }
   }
-  if (config.userDir.empty()) {
+  if (config.user_dir.empty()) {
     cache->degrade("no cache directory is configured");
     return cache;
   }
-  if (auto user = DiskStore::openWritable(config.userDir))
+  if (auto user = DiskStore::openWritable(config.user_dir))
     cache->user_ = std::move(*user);
-  else if (std::string why = llvm::toString(user.takeError()); why.find(config.userDir) != std::string::npos)
+  else if (std::string why = llvm::toString(user.takeError()); why.find(config.user_dir) != std::string::npos)
     cache->degrade(why);
   else
-    cache->degrade("cache directory '" + config.userDir + "' is unusable: " + why);
+    cache->degrade("cache directory '" + config.user_dir + "' is unusable: " + why);
   return cache;
 }
 
@@ -52,7 +52,7 @@ bool KernelCache::hasUserLayer() const { return userStore() != nullptr; }
 
 std::string KernelCache::degradedReason() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
-  return degradedReason_;
+  return degraded_reason_;
 }
 
 void KernelCache::setPublishHookForTesting(PublishHook hook) {
@@ -65,8 +65,8 @@ void KernelCache::setPublishHookForTesting(PublishHook hook) {
 void KernelCache::degrade(const std::string &reason) {
   std::lock_guard<std::mutex> lock(stateMutex_);
   user_.reset();
-  if (degradedReason_.empty())
-    degradedReason_ = reason;
+  if (degraded_reason_.empty())
+    degraded_reason_ = reason;
   if (!warned_)
     spdlog::warn("fa4jit cache: using memory only (compiled kernels are not kept across runs): {}", reason);
   warned_ = true;
@@ -83,7 +83,7 @@ EntryPtr KernelCache::loadUnlocked(llvm::StringRef digest, bool *userCorrupt) {
   if (system_) {
     LoadResult r = system_->load(digest, /*touchLastUse=*/false);
     if (r.status == LoadStatus::Hit) {
-      ++counters_.systemHits;
+      ++counters_.system_hits;
       return remember(std::move(r.entry));
     }
     if (r.status == LoadStatus::Corrupt)
@@ -93,7 +93,7 @@ EntryPtr KernelCache::loadUnlocked(llvm::StringRef digest, bool *userCorrupt) {
   if (auto user = userStore()) {
     LoadResult r = user->load(digest, /*touchLastUse=*/true);
     if (r.status == LoadStatus::Hit) {
-      ++counters_.userHits;
+      ++counters_.user_hits;
       return remember(std::move(r.entry));
     }
     // Judged again under the key's lock: a reader racing a prune sees files vanish.
@@ -105,14 +105,14 @@ EntryPtr KernelCache::loadUnlocked(llvm::StringRef digest, bool *userCorrupt) {
 EntryPtr KernelCache::recheckLocked(const DiskStore &user, llvm::StringRef digest) {
   LoadResult r = user.load(digest, /*touchLastUse=*/true);
   if (r.status == LoadStatus::Hit) {
-    ++counters_.userHits;
+    ++counters_.user_hits;
     return remember(std::move(r.entry));
   }
   if (r.status == LoadStatus::Corrupt) {
     spdlog::warn("fa4jit cache: entry {} in {} is corrupt ({}); removing it, it will be recompiled", digest.str(),
                  user.root(), r.problem);
     user.removeLocked(digest);
-    ++counters_.corruptRemoved;
+    ++counters_.corrupt_removed;
   }
   return nullptr;
 }
@@ -122,7 +122,7 @@ EntryPtr KernelCache::memoryHit(llvm::StringRef digest) {
   EntryPtr hit = memory_->get(digest, &refresh);
   if (!hit)
     return nullptr;
-  ++counters_.memoryHits;
+  ++counters_.memory_hits;
   // Entries of the user layer, loaded or produced here (a system entry is never pruned by us).
   if (refresh && hit->layer != Layer::System)
     if (auto user = userStore())
@@ -172,7 +172,7 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(*files), user.get());
   lock.reset();
   if (stored && user && userStore())
-    user->prune(config_.maxBytes);
+    user->prune(config_.max_bytes);
   return stored;
 }
 
@@ -217,7 +217,7 @@ llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles fi
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(files), user.get());
   lock.reset();
   if (stored && user && userStore())
-    user->prune(config_.maxBytes);
+    user->prune(config_.max_bytes);
   return stored;
 }
 

@@ -23,29 +23,29 @@ std::vector<EntryInfo> KernelCache::list() const {
 CacheStats KernelCache::stat() const {
   CacheStats st;
   std::shared_ptr<const DiskStore> user = userStore();
-  st.mode = config_.disableDisk ? "disabled" : user ? "disk" : "memory";
-  st.degradedReason = degradedReason();
-  st.maxBytes = config_.maxBytes;
+  st.mode = config_.disable_disk ? "disabled" : user ? "disk" : "memory";
+  st.degraded_reason = degradedReason();
+  st.max_bytes = config_.max_bytes;
   if (user) {
     st.user = user->stats();
   } else {
-    st.user.dir = config_.userDir;
-    st.user.unavailableReason = config_.disableDisk ? "the disk cache is disabled" : st.degradedReason;
+    st.user.dir = config_.user_dir;
+    st.user.unavailable_reason = config_.disable_disk ? "the disk cache is disabled" : st.degraded_reason;
   }
   if (system_) {
     st.system = system_->stats();
   } else {
-    st.system.dir = config_.systemDir;
-    st.system.unavailableReason = config_.systemDir.empty() ? "none configured" : systemReason_;
+    st.system.dir = config_.system_dir;
+    st.system.unavailable_reason = config_.system_dir.empty() ? "none configured" : system_reason_;
   }
-  st.memoryEntries = memory_->entries();
-  st.memoryBytes = memory_->bytes();
-  st.counters.memoryHits = counters_.memoryHits;
-  st.counters.systemHits = counters_.systemHits;
-  st.counters.userHits = counters_.userHits;
+  st.memory_entries = memory_->entries();
+  st.memory_bytes = memory_->bytes();
+  st.counters.memory_hits = counters_.memory_hits;
+  st.counters.system_hits = counters_.system_hits;
+  st.counters.user_hits = counters_.user_hits;
   st.counters.misses = counters_.misses;
   st.counters.produced = counters_.produced;
-  st.counters.corruptRemoved = counters_.corruptRemoved;
+  st.counters.corrupt_removed = counters_.corrupt_removed;
   return st;
 }
 
@@ -58,7 +58,7 @@ VerifyReport KernelCache::verify(const VerifyOptions &options) {
       if (r.status != LoadStatus::Corrupt)
         continue;
       VerifyIssue issue{s.key, store.layer(), r.problem, false};
-      if (options.removeBad && store.layer() == Layer::User) {
+      if (options.remove_bad && store.layer() == Layer::User) {
         KeyMutexes::Guard guard(*keyMutexes_, s.key);
         llvm::Expected<std::unique_ptr<FileLock>> lock = store.lockKey(s.key, /*wait=*/true);
         if (!lock) {
@@ -66,7 +66,7 @@ VerifyReport KernelCache::verify(const VerifyOptions &options) {
         } else if (store.load(s.key, false).status == LoadStatus::Corrupt) {
           store.removeLocked(s.key);
           memory_->erase(s.key);
-          ++counters_.corruptRemoved;
+          ++counters_.corrupt_removed;
           issue.removed = true;
         }
       }
@@ -82,7 +82,7 @@ VerifyReport KernelCache::verify(const VerifyOptions &options) {
 
 PruneReport KernelCache::prune(const PruneOptions &options) {
   auto user = userStore();
-  return user ? user->prune(options.maxBytes) : PruneReport{};
+  return user ? user->prune(options.max_bytes) : PruneReport{};
 }
 
 PruneReport KernelCache::clear() {

@@ -27,8 +27,8 @@ std::string serializeManifest(const Manifest &manifest) {
   j.object([&] {
     j.attribute("schema", manifest.schema);
     j.attribute("key", manifest.key);
-    j.attribute("fa4jit_version", manifest.writerVersion);
-    j.attribute("created_unix", manifest.createdUnixSeconds);
+    j.attribute("fa4jit_version", manifest.writer_version);
+    j.attribute("created_unix", manifest.created_unix_seconds);
     j.attributeArray("files", [&] {
       for (const ManifestFile &f : manifest.files)
         j.object([&] {
@@ -80,8 +80,8 @@ llvm::Expected<Manifest> parseManifest(llvm::StringRef text) {
     return manifestError("a required field is missing");
   m.schema = int(*schema);
   m.key = key->str();
-  m.writerVersion = version->str();
-  m.createdUnixSeconds = *created;
+  m.writer_version = version->str();
+  m.created_unix_seconds = *created;
   for (const llvm::json::Value &v : *files) {
     const llvm::json::Object *f = v.getAsObject();
     auto name = f ? f->getString("name") : llvm::None;

@@ -21,8 +21,8 @@ EntryPtr MemoryLayer::get(llvm::StringRef key, bool *refreshDue) {
   if (refreshHits_ != 0 && ++node.hits >= refreshHits_) {
     node.hits = 0;
     const int64_t now = unixNow();
-    if (now - node.refreshedAt >= static_cast<int64_t>(refreshSeconds_)) {
-      node.refreshedAt = now;
+    if (now - node.refreshed_at >= static_cast<int64_t>(refreshSeconds_)) {
+      node.refreshed_at = now;
       *refreshDue = true;
     }
   }
@@ -33,12 +33,12 @@ void MemoryLayer::put(EntryPtr entry) {
   uint64_t size = entry->bytes();
   std::lock_guard<std::mutex> lock(mutex_);
   eraseLocked(entry->key);
-  if (size > maxBytes_)
+  if (size > max_bytes_)
     return;
   order_.push_front(Node{std::move(entry), 0, unixNow()});
   index_[order_.front().entry->key] = order_.begin();
   bytes_ += size;
-  while (bytes_ > maxBytes_)
+  while (bytes_ > max_bytes_)
     eraseLocked(order_.back().entry->key);
 }
 

@@ -16,7 +16,7 @@ namespace fa4jit::cache {
 class MemoryLayer {
 public:
   MemoryLayer(uint64_t maxBytes, uint32_t refreshHits, uint32_t refreshSeconds)
-      : maxBytes_(maxBytes), refreshHits_(refreshHits), refreshSeconds_(refreshSeconds) {}
+      : max_bytes_(maxBytes), refreshHits_(refreshHits), refreshSeconds_(refreshSeconds) {}
   // *refreshDue: the entry's disk last_use should be refreshed now (the caller does it).
   EntryPtr get(llvm::StringRef key, bool *refreshDue);
   void put(EntryPtr entry);
@@ -29,7 +29,7 @@ private:
   struct Node {
     EntryPtr entry;
     uint32_t hits = 0;         // since the last refresh check
-    int64_t refreshedAt = 0;   // unix seconds of the last refresh (the put: its load touched it)
+    int64_t refreshed_at = 0;   // unix seconds of the last refresh (the put: its load touched it)
   };
   using Order = std::list<Node>; // most recently used first
   void eraseLocked(llvm::StringRef key);
@@ -37,7 +37,7 @@ private:
   Order order_;
   llvm::StringMap<Order::iterator> index_;
   uint64_t bytes_ = 0;
-  uint64_t maxBytes_;
+  uint64_t max_bytes_;
   uint32_t refreshHits_, refreshSeconds_;
 };
 

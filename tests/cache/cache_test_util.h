@@ -51,7 +51,7 @@ inline EntryFiles sampleFiles(const std::string &name, size_t cubinBytes = 1000)
 
 inline CacheConfig userConfig(const std::string &dir) {
   CacheConfig c;
-  c.userDir = dir;
+  c.user_dir = dir;
   return c;
 }
 

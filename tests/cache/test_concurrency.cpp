@@ -93,7 +93,7 @@ TEST_CASE("12 processes racing on a cold cache all succeed and the kernel is com
   auto cache = KernelCache::open(userConfig(root));
   CHECK(cache->list().size() == 1);
   CHECK(cache->verify({}).bad.empty());
-  CHECK(cache->stat().user.tempDirs == 0);
+  CHECK(cache->stat().user.temp_dirs == 0);
 }
 
 TEST_CASE("8 processes racing on 4 keys compile each key once", "[cache]") {
@@ -121,7 +121,7 @@ TEST_CASE("threads of one process racing on a key produce it once", "[cache]") {
   std::string counter = dir.sub("compiles.txt");
   for (bool disk : {true, false}) {
     CacheConfig config = userConfig(dir.sub(disk ? "cache" : ""));
-    config.disableDisk = !disk;
+    config.disable_disk = !disk;
     auto cache = KernelCache::open(config);
     CacheKey key = sampleKey(disk ? "threads-disk" : "threads-memory");
     std::atomic<int> ok{0};
@@ -149,7 +149,7 @@ TEST_CASE("producers racing a pruner that removes lock files never overlap on a 
   ScratchDir dir;
   const std::string root = dir.sub("cache");
   CacheConfig config = userConfig(root);
-  config.memoryMaxBytes = 0; // every lookup goes to the disk
+  config.memory_max_bytes = 0; // every lookup goes to the disk
   const std::string violations = dir.sub("violations.txt");
   auto exclusiveProducer = [&](const std::string &name) -> llvm::Expected<EntryFiles> {
     const std::string marker = dir.sub("inside-" + name);

@@ -68,7 +68,7 @@ TEST_CASE("damaged entries are detected by verify and healed by the next getOrCr
       CHECK((*entry)->files == sampleFiles("victim"));
       CHECK(warnings.warnings() == 1);
       CHECK_THAT(warnings.last(), Catch::Contains("corrupt"));
-      CHECK(cache->stat().counters.corruptRemoved == 1);
+      CHECK(cache->stat().counters.corrupt_removed == 1);
       CHECK(cache->verify({}).bad.empty());
       EntryPtr healed = KernelCache::open(userConfig(root))->lookup(key.digest);
       REQUIRE(healed);
@@ -97,7 +97,7 @@ TEST_CASE("verify with removeBad removes only the bad user entries", "[cache]") 
   REQUIRE(static_cast<bool>(cache->publish(sampleKey("bad"), sampleFiles("bad"))));
   flipByte(entryPath(root, sampleKey("bad").digest) + "/kernel.cubin", 7);
   VerifyOptions fix;
-  fix.removeBad = true;
+  fix.remove_bad = true;
   VerifyReport report = cache->verify(fix);
   REQUIRE(report.bad.size() == 1);
   CHECK(report.bad[0].removed);

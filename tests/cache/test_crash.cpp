@@ -48,13 +48,13 @@ TEST_CASE("a writer killed mid-publish leaves no partial entry", "[cache]") {
   CHECK(cache->lookup(key.digest) == nullptr);
   CHECK(cache->list().empty());
   CHECK(::access(entryPath(root, key.digest).c_str(), F_OK) != 0);
-  CHECK(cache->stat().user.tempDirs == 1);
+  CHECK(cache->stat().user.temp_dirs == 1);
   CHECK(cache->verify({}).bad.empty());
 
   // The dead writer's lock died with it: prune may clean up, and a new compile goes through.
   PruneReport pruned = cache->prune({uint64_t(1) << 30});
-  CHECK(pruned.tempDirsRemoved == 1);
-  CHECK(cache->stat().user.tempDirs == 0);
+  CHECK(pruned.temp_dirs_removed == 1);
+  CHECK(cache->stat().user.temp_dirs == 0);
   // The key has no entry, so its lock file (the dead writer's) goes with the temp dir: a
   // concurrent prune of an entry leaves a renamed temp dir whose lock file it had removed, and a
   // lock file left behind there would never be removed by any entry's removal.
@@ -97,7 +97,7 @@ TEST_CASE("a publish while another writer holds the key's temp dir does not remo
   char c = 0;
   REQUIRE(::read(ready[0], &c, 1) == 1);
   auto cache = KernelCache::open(userConfig(root));
-  CHECK(cache->prune({0}).tempDirsRemoved == 0); // its writer is alive and holds the lock
+  CHECK(cache->prune({0}).temp_dirs_removed == 0); // its writer is alive and holds the lock
   REQUIRE(::write(release[1], "x", 1) == 1);
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -39,7 +39,7 @@ TEST_CASE("publishing past the cap evicts the least recently used entries", "[ca
   uint64_t one = entryBytes(dir.sub("probe"), sampleKey("k0"));
   REQUIRE(one > 4000);
   CacheConfig config = userConfig(root);
-  config.maxBytes = 3 * one + one / 2;
+  config.max_bytes = 3 * one + one / 2;
 
   {
     auto cache = KernelCache::open(config);
@@ -57,13 +57,13 @@ TEST_CASE("publishing past the cap evicts the least recently used entries", "[ca
     CHECK(keys.count(sampleKey("k1").digest) == 0);
     CHECK(keys.count(sampleKey("k0").digest) == 1);
     CHECK(keys.count(sampleKey("k3").digest) == 1);
-    CHECK(cache->stat().user.bytes <= config.maxBytes);
+    CHECK(cache->stat().user.bytes <= config.max_bytes);
 
     REQUIRE(static_cast<bool>(cache->publish(sampleKey("k4"), sampleFiles("k4", 4000))));
     keys = keysOnDisk(*cache);
     CHECK(keys.count(sampleKey("k2").digest) == 0);
     CHECK(keys.size() == 3);
-    CHECK(cache->stat().user.bytes <= config.maxBytes);
+    CHECK(cache->stat().user.bytes <= config.max_bytes);
   }
 }
 
@@ -75,16 +75,16 @@ TEST_CASE("prune to an explicit size and clear report what they removed", "[cach
     REQUIRE(static_cast<bool>(cache->publish(sampleKey(std::to_string(i)), sampleFiles(std::to_string(i), 2000))));
   uint64_t total = cache->stat().user.bytes;
   PruneReport r = cache->prune({total / 2});
-  CHECK(r.entriesBefore == 5);
-  CHECK(r.bytesBefore == total);
-  CHECK(r.bytesAfter <= total / 2);
-  CHECK(r.entriesRemoved == 3);
-  CHECK(r.entriesAfter == 2);
+  CHECK(r.entries_before == 5);
+  CHECK(r.bytes_before == total);
+  CHECK(r.bytes_after <= total / 2);
+  CHECK(r.entries_removed == 3);
+  CHECK(r.entries_after == 2);
   CHECK(keysOnDisk(*cache).count(sampleKey("4").digest) == 1); // the newest survives
   PruneReport cleared = cache->clear();
-  CHECK(cleared.entriesRemoved == 2);
+  CHECK(cleared.entries_removed == 2);
   CHECK(cache->list().empty());
-  CHECK(cache->stat().memoryEntries == 0);
+  CHECK(cache->stat().memory_entries == 0);
   CHECK(cache->lookup(sampleKey("4").digest) == nullptr);
 }
 
@@ -107,8 +107,8 @@ TEST_CASE("memory hits refresh the disk last_use of user entries, rate-limited",
   const std::string root = dir.sub("cache");
   const CacheKey hot = sampleKey("hot"), cold = sampleKey("cold");
   CacheConfig config = userConfig(root);
-  config.lastUseRefreshHits = 3;
-  config.lastUseRefreshSeconds = 0;
+  config.last_use_refresh_hits = 3;
+  config.last_use_refresh_seconds = 0;
   auto cache = KernelCache::open(config);
   REQUIRE(static_cast<bool>(cache->publish(hot, sampleFiles("hot", 2000))));
   REQUIRE(static_cast<bool>(cache->publish(cold, sampleFiles("cold", 2000))));
@@ -120,7 +120,7 @@ TEST_CASE("memory hits refresh the disk last_use of user entries, rate-limited",
   REQUIRE(cache->lookup(hot.digest) != nullptr);
   CHECK(lastUseSeconds(root, hot) > 1000000000 + 3600); // the third: refreshed
   CHECK(lastUseSeconds(root, cold) == 1000000000);
-  CHECK(cache->stat().counters.memoryHits >= 3);
+  CHECK(cache->stat().counters.memory_hits >= 3);
   // Pruned to one entry, the hot one survives although both were published alike.
   cache->prune({cache->stat().user.bytes / 2 + 1});
   CHECK(keysOnDisk(*cache).count(hot.digest) == 1);
@@ -136,8 +136,8 @@ TEST_CASE("memory hits refresh the disk last_use of user entries, rate-limited",
     ScratchDir d2;
     const std::string r2 = d2.sub("cache");
     CacheConfig c2 = userConfig(r2);
-    c2.lastUseRefreshHits = hits;
-    c2.lastUseRefreshSeconds = 60;
+    c2.last_use_refresh_hits = hits;
+    c2.last_use_refresh_seconds = 60;
     auto again = KernelCache::open(c2);
     REQUIRE(static_cast<bool>(again->publish(hot, sampleFiles("hot", 2000))));
     ageLastUse(r2, hot);

@@ -52,15 +52,15 @@ TEST_CASE("the system layer is searched first and never written", "[cache]") {
   snapshot(system, before);
 
   CacheConfig config = userConfig(user);
-  config.systemDir = system;
-  config.maxBytes = 0; // even a prune to nothing must leave the system layer alone
+  config.system_dir = system;
+  config.max_bytes = 0; // even a prune to nothing must leave the system layer alone
   auto cache = KernelCache::open(config);
   REQUIRE(cache->stat().system.available);
   auto entry = cache->getOrCreate(shipped, mustNotRun);
   REQUIRE(static_cast<bool>(entry));
   CHECK((*entry)->layer == Layer::System);
   CHECK((*entry)->files == sampleFiles("shipped"));
-  CHECK(cache->stat().counters.systemHits == 1);
+  CHECK(cache->stat().counters.system_hits == 1);
 
   auto fresh = cache->getOrCreate(sampleKey("new"), [] { return llvm::Expected<EntryFiles>(sampleFiles("new")); });
   REQUIRE(static_cast<bool>(fresh));
@@ -75,10 +75,10 @@ TEST_CASE("the system layer is searched first and never written", "[cache]") {
   flipByte(entryPath(system, shipped.digest) + "/kernel.cubin", 1);
   before.clear();
   snapshot(system, before);
-  config.maxBytes = uint64_t(1) << 30;
+  config.max_bytes = uint64_t(1) << 30;
   auto fallback = KernelCache::open(config);
   VerifyOptions fix;
-  fix.removeBad = true;
+  fix.remove_bad = true;
   VerifyReport report = fallback->verify(fix);
   REQUIRE(report.bad.size() == 1);
   CHECK(report.bad[0].layer == Layer::System);
@@ -123,7 +123,7 @@ TEST_CASE("an unwritable user directory degrades to memory with one warning", "[
   CacheStats st = cache->stat();
   CHECK(st.mode == "memory");
   CHECK_FALSE(st.user.available);
-  CHECK(st.memoryEntries == 2);
+  CHECK(st.memory_entries == 2);
 }
 
 TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
@@ -170,18 +170,18 @@ TEST_CASE("a system layer writable by others is not used", "[cache]") {
   REQUIRE(static_cast<bool>(KernelCache::open(userConfig(system))->publish(key, sampleFiles("planted"))));
   REQUIRE(::chmod(system.c_str(), 0777) == 0);
   CacheConfig config = userConfig(dir.sub("user"));
-  config.systemDir = system;
+  config.system_dir = system;
   auto cache = KernelCache::open(config);
   CHECK(cache->hasUserLayer());
   CHECK_FALSE(cache->stat().system.available);
-  CHECK_THAT(cache->stat().system.unavailableReason, Catch::Contains("writable by group or others"));
+  CHECK_THAT(cache->stat().system.unavailable_reason, Catch::Contains("writable by group or others"));
   CHECK(cache->lookup(key.digest) == nullptr);
 }
 
 TEST_CASE("with the disk disabled nothing is written and nothing is warned", "[cache]") {
   ScratchDir dir;
   CacheConfig config = userConfig(dir.sub("cache"));
-  config.disableDisk = true;
+  config.disable_disk = true;
   WarningCounter warnings;
   auto cache = KernelCache::open(config);
   REQUIRE(static_cast<bool>(cache->publish(sampleKey("d"), sampleFiles("d"))));

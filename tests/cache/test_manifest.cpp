@@ -11,8 +11,8 @@ Manifest sample() {
   Manifest m;
   m.schema = 1;
   m.key = sha256Hex("key");
-  m.writerVersion = "0.1.0";
-  m.createdUnixSeconds = 1700000000;
+  m.writer_version = "0.1.0";
+  m.created_unix_seconds = 1700000000;
   m.files = {{"kernel.cubin", 1234, sha256Hex("cubin")}, {"spec.json", 10, sha256Hex("spec")}};
   m.keyParts = {{"schema", "1"}, {"target", "sm_100a"}};
   return m;
@@ -25,8 +25,8 @@ TEST_CASE("a manifest round-trips", "[cache]") {
   Manifest m = sample();
   CHECK(back->schema == m.schema);
   CHECK(back->key == m.key);
-  CHECK(back->writerVersion == m.writerVersion);
-  CHECK(back->createdUnixSeconds == m.createdUnixSeconds);
+  CHECK(back->writer_version == m.writer_version);
+  CHECK(back->created_unix_seconds == m.created_unix_seconds);
   REQUIRE(back->files.size() == 2);
   CHECK(back->files[0].name == "kernel.cubin");
   CHECK(back->files[0].size == 1234);

@@ -39,8 +39,8 @@ TEST_CASE("an entry published by one cache is found, intact, by a fresh one", "[
   REQUIRE(static_cast<bool>(again));
   CHECK(produced == 1);
   CacheStats st = fresh->stat();
-  CHECK(st.counters.userHits == 1);
-  CHECK(st.counters.memoryHits == 1);
+  CHECK(st.counters.user_hits == 1);
+  CHECK(st.counters.memory_hits == 1);
   CHECK(st.counters.produced == 0);
 }
 
@@ -60,7 +60,7 @@ TEST_CASE("the on-disk layout is <root>/<key[0:2]>/<key>/ with a manifest, and p
   REQUIRE(static_cast<bool>(manifest));
   CHECK(manifest->key == key.digest);
   CHECK(manifest->files.size() == 3);
-  CHECK(manifest->writerVersion == "0.5.0");
+  CHECK(manifest->writer_version == "0.5.0");
   CHECK(readFile(entry + "/spec.json") == sampleFiles("layout").at("spec.json"));
   std::vector<EntryInfo> ls = cache->list();
   REQUIRE(ls.size() == 1);
@@ -117,15 +117,15 @@ TEST_CASE("an in-process hit costs at most 5 microseconds", "[cache]") {
 
 TEST_CASE("the memory layer keeps its byte cap", "[cache]") {
   CacheConfig config;
-  config.disableDisk = true;
-  config.memoryMaxBytes = 5000;
+  config.disable_disk = true;
+  config.memory_max_bytes = 5000;
   auto cache = KernelCache::open(config);
   for (int i = 0; i < 10; ++i)
     REQUIRE(static_cast<bool>(cache->publish(sampleKey(std::to_string(i)), sampleFiles(std::to_string(i), 1000))));
   CacheStats st = cache->stat();
   CHECK(st.mode == "disabled");
-  CHECK(st.memoryBytes <= 5000);
-  CHECK(st.memoryEntries >= 1);
+  CHECK(st.memory_bytes <= 5000);
+  CHECK(st.memory_entries >= 1);
   CHECK(cache->lookup(sampleKey("9").digest) != nullptr); // the newest stays
   CHECK(cache->lookup(sampleKey("0").digest) == nullptr);
 }

@@ -30,20 +30,20 @@ std::string loadError(std::map<std::string, std::string> vars) {
 } // namespace
 
 TEST_CASE("the cache directory falls back from FA4JIT_CACHE_DIR to XDG to HOME", "[config]") {
-  CHECK(mustLoad({{"FA4JIT_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}).cache.userDir == "/c");
-  CHECK(mustLoad({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}).cache.userDir == "/x/fa4jit");
-  CHECK(mustLoad({{"HOME", "/h"}}).cache.userDir == "/h/.cache/fa4jit");
-  CHECK(mustLoad({{"FA4JIT_CACHE_DIR", ""}, {"HOME", "/h"}}).cache.userDir == "/h/.cache/fa4jit");
+  CHECK(mustLoad({{"FA4JIT_CACHE_DIR", "/c"}, {"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}).cache.user_dir == "/c");
+  CHECK(mustLoad({{"XDG_CACHE_HOME", "/x"}, {"HOME", "/h"}}).cache.user_dir == "/x/fa4jit");
+  CHECK(mustLoad({{"HOME", "/h"}}).cache.user_dir == "/h/.cache/fa4jit");
+  CHECK(mustLoad({{"FA4JIT_CACHE_DIR", ""}, {"HOME", "/h"}}).cache.user_dir == "/h/.cache/fa4jit");
 }
 
 TEST_CASE("defaults", "[config]") {
   RuntimeConfig c = mustLoad({{"HOME", "/h"}});
-  CHECK(c.cache.systemDir.empty());
-  CHECK(c.cache.maxBytes == (uint64_t(4) << 30));
-  CHECK_FALSE(c.cache.disableDisk);
+  CHECK(c.cache.system_dir.empty());
+  CHECK(c.cache.max_bytes == (uint64_t(4) << 30));
+  CHECK_FALSE(c.cache.disable_disk);
   CHECK(c.tune == TuneMode::Off);
   CHECK(c.logLevel == spdlog::level::warn);
-  CHECK(c.reproDir == "/h/.cache/fa4jit/repro");
+  CHECK(c.repro_dir == "/h/.cache/fa4jit/repro");
 }
 
 TEST_CASE("every variable is read", "[config]") {
@@ -55,17 +55,17 @@ TEST_CASE("every variable is read", "[config]") {
                               {"FA4JIT_LOG_LEVEL", "debug"},
                               {"FA4JIT_REPRO_DIR", "/r"},
                               {"NVRTC_APPEND_FLAGS", "-lineinfo"}});
-  CHECK(c.cache.userDir == "/c");
-  CHECK(c.cache.systemDir == "/s");
-  CHECK(c.cache.maxBytes == (uint64_t(512) << 20));
-  CHECK(c.cache.disableDisk);
+  CHECK(c.cache.user_dir == "/c");
+  CHECK(c.cache.system_dir == "/s");
+  CHECK(c.cache.max_bytes == (uint64_t(512) << 20));
+  CHECK(c.cache.disable_disk);
   CHECK(c.tune == TuneMode::Replay);
   CHECK(std::string(tuneModeName(c.tune)) == "replay");
   CHECK(c.logLevel == spdlog::level::debug);
-  CHECK(c.reproDir == "/r");
-  CHECK(c.nvrtcAppendFlags == "-lineinfo");
+  CHECK(c.repro_dir == "/r");
+  CHECK(c.nvrtc_append_flags == "-lineinfo");
   CHECK(mustLoad({{"FA4JIT_TUNE", "ON"}}).tune == TuneMode::On);
-  CHECK(mustLoad({{"FA4JIT_DISABLE_CACHE", "0"}}).cache.disableDisk == false);
+  CHECK(mustLoad({{"FA4JIT_DISABLE_CACHE", "0"}}).cache.disable_disk == false);
   CHECK(mustLoad({{"FA4JIT_LOG_LEVEL", "off"}}).logLevel == spdlog::level::off);
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 runtime::RuntimeConfig configIn(const std::string &dir) {
   runtime::RuntimeConfig c;
-  c.cache.userDir = dir;
+  c.cache.user_dir = dir;
   return c;
 }
 
@@ -61,7 +61,7 @@ TEST_CASE("NVRTC_APPEND_FLAGS enters the cache key", "[runtime][jit]") {
   auto a = (*plain)->get(spec);
   REQUIRE_OK(a);
   runtime::RuntimeConfig withFlags = configIn(dir);
-  withFlags.nvrtcAppendFlags = "-DFA4JIT_UNUSED_MACRO=1";
+  withFlags.nvrtc_append_flags = "-DFA4JIT_UNUSED_MACRO=1";
   auto flagged = runtime::KernelJit::create(withFlags);
   REQUIRE_OK(flagged);
   auto b = (*flagged)->get(spec);

@@ -113,25 +113,25 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text) {
 llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
   RuntimeConfig config;
   if (auto dir = nonEmpty(lookup, "FA4JIT_CACHE_DIR"))
-    config.cache.userDir = *dir;
+    config.cache.user_dir = *dir;
   else if (auto xdg = nonEmpty(lookup, "XDG_CACHE_HOME"))
-    config.cache.userDir = *xdg + "/fa4jit";
+    config.cache.user_dir = *xdg + "/fa4jit";
   else if (std::string home = homeDirectory(lookup); !home.empty())
-    config.cache.userDir = home + "/.cache/fa4jit";
+    config.cache.user_dir = home + "/.cache/fa4jit";
   if (auto dir = nonEmpty(lookup, "FA4JIT_SYSTEM_CACHE_DIR"))
-    config.cache.systemDir = *dir;
+    config.cache.system_dir = *dir;
   if (auto cap = nonEmpty(lookup, "FA4JIT_CACHE_MAX_BYTES")) {
     llvm::Expected<uint64_t> bytes = parseByteSize(*cap);
     if (!bytes)
       return llvm::createStringError(std::errc::invalid_argument, "FA4JIT_CACHE_MAX_BYTES: %s",
                                      llvm::toString(bytes.takeError()).c_str());
-    config.cache.maxBytes = *bytes;
+    config.cache.max_bytes = *bytes;
   }
   if (auto disable = nonEmpty(lookup, "FA4JIT_DISABLE_CACHE")) {
     llvm::Expected<bool> off = parseBool("FA4JIT_DISABLE_CACHE", *disable);
     if (!off)
       return off.takeError();
-    config.cache.disableDisk = *off;
+    config.cache.disable_disk = *off;
   }
   if (auto tune = nonEmpty(lookup, "FA4JIT_TUNE")) {
     llvm::Expected<TuneMode> mode = parseTune(*tune);
@@ -146,12 +146,12 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
     config.logLevel = *parsed;
   }
   if (auto dir = nonEmpty(lookup, "FA4JIT_REPRO_DIR"))
-    config.reproDir = *dir;
-  else if (!config.cache.userDir.empty())
-    config.reproDir = config.cache.userDir + "/repro";
+    config.repro_dir = *dir;
+  else if (!config.cache.user_dir.empty())
+    config.repro_dir = config.cache.user_dir + "/repro";
   // Not ours, but NVRTC reads it and it changes the compiled bytes: it must enter every key.
   if (auto flags = nonEmpty(lookup, "NVRTC_APPEND_FLAGS"))
-    config.nvrtcAppendFlags = *flags;
+    config.nvrtc_append_flags = *flags;
   return config;
 }
 

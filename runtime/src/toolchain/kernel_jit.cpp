@@ -108,7 +108,7 @@ llvm::Expected<CompiledKernelPtr> KernelJit::build(const KernelSpec &spec) {
   auto normalized = normalizedOptions(options);
   if (!normalized)
     return normalized.takeError();
-  const cache::CacheKey key = keyFor(*emitted, spec, *normalized, nvrtc_identity_, config_.nvrtcAppendFlags);
+  const cache::CacheKey key = keyFor(*emitted, spec, *normalized, nvrtc_identity_, config_.nvrtc_append_flags);
 
   auto result = std::make_shared<CompiledKernel>();
   result->spec = spec;
@@ -116,7 +116,7 @@ llvm::Expected<CompiledKernelPtr> KernelJit::build(const KernelSpec &spec) {
   result->cache_key = key.digest;
 
   CompilerConfig compilerConfig;
-  compilerConfig.repro_dir = config_.reproDir;
+  compilerConfig.repro_dir = config_.repro_dir;
   bool produced = false;
   auto entry = cache_->getOrCreate(key, [&]() -> llvm::Expected<cache::EntryFiles> {
     CompileRequest request;

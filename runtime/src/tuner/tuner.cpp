@@ -83,10 +83,10 @@ llvm::Expected<Selection> selectWinner(llvm::ArrayRef<cache::CandidateResult> re
 
 cache::TuningDbConfig tuningDbConfigFor(const RuntimeConfig &config) {
   cache::TuningDbConfig c;
-  if (!config.cache.disableDisk && !config.cache.userDir.empty())
-    c.user_dir = config.cache.userDir + "/" + cache::kTuningDirName;
-  if (!config.cache.systemDir.empty())
-    c.system_dir = config.cache.systemDir + "/" + cache::kTuningDirName;
+  if (!config.cache.disable_disk && !config.cache.user_dir.empty())
+    c.user_dir = config.cache.user_dir + "/" + cache::kTuningDirName;
+  if (!config.cache.system_dir.empty())
+    c.system_dir = config.cache.system_dir + "/" + cache::kTuningDirName;
   return c;
 }
 

@@ -15,9 +15,9 @@ struct EntryInfo {
   std::string key;
   Layer layer = Layer::User;
   uint64_t bytes = 0; // on disk, manifest included
-  int64_t createdUnixSeconds = 0;
-  int64_t lastUseUnixSeconds = 0;
-  std::string writerVersion;
+  int64_t created_unix_seconds = 0;
+  int64_t last_use_unix_seconds = 0;
+  std::string writer_version;
   std::vector<ManifestFile> files;
   std::vector<std::pair<std::string, std::string>> keyParts;
   std::string problem; // non-empty when the manifest could not be read (hashes are not checked)
@@ -26,34 +26,34 @@ struct EntryInfo {
 struct LayerStats {
   std::string dir;
   bool available = false;
-  std::string unavailableReason;
+  std::string unavailable_reason;
   uint64_t entries = 0;
   uint64_t bytes = 0;
-  uint64_t tempDirs = 0; // publishes in progress or left by a crash (prune removes the latter)
+  uint64_t temp_dirs = 0; // publishes in progress or left by a crash (prune removes the latter)
 };
 
 struct CacheCounters {
-  uint64_t memoryHits = 0;
-  uint64_t systemHits = 0;
-  uint64_t userHits = 0;
+  uint64_t memory_hits = 0;
+  uint64_t system_hits = 0;
+  uint64_t user_hits = 0;
   uint64_t misses = 0;
   uint64_t produced = 0;
-  uint64_t corruptRemoved = 0;
+  uint64_t corrupt_removed = 0;
 };
 
 struct CacheStats {
   std::string mode; // "disk", "memory" (degraded or no directory) or "disabled"
-  std::string degradedReason;
+  std::string degraded_reason;
   LayerStats user;
   LayerStats system;
-  uint64_t maxBytes = 0;
-  uint64_t memoryEntries = 0;
-  uint64_t memoryBytes = 0;
+  uint64_t max_bytes = 0;
+  uint64_t memory_entries = 0;
+  uint64_t memory_bytes = 0;
   CacheCounters counters; // of this process
 };
 
 struct VerifyOptions {
-  bool removeBad = false; // user layer only; the system layer is never written
+  bool remove_bad = false; // user layer only; the system layer is never written
 };
 
 struct VerifyIssue {
@@ -69,18 +69,18 @@ struct VerifyReport {
 };
 
 struct PruneOptions {
-  uint64_t maxBytes = 0;
+  uint64_t max_bytes = 0;
 };
 
 struct PruneReport {
-  uint64_t entriesBefore = 0;
-  uint64_t bytesBefore = 0;
-  uint64_t entriesRemoved = 0;
-  uint64_t bytesRemoved = 0;
-  uint64_t entriesAfter = 0;
-  uint64_t bytesAfter = 0;
-  uint64_t tempDirsRemoved = 0;
-  uint64_t skippedBusy = 0; // entries whose lock another process held
+  uint64_t entries_before = 0;
+  uint64_t bytes_before = 0;
+  uint64_t entries_removed = 0;
+  uint64_t bytes_removed = 0;
+  uint64_t entries_after = 0;
+  uint64_t bytes_after = 0;
+  uint64_t temp_dirs_removed = 0;
+  uint64_t skipped_busy = 0; // entries whose lock another process held
 };
 
 } // namespace fa4jit::cache

@@ -45,7 +45,7 @@ public:
   std::vector<EntryInfo> list() const; // system layer first, then user
   CacheStats stat() const;
   VerifyReport verify(const VerifyOptions &options);
-  // Prunes the user layer to options.maxBytes; a no-op report without a user layer.
+  // Prunes the user layer to options.max_bytes; a no-op report without a user layer.
   PruneReport prune(const PruneOptions &options);
   // Removes every user entry and empties the memory layer.
   PruneReport clear();
@@ -77,14 +77,14 @@ private:
   std::unique_ptr<MemoryLayer> memory_;
   std::unique_ptr<KeyMutexes> keyMutexes_;
   std::shared_ptr<const DiskStore> system_;
-  std::string systemReason_;
-  mutable std::mutex stateMutex_; // guards user_, degradedReason_, warned_, hook_
+  std::string system_reason_;
+  mutable std::mutex stateMutex_; // guards user_, degraded_reason_, warned_, hook_
   std::shared_ptr<const DiskStore> user_;
-  std::string degradedReason_;
+  std::string degraded_reason_;
   bool warned_ = false;
   PublishHook hook_;
   struct AtomicCounters {
-    std::atomic<uint64_t> memoryHits{0}, systemHits{0}, userHits{0}, misses{0}, produced{0}, corruptRemoved{0};
+    std::atomic<uint64_t> memory_hits{0}, system_hits{0}, user_hits{0}, misses{0}, produced{0}, corrupt_removed{0};
   };
   mutable AtomicCounters counters_;
 };

@@ -21,8 +21,8 @@ struct ManifestFile {
 struct Manifest {
   int schema = 0;
   std::string key;
-  std::string writerVersion; // fa4jit version that wrote the entry
-  int64_t createdUnixSeconds = 0;
+  std::string writer_version; // fa4jit version that wrote the entry
+  int64_t created_unix_seconds = 0;
   std::vector<ManifestFile> files;
   std::vector<std::pair<std::string, std::string>> keyParts; // CacheKey::parts, for people
 };

@@ -31,10 +31,10 @@ struct RuntimeConfig {
   cache::CacheConfig cache;
   TuneMode tune = TuneMode::Off;
   spdlog::level::level_enum logLevel = spdlog::level::warn;
-  std::string reproDir; // empty when no directory could be derived
+  std::string repro_dir; // empty when no directory could be derived
   // NVRTC_APPEND_FLAGS (read by NVRTC itself behind our options): part of every cache key, so a
   // kernel compiled with extra flags is never served to a process without them, or vice versa.
-  std::string nvrtcAppendFlags;
+  std::string nvrtc_append_flags;
 };
 
 // The value of an environment variable, nullopt when unset.
