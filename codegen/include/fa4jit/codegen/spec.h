@@ -69,7 +69,7 @@ enum class AttentionSchedule : uint8_t {
 
 // Bench-only leave-one-out variants of the wgmma kernel: it leaves one stage out or runs it twice,
 // so that timing it shows where the time goes (`fa4jit bench --ablation`). Their results are wrong
-// by design: the engine never runs them and the tuner never proposes them.
+// by design: no default and no tuner candidate is one; only an explicit spec runs them.
 enum class StageAblation : uint8_t {
   None,
   SkipLoads,    // the producer signals each stage without loading or widening K/V
@@ -166,7 +166,7 @@ struct TileSpec {
   ScheduleSpec schedule;
   StagingSpec staging;
   SoftmaxOptions softmax;
-  StageAblation bench_ablation = StageAblation::None; // bench only (StageAblation): never run by users
+  StageAblation bench_ablation = StageAblation::None; // bench only (StageAblation): wrong results
 };
 
 // Formats of the operands of one attention kernel. Derived from the route by
