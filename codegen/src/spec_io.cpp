@@ -327,6 +327,15 @@ llvm::Error readClassifier(ObjectReader &r, ClassifierSpec &c) {
   return llvm::Error::success();
 }
 
+// An enum-valued tile field, read through its type's parser into the table's int.
+template <typename E>
+llvm::Error readEnumField(ObjectReader &r, const char *key, int &v, llvm::Expected<E> (*parse)(llvm::StringRef)) {
+  E e = static_cast<E>(v);
+  FA4JIT_TRY(r.readEnum(llvm::StringRef(key), e, parse));
+  v = static_cast<int>(e);
+  return llvm::Error::success();
+}
+
 llvm::Error readTile(ObjectReader &r, TileSpec &t) {
   for (const TileField &f : tileFields()) {
     int v = f.get(t);
@@ -338,24 +347,9 @@ llvm::Error readTile(ObjectReader &r, TileSpec &t) {
       v = b;
       break;
     }
-    case FieldType::Schedule: {
-      AttentionSchedule e = static_cast<AttentionSchedule>(v);
-      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseAttentionSchedule));
-      v = static_cast<int>(e);
-      break;
-    }
-    case FieldType::KvStaging: {
-      KvStaging e = static_cast<KvStaging>(v);
-      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseKvStaging));
-      v = static_cast<int>(e);
-      break;
-    }
-    case FieldType::Ablation: {
-      StageAblation e = static_cast<StageAblation>(v);
-      FA4JIT_TRY(r.readEnum(llvm::StringRef(f.name), e, parseStageAblation));
-      v = static_cast<int>(e);
-      break;
-    }
+    case FieldType::Schedule: FA4JIT_TRY(readEnumField(r, f.name, v, parseAttentionSchedule)); break;
+    case FieldType::KvStaging: FA4JIT_TRY(readEnumField(r, f.name, v, parseKvStaging)); break;
+    case FieldType::Ablation: FA4JIT_TRY(readEnumField(r, f.name, v, parseStageAblation)); break;
     }
     f.set(t, v);
   }
