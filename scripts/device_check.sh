@@ -2,6 +2,7 @@
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
 # logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune]... (default: tests run bench)
+# TESTS (with `tests`): the GPU test binaries to run, default all of them.
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
 # leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
 set -uo pipefail
@@ -15,7 +16,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_forward; do
+      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_forward}; do
         # (the forward suite takes 380-450 s on the H200: its own limit, the others' 120 s)
         limit=120; [ "$t" = runtime_test_gpu_forward ] && limit=540
         echo "== $t"; timeout $limit "$BIN/$t" "[gpu]" > "$OUT/$t.log" 2>&1; echo "   exit status $?"

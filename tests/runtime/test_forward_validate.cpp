@@ -27,6 +27,25 @@ struct Shapes {
 
 TEST_CASE("valid grouped-query shapes pass", "[runtime][validate]") { CHECK(Shapes{}.check().empty()); }
 
+TEST_CASE("empty batches, heads, queries and keys are valid calls", "[runtime][validate]") {
+  for (int dim : {0, 1, 2}) { // batch, heads, queries: Engine::forward does nothing
+    Shapes s;
+    s.q.shape[dim] = s.o.shape[dim] = 0;
+    if (dim != 2)
+      s.k.shape[dim] = s.v.shape[dim] = 0;
+    s.q.data = s.o.data = 0; // (an empty tensor may have no storage)
+    INFO("dim " << dim);
+    CHECK(s.check().empty());
+    CHECK(runtime::isEmpty(s.q));
+  }
+  Shapes s; // no keys: O = 0, LSE = -inf (Engine::forward)
+  s.k.shape[2] = s.v.shape[2] = 0;
+  s.k.data = s.v.data = 0;
+  CHECK(s.check().empty());
+  CHECK(runtime::isEmpty(s.k));
+  CHECK_FALSE(runtime::isEmpty(s.q));
+}
+
 TEST_CASE("bad forward arguments are named", "[runtime][validate]") {
   {
     Shapes s;
@@ -40,8 +59,23 @@ TEST_CASE("bad forward arguments are named", "[runtime][validate]") {
   }
   {
     Shapes s;
-    s.q.shape[2] = 0;
-    CHECK(s.check().find("q: seqlen is 0") != std::string::npos);
+    s.q.shape[2] = -1;
+    CHECK(s.check().find("q: seqlen is -1") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.q.shape[3] = s.k.shape[3] = s.v.shape[3] = s.o.shape[3] = 0;
+    CHECK(s.check().find("q: head_dim is 0") != std::string::npos);
+  }
+  {
+    Shapes s; // key/value heads 0 beside query heads: no GQA ratio (and no division by zero)
+    s.k.shape[1] = s.v.shape[1] = 0;
+    CHECK(s.check().find("not a multiple of key/value heads 0") != std::string::npos);
+  }
+  {
+    Shapes s;
+    s.k.data += 8;
+    CHECK(s.check().find("k: misaligned pointer 0x7f0000100008:") != std::string::npos); // (one 0x)
   }
   {
     Shapes s;

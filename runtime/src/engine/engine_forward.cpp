@@ -44,6 +44,18 @@ QuantStrides quantStrides(const QuantizedTensor &t) {
 llvm::Error Engine::forward(const ForwardArgs &a) {
   if (auto err = runtime::validateForwardShapes(a.q, a.k, a.v, a.o, a.lse))
     return err;
+  if (runtime::isEmpty(a.q)) // no batch, no query heads or no queries: nothing to compute
+    return llvm::Error::success();
+  const bool no_keys = a.k.shape[2] == 0;
+  for (const auto &[t, name] : {std::pair{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}, {&a.o, "o"}})
+    if (!(no_keys && (t == &a.k || t == &a.v)))
+      if (auto err = checkTensorMemory(*t, name))
+        return err;
+  if (a.lse)
+    if (auto err = checkDeviceMemory(a.lse, std::uint64_t(a.o.shape[0] * a.o.shape[1] * a.o.shape[2]) * 4, "lse"))
+      return err;
+  if (no_keys)
+    return writeNoKeysResult(a.o, a.lse, a.stream);
   const int D = static_cast<int>(a.q.shape[3]);
   KernelSpec spec;
   if (a.spec) {
@@ -59,26 +71,25 @@ llvm::Error Engine::forward(const ForwardArgs &a) {
   if (spec.attention.route == Route::Bf16)
     return launchAttention(spec, nullptr, nullptr, nullptr, &a.q, &a.k, &a.v, a.o, a.lse, a.stream);
 
-  auto q = quantize(a.q, QuantFormat::Nvfp4, "q", a.stream);
-  if (!q)
-    return q.takeError();
-  auto k = quantize(a.k, QuantFormat::Nvfp4, "k", a.stream);
-  if (!k)
-    return k.takeError();
-  auto v = quantize(a.v, spec.attention.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v",
-                    a.stream);
-  if (!v)
-    return v.takeError();
-  workspace_->q = std::move(*q);
-  workspace_->k = std::move(*k);
-  workspace_->v = std::move(*v);
-  return launchAttention(spec, &*workspace_->q, &*workspace_->k, &*workspace_->v, nullptr, nullptr, nullptr, a.o,
-                         a.lse, a.stream);
+  Workspace &w = *workspace_;
+  const QuantFormat v_format = spec.attention.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
+  if (auto err = quantizeInto(a.q, QuantFormat::Nvfp4, "q", a.stream, w.q, w.amax_partial, w.nonfinite))
+    return err;
+  if (auto err = quantizeInto(a.k, QuantFormat::Nvfp4, "k", a.stream, w.k, w.amax_partial, w.nonfinite))
+    return err;
+  if (auto err = quantizeInto(a.v, v_format, "v", a.stream, w.v, w.amax_partial, w.nonfinite))
+    return err;
+  return launchAttention(spec, &w.q, &w.k, &w.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
 }
 
 llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
   if (auto err = runtime::validateQuantizedForward(a))
     return err;
+  if (auto err = checkTensorMemory(a.o, "o"))
+    return err;
+  if (a.lse)
+    if (auto err = checkDeviceMemory(a.lse, std::uint64_t(a.o.shape[0] * a.o.shape[1] * a.o.shape[2]) * 4, "lse"))
+      return err;
   KernelSpec spec;
   if (a.spec) {
     spec = *a.spec;

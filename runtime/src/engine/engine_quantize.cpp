@@ -6,7 +6,11 @@
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
+#include "toolchain/driver_api.h"
+
 #include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
 
 namespace fa4jit {
 
@@ -18,12 +22,39 @@ llvm::Error fail(const std::string &message) {
 
 llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantFormat format, const char *what,
                                                  void *stream) {
+  QuantizedTensor out;
+  runtime::DeviceBuffer amax_partial, nonfinite;
+  if (auto err = quantizeInto(x, format, what, stream, out, amax_partial, nonfinite))
+    return err;
+  return out;
+}
+
+namespace {
+// `buffer` holding at least `bytes` (at least 16): kept when it does, else freed and allocated anew.
+llvm::Error reserve(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes) {
+  bytes = std::max<std::size_t>(bytes, 16);
+  if (buffer.size() >= bytes)
+    return llvm::Error::success();
+  buffer = runtime::DeviceBuffer{}; // free first
+  auto grown = runtime::DeviceBuffer::allocate(driver, bytes);
+  if (!grown)
+    return grown.takeError();
+  buffer = std::move(*grown);
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error Engine::quantizeInto(const TensorDesc &x, QuantFormat format, const char *what, void *stream,
+                                 QuantizedTensor &out, runtime::DeviceBuffer &amax_partial,
+                                 runtime::DeviceBuffer &nonfinite) {
   namespace dq = device::quantize;
   if (format == QuantFormat::Bf16)
     return fail(llvm::formatv("{0}: bf16 is not a quantized format", what));
   if (x.dtype != DType::BF16 && x.dtype != DType::F32)
     return fail(llvm::formatv("{0}: quantizer input must be bf16 or f32", what));
   if (auto err = runtime::validateTensor(x, what, x.dtype))
+    return err;
+  if (auto err = checkTensorMemory(x, what))
     return err;
   const int B = static_cast<int>(x.shape[0]), H = static_cast<int>(x.shape[1]);
   const int S = static_cast<int>(x.shape[2]), D = static_cast<int>(x.shape[3]);
@@ -46,30 +77,24 @@ llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantForma
     return encodeKernel.takeError();
 
   const int f = static_cast<int>(format);
-  QuantizedTensor out;
   out.format = format;
   out.batch = B, out.heads = H, out.seqlen = S, out.head_dim = D;
-  auto alloc = [&](std::size_t bytes) { return runtime::DeviceBuffer::allocate(driver_, bytes ? bytes : 16); };
-  auto payload = alloc(std::size_t(B) * H * dq::quantizePayloadBytesPerHead(f, D, S));
-  if (!payload)
-    return payload.takeError();
-  out.payload = std::move(*payload);
-  auto scales = alloc(std::size_t(B) * H * dq::quantizeScaleBytesPerHead(f, D, S));
-  if (!scales)
-    return scales.takeError();
-  out.scales = std::move(*scales);
-  auto scalar = alloc(std::size_t(B) * H * 4);
-  if (!scalar)
-    return scalar.takeError();
-  out.head_scalar = std::move(*scalar);
+  // Buffers that already hold enough are reused: a steady stream of calls allocates nothing.
   const int chunks = dq::quantizeDefaultAmaxChunks(B, H, S);
-  auto partial = alloc(std::size_t(B) * H * chunks * 4);
-  if (!partial)
-    return partial.takeError();
-  auto flag = alloc(4);
-  if (!flag)
-    return flag.takeError();
-  if (auto err = flag->fill(0))
+  if (auto err = reserve(driver_, out.payload, std::size_t(B) * H * dq::quantizePayloadBytesPerHead(f, D, S)))
+    return err;
+  if (auto err = reserve(driver_, out.scales, std::size_t(B) * H * dq::quantizeScaleBytesPerHead(f, D, S)))
+    return err;
+  if (auto err = reserve(driver_, out.head_scalar, std::size_t(B) * H * 4))
+    return err;
+  if (auto err = reserve(driver_, amax_partial, std::size_t(B) * H * chunks * 4))
+    return err;
+  if (auto err = reserve(driver_, nonfinite, 4))
+    return err;
+  // (on the caller's stream, ordered before the passes that may set it)
+  if (auto err = driver_.check(driver_.api().cuMemsetD8Async(nonfinite.address(), 0, 4,
+                                                             static_cast<CUstream>(stream)),
+                               "cuMemsetD8Async"))
     return err;
 
   dq::QuantizeParams p{};
@@ -77,8 +102,8 @@ llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantForma
   p.payload = out.payload.address();
   p.scales = format == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
   p.head_scalar = out.head_scalar.address();
-  p.amax_partial = partial->address();
-  p.nonfinite = flag->address();
+  p.amax_partial = amax_partial.address();
+  p.nonfinite = nonfinite.address();
   p.x_batch_stride = x.stride[0], p.x_head_stride = x.stride[1], p.x_row_stride = x.stride[2];
   p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
   void *args[] = {&p};
@@ -98,12 +123,12 @@ llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantForma
     return err;
 
   // The flag read waits for both passes: NaN/Inf inputs are an error, never silent garbage.
-  int nonfinite = 0;
-  if (auto err = flag->copyToHost(&nonfinite, 4))
+  int found = 0;
+  if (auto err = nonfinite.copyToHost(&found, 4))
     return err;
-  if (nonfinite)
+  if (found)
     return fail(llvm::formatv("{0}: input holds NaN or Inf; fa4jit quantizes finite values only", what));
-  return out;
+  return llvm::Error::success();
 }
 
 } // namespace fa4jit

@@ -15,13 +15,16 @@ const char *kDimNames[4] = {"batch", "heads", "seqlen", "head_dim"};
 
 int elementBytes(DType t) { return t == DType::BF16 ? 2 : 4; }
 
-llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected) {
-  if (t.data == 0)
+bool isEmpty(const TensorDesc &t) { return t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0; }
+
+llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected, bool allow_empty) {
+  const bool empty = allow_empty && isEmpty(t);
+  if (t.data == 0 && !empty)
     return fail(llvm::formatv("{0}: null data pointer", name));
   if (t.dtype != expected)
     return fail(llvm::formatv("{0}: dtype {1}, expected {2}", name, toString(t.dtype), toString(expected)));
   for (int i = 0; i < 4; ++i) {
-    if (t.shape[i] <= 0)
+    if (t.shape[i] < 0 || (t.shape[i] == 0 && !(allow_empty && i < 3)))
       return fail(llvm::formatv("{0}: {1} is {2}; every dimension must be at least 1 (empty sequence?)", name,
                                 kDimNames[i], t.shape[i]));
     if (t.stride[i] < 0)
@@ -35,7 +38,7 @@ llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected
     return fail(llvm::formatv("{0}: shape [{1}, {2}, {3}, {4}] is beyond the supported range", name, t.shape[0],
                               t.shape[1], t.shape[2], t.shape[3]));
   if (t.data % 16)
-    return fail(llvm::formatv("{0}: misaligned pointer 0x{1:x}: must be 16-byte aligned", name, t.data));
+    return fail(llvm::formatv("{0}: misaligned pointer {1:x}: must be 16-byte aligned", name, t.data));
   const int eb = elementBytes(t.dtype);
   for (int i = 0; i < 3; ++i)
     if (t.shape[i] > 1 && (t.stride[i] * eb) % 16)
@@ -46,13 +49,13 @@ llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected
 
 llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, const TensorDesc &v,
                                   const TensorDesc &o, std::uint64_t lse) {
-  if (auto e = validateTensor(q, "q", DType::BF16))
+  if (auto e = validateTensor(q, "q", DType::BF16, /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(k, "k", DType::BF16))
+  if (auto e = validateTensor(k, "k", DType::BF16, /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(v, "v", DType::BF16))
+  if (auto e = validateTensor(v, "v", DType::BF16, /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(o, "o", DType::BF16))
+  if (auto e = validateTensor(o, "o", DType::BF16, /*allow_empty=*/true))
     return e;
   if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])
     return fail(llvm::formatv("batch mismatch: q {0}, k {1}, v {2}", q.shape[0], k.shape[0], v.shape[0]));
@@ -61,7 +64,7 @@ llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, cons
   if (k.shape[1] != v.shape[1] || k.shape[2] != v.shape[2])
     return fail(llvm::formatv("k [{0} heads, {1} keys] and v [{2} heads, {3} keys] differ", k.shape[1], k.shape[2],
                               v.shape[1], v.shape[2]));
-  if (q.shape[1] % k.shape[1])
+  if (k.shape[1] == 0 ? q.shape[1] != 0 : q.shape[1] % k.shape[1] != 0)
     return fail(llvm::formatv("query heads {0} are not a multiple of key/value heads {1}", q.shape[1], k.shape[1]));
   for (int i = 0; i < 4; ++i)
     if (o.shape[i] != q.shape[i])
@@ -69,7 +72,7 @@ llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, cons
                                 o.shape[1], o.shape[2], o.shape[3], q.shape[0], q.shape[1], q.shape[2],
                                 q.shape[3]));
   if (lse % 4)
-    return fail(llvm::formatv("lse: misaligned pointer 0x{0:x}: must be 4-byte aligned", lse));
+    return fail(llvm::formatv("lse: misaligned pointer {0:x}: must be 4-byte aligned", lse));
   return llvm::Error::success();
 }
 

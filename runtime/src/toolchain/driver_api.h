@@ -35,6 +35,11 @@
   X(cuMemcpyDtoH)                                                                                  \
   X(cuMemcpyDtoD)                                                                                  \
   X(cuMemsetD8)                                                                                    \
+  X(cuMemsetD8Async)                                                                               \
+  X(cuMemsetD16Async)                                                                              \
+  X(cuMemsetD32Async)                                                                              \
+  X(cuMemsetD2D16Async)                                                                            \
+  X(cuPointerGetAttributes)                                                                        \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \

@@ -9,8 +9,9 @@
 //   args.route = fa4jit::Route::DirectP;  args.causal = true;
 //   if (auto err = (*engine)->forward(args)) { ... llvm::toString(std::move(err)) ... }
 //
-// Every argument is validated (shapes, head dim, strides, 16-byte alignment, dtype, that the
-// pointers are device memory of the engine's device) and errors say what is wrong.
+// Every argument is validated (shapes, head dim, strides, 16-byte alignment, dtype, and with the
+// driver that each tensor is device memory of the engine's device lying inside one allocation)
+// and errors say what is wrong.
 #include "fa4jit/cache/tuning_db.h"
 #include "fa4jit/codegen/spec.h"
 #include "fa4jit/runtime/config.h"
@@ -101,7 +102,9 @@ public:
                                            void *stream = nullptr);
 
   // Attention forward from BF16 inputs: quantizes as the route needs (into engine workspace),
-  // then runs the attention kernel chosen for the shape.
+  // then runs the attention kernel chosen for the shape. A call with no batch, no query heads or no
+  // queries does nothing; one with no keys writes O = 0 and LSE = -inf (the rule of a fully masked
+  // causal row).
   llvm::Error forward(const ForwardArgs &args);
   // Attention forward on quantized operands (no quantization, no synchronization).
   llvm::Error forward(const QuantizedForwardArgs &args);
@@ -126,6 +129,17 @@ public:
   llvm::Expected<runtime::Kernel &> kernel(const KernelSpec &spec, const std::string &entry);
 
 private:
+  // `bytes` from `address` are device memory of this engine's device, inside one allocation.
+  llvm::Error checkDeviceMemory(std::uint64_t address, std::uint64_t bytes, const char *name) const;
+  // Every element of `t` (from its first to its last) is such memory.
+  llvm::Error checkTensorMemory(const TensorDesc &t, const char *name) const;
+  // quantize() into `out`, reusing its buffers (and the amax and flag scratch) where they hold
+  // enough: what forward() runs on its workspace.
+  llvm::Error quantizeInto(const TensorDesc &x, QuantFormat format, const char *what, void *stream,
+                           QuantizedTensor &out, runtime::DeviceBuffer &amax_partial,
+                           runtime::DeviceBuffer &nonfinite);
+  // The result of a forward over no keys: O = 0, LSE = -inf, on the caller's stream.
+  llvm::Error writeNoKeysResult(const TensorDesc &o, std::uint64_t lse, void *stream);
   Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
          std::unique_ptr<runtime::KernelJit> jit, Target target);
   llvm::Error launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
@@ -142,8 +156,10 @@ private:
   std::mutex modules_mutex_;
   std::map<std::string, std::unique_ptr<runtime::KernelModule>> modules_; // by cache key
   struct Workspace {
-    // Quantized operands of the last BF16-input forward.
-    std::optional<QuantizedTensor> q, k, v;
+    // Quantized operands of the last BF16-input forward, and the quantizers' scratch (per-head
+    // amax partials, the NaN/Inf flag); reused by the next forward wherever they hold enough.
+    QuantizedTensor q, k, v;
+    runtime::DeviceBuffer amax_partial, nonfinite;
     // Widened K/V tile images of wgmma kernels with KvStaging::Prewidened (grown on demand; one
     // forward at a time per Engine, like the operands above).
     runtime::DeviceBuffer kv_tiles;

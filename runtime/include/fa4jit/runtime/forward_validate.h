@@ -12,9 +12,13 @@ int elementBytes(DType t);
 
 // A [B, H, S, D] tensor: positive sizes, D in {64, 128, 256}, last stride 1, non-negative
 // strides, base and every outer stride (in bytes) a multiple of 16 (kernels move 16-byte vectors).
-llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected);
+// `allow_empty`: B, H or S may be 0, and the data pointer of such an empty tensor may be null.
+llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected, bool allow_empty = false);
+// Whether the tensor has no elements (B, H or S is 0).
+bool isEmpty(const TensorDesc &t);
 
-// q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D], o like q; Hq % Hkv == 0; lse 4-byte aligned.
+// q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D], o like q; Hq % Hkv == 0 (no query heads where there
+// are no key/value heads); lse 4-byte aligned. Any of B, H, Sq, Sk may be 0 (see Engine::forward).
 llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, const TensorDesc &v,
                                   const TensorDesc &o, std::uint64_t lse);
 
