@@ -4,7 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "gpu_fixture.h"
+
 #include <string>
+#include <vector>
 
 TEST_CASE("C API reports a missing driver or device as an error with a message", "[runtime][c-api]") {
   fa4jit_engine *e = reinterpret_cast<fa4jit_engine *>(0x1);
@@ -28,4 +31,56 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(fa4jit_forward(nullptr, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("must not be NULL") != std::string::npos);
   CHECK(std::string(fa4jit_version()) == "0.5.0");
+  fa4jit_quantized *qt = reinterpret_cast<fa4jit_quantized *>(0x1);
+  CHECK(fa4jit_quantize(nullptr, nullptr, FA4JIT_FORMAT_NVFP4, nullptr, &qt) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("fa4jit_quantize: engine, x and out must not be NULL") !=
+        std::string::npos);
+  CHECK(fa4jit_forward_quantized(nullptr, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("must not be NULL") != std::string::npos);
+  CHECK(fa4jit_engine_workspace_bytes(nullptr, nullptr) == FA4JIT_ERROR);
+  fa4jit_quantized_destroy(nullptr); // (a no-op, as free)
+}
+
+TEST_CASE("C API: quantize once, attend many times, on the GPU", "[gpu][c-api]") {
+  fa4jit_engine *e = nullptr;
+  REQUIRE(fa4jit_engine_create(0, &e) == FA4JIT_OK);
+  constexpr int B = 1, H = 2, S = 256, D = 128;
+  const size_t n = size_t(B) * H * S * D;
+  std::vector<uint16_t> host(n);
+  for (size_t i = 0; i < n; ++i)
+    host[i] = uint16_t(0x3c00 + (i * 37) % 256); // BF16 values in [0.0078, 0.0156)
+  const fa4jit::runtime::DeviceBuffer xb = fa4jit::testing::upload(host.data(), n * 2);
+  const fa4jit::runtime::DeviceBuffer ob = fa4jit::testing::upload(host.data(), n * 2);
+  const uint64_t x = xb.address(), o = ob.address();
+  const fa4jit_tensor t = {x, FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  fa4jit_quantized *q = nullptr, *k = nullptr, *v = nullptr;
+  REQUIRE(fa4jit_quantize(e, &t, FA4JIT_FORMAT_NVFP4, nullptr, &q) == FA4JIT_OK);
+  REQUIRE(fa4jit_quantize(e, &t, FA4JIT_FORMAT_NVFP4, nullptr, &k) == FA4JIT_OK);
+  REQUIRE(fa4jit_quantize(e, &t, FA4JIT_FORMAT_MXFP4, nullptr, &v) == FA4JIT_OK);
+  fa4jit_quantized *bad = reinterpret_cast<fa4jit_quantized *>(0x1);
+  CHECK(fa4jit_quantize(e, &t, 7, nullptr, &bad) == FA4JIT_ERROR);
+  CHECK(bad == nullptr); // (an error leaves *out NULL, as fa4jit_engine_create)
+  CHECK(std::string(fa4jit_last_error()).find("unknown format 7") != std::string::npos);
+  fa4jit_quantized_forward_args a = {};
+  a.q = q, a.k = k, a.v = v;
+  a.o = {o, FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  a.route = FA4JIT_ROUTE_DIRECTP;
+  for (int i = 0; i < 2; ++i) {
+    INFO(fa4jit_last_error());
+    REQUIRE(fa4jit_forward_quantized(e, &a) == FA4JIT_OK);
+  }
+  a.route = FA4JIT_ROUTE_NVFP8; // V is MXFP4: the route needs FP8
+  CHECK(fa4jit_forward_quantized(e, &a) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("needs v as") != std::string::npos);
+  const std::vector<uint16_t> out = fa4jit::testing::download<uint16_t>(ob, n);
+  // Positive inputs: every output is a finite, non-zero average of V's rows.
+  size_t nonzero = 0;
+  for (uint16_t bits : out)
+    nonzero += (bits & 0x7fff) != 0 && (bits & 0x7f80) != 0x7f80;
+  CHECK(nonzero == n);
+  uint64_t bytes = 0;
+  REQUIRE(fa4jit_engine_workspace_bytes(e, &bytes) == FA4JIT_OK);
+  CHECK(bytes > 0); // (the widened tile images of the wgmma kernel at least)
+  fa4jit_quantized_destroy(q), fa4jit_quantized_destroy(k), fa4jit_quantized_destroy(v);
+  fa4jit_engine_destroy(e);
 }

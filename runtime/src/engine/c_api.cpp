@@ -10,6 +10,10 @@ struct fa4jit_engine {
   std::unique_ptr<fa4jit::Engine> engine;
 };
 
+struct fa4jit_quantized {
+  fa4jit::QuantizedTensor tensor;
+};
+
 namespace fa4jit {
 const char *libraryVersion();
 }
@@ -78,6 +82,59 @@ int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args) {
   a.softmax_scale = args->softmax_scale;
   a.stream = args->stream;
   return fromError(engine->engine->forward(a));
+}
+
+int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
+                    fa4jit_quantized **out) {
+  if (!engine || !x || !out)
+    return fail("fa4jit_quantize: engine, x and out must not be NULL");
+  *out = nullptr;
+  fa4jit::QuantFormat f;
+  switch (format) {
+  case FA4JIT_FORMAT_NVFP4: f = fa4jit::QuantFormat::Nvfp4; break;
+  case FA4JIT_FORMAT_MXFP4: f = fa4jit::QuantFormat::Mxfp4; break;
+  case FA4JIT_FORMAT_FP8: f = fa4jit::QuantFormat::Fp8PerHead; break;
+  default: return fail("fa4jit_quantize: unknown format " + std::to_string(format));
+  }
+  fa4jit::TensorDesc t;
+  if (!toTensor(*x, "x", t))
+    return FA4JIT_ERROR;
+  auto q = engine->engine->quantize(t, f, "x", stream);
+  if (!q)
+    return fail(llvm::toString(q.takeError()));
+  *out = new fa4jit_quantized{std::move(*q)};
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+void fa4jit_quantized_destroy(fa4jit_quantized *tensor) { delete tensor; }
+
+int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args) {
+  if (!engine || !args)
+    return fail("fa4jit_forward_quantized: engine and args must not be NULL");
+  if (!args->q || !args->k || !args->v)
+    return fail("fa4jit_forward_quantized: q, k and v must all be given");
+  if (args->route != FA4JIT_ROUTE_NVFP8 && args->route != FA4JIT_ROUTE_DIRECTP)
+    return fail("fa4jit_forward_quantized: route must be FA4JIT_ROUTE_NVFP8 or FA4JIT_ROUTE_DIRECTP, got " +
+                std::to_string(args->route));
+  fa4jit::QuantizedForwardArgs a;
+  a.q = &args->q->tensor, a.k = &args->k->tensor, a.v = &args->v->tensor;
+  if (!toTensor(args->o, "o", a.o))
+    return FA4JIT_ERROR;
+  a.lse = args->lse;
+  a.route = static_cast<fa4jit::Route>(args->route);
+  a.causal = args->causal != 0;
+  a.softmax_scale = args->softmax_scale;
+  a.stream = args->stream;
+  return fromError(engine->engine->forward(a));
+}
+
+int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out) {
+  if (!engine || !out)
+    return fail("fa4jit_engine_workspace_bytes: engine and out must not be NULL");
+  *out = engine->engine->workspaceBytes();
+  lastError.clear();
+  return FA4JIT_OK;
 }
 
 const char *fa4jit_last_error(void) { return lastError.c_str(); }

@@ -99,4 +99,13 @@ llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, b
   return spec;
 }
 
+std::size_t Engine::workspaceBytes() const {
+  const Workspace &w = *workspace_;
+  std::size_t bytes = w.kv_tiles.size() + w.q_tiles.size() + w.work_counter.size() + w.widen_state.size() +
+                      w.amax_partial.size() + w.nonfinite.size();
+  for (const QuantizedTensor *t : {&w.q, &w.k, &w.v})
+    bytes += t->payload.size() + t->scales.size() + t->head_scalar.size();
+  return bytes;
+}
+
 } // namespace fa4jit

@@ -116,6 +116,10 @@ public:
   llvm::Expected<KernelSpec> attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
                                               const std::optional<ClassifierSpec> &classifier) const;
 
+  // Device bytes the workspace holds now: quantized operands, widened tile images, counters. It
+  // grows when a larger shape arrives and is reused by every call that fits.
+  std::size_t workspaceBytes() const;
+
   const runtime::DeviceInfo &device() const { return device_; }
   runtime::CudaDriver &driver() { return driver_; }
   runtime::KernelJit &jit() { return *jit_; }

@@ -9,8 +9,12 @@
  *   if (fa4jit_forward(e, &a) != 0) { fprintf(stderr, "%s\n", fa4jit_last_error()); }
  *   fa4jit_engine_destroy(e);
  *
+ * Quantize once, attend many times (an FP4 KV cache): fa4jit_quantize K and V once, then
+ * fa4jit_forward_quantized with each new Q quantized; fa4jit_quantized_destroy frees them.
+ *
  * Every function returns 0 on success and FA4JIT_ERROR otherwise; fa4jit_last_error() then holds
- * the message (per thread, valid until the thread's next fa4jit call). Pointers are device
+ * the message (per thread, valid until the thread's next fa4jit call), and an out-parameter is
+ * left NULL. Pointers are device
  * addresses (CUdeviceptr), strides are in elements, the head dim is contiguous. */
 #ifndef FA4JIT_C_H
 #define FA4JIT_C_H
@@ -36,6 +40,13 @@ typedef struct {
   int64_t stride[4]; /* elements; stride[3] must be 1 */
 } fa4jit_tensor;
 
+/* Formats of a quantized operand (docs/NUMERICS.md §1): NVFP4 rows for Q and K, MXFP4 V^T
+ * (directp) or FP8 V^T with a per-head scale (nvfp8). */
+typedef enum { FA4JIT_FORMAT_NVFP4 = 0, FA4JIT_FORMAT_MXFP4 = 1, FA4JIT_FORMAT_FP8 = 2 } fa4jit_format;
+
+/* One quantized operand, owned by the caller (fa4jit_quantized_destroy). */
+typedef struct fa4jit_quantized fa4jit_quantized;
+
 typedef struct {
   fa4jit_tensor q, k, v, o;
   uint64_t lse;        /* float [B, Hq, Sq], natural log; 0 = not written */
@@ -45,11 +56,30 @@ typedef struct {
   void *stream;        /* CUstream; NULL = the legacy default stream */
 } fa4jit_forward_args;
 
+typedef struct {
+  const fa4jit_quantized *q, *k, *v; /* NVFP4 q and k; v MXFP4 (directp) or FP8 (nvfp8) */
+  fa4jit_tensor o;                   /* BF16 [B, Hq, Sq, D] */
+  uint64_t lse;
+  int32_t route; /* FA4JIT_ROUTE_NVFP8 or FA4JIT_ROUTE_DIRECTP */
+  int32_t causal;
+  float softmax_scale;
+  void *stream;
+} fa4jit_quantized_forward_args;
+
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 int fa4jit_engine_create(int device, fa4jit_engine **out);
 void fa4jit_engine_destroy(fa4jit_engine *engine);
 /* Attention forward from BF16 inputs (quantized inside as the route needs). */
 int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
+/* Quantizes x ([B, H, S, D], BF16 or F32) into `format` on `stream`. A NaN or Inf in x is an error
+ * naming the tensor (this waits for the stream). */
+int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
+                    fa4jit_quantized **out);
+void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
+/* Attention forward on quantized operands: no quantization, no synchronization. */
+int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
+/* Device bytes the engine's workspace holds now (it grows when a larger shape arrives). */
+int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
 /* The message of the calling thread's last failed call ("" if none). */
 const char *fa4jit_last_error(void);
 /* "0.5.0" (the project version) */
