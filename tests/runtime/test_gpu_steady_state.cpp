@@ -1,4 +1,4 @@
-// What a steady stream of forwards costs the host: after a first call of a shape, the next calls
+// What a steady stream of forwards costs the host: once a shape has run, the next calls
 // allocate no device memory, and those that need no NaN/Inf check (the bf16 route, quantized
 // operands) never synchronize. Counted through the engine's own driver table, whose entries are
 // wrapped for the length of the test.
@@ -78,7 +78,7 @@ TEST_CASE("steady-state forwards allocate nothing; bf16 and quantized ones never
       a.lse = lse.address();
       a.route = route;
       a.causal = causal;
-      REQUIRE_SUCCESS(engine.forward(a)); // first call: compile, load, grow the workspace
+      REQUIRE_SUCCESS(engine.forward(a)); // (compiles, loads and grows the workspace)
       CountingDriver counting(engine.driver().api());
       counting.reset();
       for (int i = 0; i < 3; ++i)
