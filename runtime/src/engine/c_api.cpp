@@ -47,6 +47,18 @@ bool toTensor(const fa4jit_tensor &in, const char *name, fa4jit::TensorDesc &out
   return true;
 }
 
+// The fields every forward's arguments share, C to C++ (false: a tensor was refused).
+template <class CArgs, class Args> bool copyCommon(const CArgs &in, Args &out) {
+  if (!toTensor(in.o, "o", out.o))
+    return false;
+  out.lse = in.lse;
+  out.route = static_cast<fa4jit::Route>(in.route);
+  out.causal = in.causal != 0;
+  out.softmax_scale = in.softmax_scale;
+  out.stream = in.stream;
+  return true;
+}
+
 } // namespace
 
 extern "C" {
@@ -74,13 +86,8 @@ int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args) {
     return fail("fa4jit_forward: unknown route " + std::to_string(args->route));
   fa4jit::ForwardArgs a;
   if (!toTensor(args->q, "q", a.q) || !toTensor(args->k, "k", a.k) || !toTensor(args->v, "v", a.v) ||
-      !toTensor(args->o, "o", a.o))
+      !copyCommon(*args, a))
     return FA4JIT_ERROR;
-  a.lse = args->lse;
-  a.route = static_cast<fa4jit::Route>(args->route);
-  a.causal = args->causal != 0;
-  a.softmax_scale = args->softmax_scale;
-  a.stream = args->stream;
   return fromError(engine->engine->forward(a));
 }
 
@@ -119,13 +126,8 @@ int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forwa
                 std::to_string(args->route));
   fa4jit::QuantizedForwardArgs a;
   a.q = &args->q->tensor, a.k = &args->k->tensor, a.v = &args->v->tensor;
-  if (!toTensor(args->o, "o", a.o))
+  if (!copyCommon(*args, a))
     return FA4JIT_ERROR;
-  a.lse = args->lse;
-  a.route = static_cast<fa4jit::Route>(args->route);
-  a.causal = args->causal != 0;
-  a.softmax_scale = args->softmax_scale;
-  a.stream = args->stream;
   return fromError(engine->engine->forward(a));
 }
 

@@ -8,6 +8,7 @@
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
+#include "engine/workspace_buffers.h"
 #include "toolchain/tensor_maps.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -106,19 +107,7 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
 
 namespace {
 
-// Grows a workspace buffer to at least `bytes` (its old contents are not needed; `zeroed`: a
-// grown buffer starts as zeros).
-llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes,
-                        bool zeroed = false) {
-  if (buffer.size() >= bytes)
-    return llvm::Error::success();
-  buffer = runtime::DeviceBuffer{}; // free first
-  auto grown = runtime::DeviceBuffer::allocate(driver, bytes);
-  if (!grown)
-    return grown.takeError();
-  buffer = std::move(*grown);
-  return zeroed ? buffer.fill(0) : llvm::Error::success(); // (synchronous: before any stream's launch)
-}
+using engine_detail::ensureBytes;
 
 // The entry point of a wgmma kernel's widening pass by its name suffix (emit_attention.cpp).
 const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {

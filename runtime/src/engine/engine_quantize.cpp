@@ -6,6 +6,7 @@
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
+#include "engine/workspace_buffers.h"
 #include "toolchain/driver_api.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -30,17 +31,9 @@ llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantForma
 }
 
 namespace {
-// `buffer` holding at least `bytes` (at least 16): kept when it does, else freed and allocated anew.
+// (a quantizer's buffer is never empty: a 0-byte tensor part still gets a valid address)
 llvm::Error reserve(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes) {
-  bytes = std::max<std::size_t>(bytes, 16);
-  if (buffer.size() >= bytes)
-    return llvm::Error::success();
-  buffer = runtime::DeviceBuffer{}; // free first
-  auto grown = runtime::DeviceBuffer::allocate(driver, bytes);
-  if (!grown)
-    return grown.takeError();
-  buffer = std::move(*grown);
-  return llvm::Error::success();
+  return engine_detail::ensureBytes(driver, buffer, std::max<std::size_t>(bytes, 16));
 }
 } // namespace
 
