@@ -1,4 +1,5 @@
-// `fa4jit bench`: TFLOP/s per route over a shape grid on the GPU, attention kernel alone on
+// `fa4jit bench`: TFLOP/s per route over a shape grid on the GPU, two ways: the call a user makes
+// (Engine::forward from BF16 tensors, quantization included) and the attention kernel alone on
 // operands quantized beforehand (as FlashAttention-3's FP8 numbers are taken). One JSON line per
 // point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
 #include "bench_support.h"
@@ -25,7 +26,9 @@ const char kUsage[] =
     "\n"
     "Times the attention forward of each route on a grid of shapes (CUDA events, 5 warm-up runs,\n"
     "median of --reps, two input sets rotated). Batch x heads fill the GPU: heads 32/16/8 for\n"
-    "head dim 64/128/256 and batch = --tokens / (heads x seqlen).\n"
+    "head dim 64/128/256 and batch = --tokens / (heads x seqlen). Each column shows\n"
+    "end-to-end / kernel TFLOP/s: the forward from BF16 tensors (quantization included), and the\n"
+    "kernel alone on operands quantized beforehand (JSON: e2e_tflops, tflops).\n"
     "\n"
     "options:\n"
     "  --routes LIST     (default bf16,nvfp8,directp)\n"
@@ -39,7 +42,7 @@ const char kUsage[] =
     "                    choice: wgmma-ws runs causal calls on one CTA per work tile; leave the\n"
     "                    default to time variants of the kernel the engine runs)\n"
     "  --variants LIST   kernels beside the chosen one, one column each (default: default):\n"
-    "                    names joined by '+' from serial, overlap (wgmma consumer order), in-kernel,\n"
+    "                    names joined by '+' from the tile fields' names (spec_fields.h): serial, overlap (wgmma consumer order), in-kernel,\n"
     "                    prewidened (where FP4 K/V are widened), tensor-map (bf16 tiles by TMA\n"
     "                    tensor maps instead of a repacking pass), pingpong, no-pingpong, stages1..4\n"
     "                    (wgmma ring depth), keys64, keys80 (bf16, D256), keys96, keys128, keys192\n"
@@ -191,14 +194,31 @@ int runBench(int argc, char **argv) {
               continue;
             }
             const double tf = attentionFlops(s) / (t->median_ms * 1e-3) / 1e12;
+            // What a user's call costs: the same forward from the BF16 tensors, quantization
+            // included (the bf16 route's call is the kernel's).
+            Timing e2e = *t;
+            if (route != Route::Bf16) {
+              auto from_bf16 = timeOnDevice(
+                  eng,
+                  [&](int rep) {
+                    ForwardArgs a = sets[rep % 2].args(s, route);
+                    a.spec = spec;
+                    return eng.forward(a);
+                  },
+                  5, int(*reps));
+              if (!from_bf16)
+                return fail(llvm::toString(from_bf16.takeError()));
+              e2e = *from_bf16;
+            }
+            const double e2e_tf = attentionFlops(s) / (e2e.median_ms * 1e-3) / 1e12;
             if (json)
               std::printf(
                   "{\"kind\":\"fa4jit\",\"route\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\",\"head_dim\":%ld,"
                   "\"seqlen\":%ld,\"causal\":%ld,\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,"
-                  "\"max_ms\":%.5f,\"tflops\":%.2f}\n",
+                  "\"max_ms\":%.5f,\"tflops\":%.2f,\"e2e_ms\":%.5f,\"e2e_tflops\":%.2f}\n",
                   toString(route), scheduleName.c_str(), variant.c_str(), d, sl, c, s.batch, s.heads_q, t->median_ms,
-                  t->min_ms, t->max_ms, tf);
-            line += fmt::format("{:14.1f} ", tf);
+                  t->min_ms, t->max_ms, tf, e2e.median_ms, e2e_tf);
+            line += fmt::format("{:>14} ", fmt::format("{:.0f}/{:.0f}", e2e_tf, tf));
             std::fflush(stdout);
           }
         }
