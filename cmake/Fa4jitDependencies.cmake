@@ -8,6 +8,8 @@ find_package(Catch2 2 REQUIRED)
 find_path(SPDLOG_INCLUDE_DIR spdlog/spdlog.h REQUIRED)
 add_library(fa4jit_logging INTERFACE)
 target_include_directories(fa4jit_logging SYSTEM INTERFACE ${SPDLOG_INCLUDE_DIR})
+# fa4jit's own logger (logging/include/fa4jit/logging/log.h), shared by every layer that logs.
+target_include_directories(fa4jit_logging INTERFACE ${PROJECT_SOURCE_DIR}/logging/include)
 target_compile_definitions(fa4jit_logging INTERFACE SPDLOG_HEADER_ONLY SPDLOG_FMT_EXTERNAL FMT_HEADER_ONLY)
 target_link_libraries(fa4jit_logging INTERFACE fmt::fmt-header-only Threads::Threads)
 

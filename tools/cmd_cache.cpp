@@ -9,7 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 #include <ctime>
 #include <optional>
@@ -208,8 +208,8 @@ int runCache(int argc, char **argv) {
     llvm::errs() << "fa4jit cache: " << llvm::toString(config.takeError()) << "\n";
     return 2;
   }
-  // Diagnostics go to stderr, so that stdout stays parseable with --json.
-  spdlog::set_level(config->logLevel); // (main put the default logger on stderr)
+  // Diagnostics go to stderr (fa4jit's logger), so that stdout stays parseable with --json.
+  logging::logger().set_level(config->log_level);
   std::unique_ptr<KernelCache> cache = KernelCache::open(config->cache);
   // stat reports a missing user layer; the others would silently act on nothing.
   if (args.op != "stat" && !cache->hasUserLayer()) {

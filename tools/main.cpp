@@ -4,8 +4,7 @@
 
 #include "fa4jit/runtime/config.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 #include <cstdio>
 #include <cstring>
@@ -24,8 +23,7 @@ int main(int argc, char **argv) {
   // FA4JIT_LOG_LEVEL for every command, on stderr (stdout stays parseable with --json); a bad
   // value is the command's own error to report, when it loads the configuration.
   if (llvm::Expected<fa4jit::runtime::RuntimeConfig> config = fa4jit::runtime::loadConfig()) {
-    spdlog::set_default_logger(spdlog::stderr_color_mt("fa4jit-cli"));
-    spdlog::set_level(config->logLevel);
+    fa4jit::logging::logger().set_level(config->log_level);
   } else {
     llvm::consumeError(config.takeError());
   }

@@ -4,7 +4,7 @@
 #include "key_lock.h"
 #include "memory_layer.h"
 
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 namespace fa4jit::cache {
 
@@ -22,12 +22,12 @@ std::unique_ptr<KernelCache> KernelCache::open(const CacheConfig &config) {
   if (!config.system_dir.empty()) {
     if (!isDirectory(config.system_dir)) {
       cache->system_reason_ = "'" + config.system_dir + "' is not a directory";
-      spdlog::debug("fa4jit cache: no system layer: {}", cache->system_reason_);
+      logging::logger().debug("fa4jit cache: no system layer: {}", cache->system_reason_);
     } else if (auto system = DiskStore::openReadOnly(config.system_dir)) {
       cache->system_ = std::move(*system);
     } else {
       cache->system_reason_ = llvm::toString(system.takeError());
-      spdlog::warn("fa4jit cache: system layer not used: {}", cache->system_reason_);
+      logging::logger().warn("fa4jit cache: system layer not used: {}", cache->system_reason_);
     }
   }
   if (config.user_dir.empty()) {
@@ -68,7 +68,7 @@ void KernelCache::degrade(const std::string &reason) {
   if (degraded_reason_.empty())
     degraded_reason_ = reason;
   if (!warned_)
-    spdlog::warn("fa4jit cache: using memory only (compiled kernels are not kept across runs): {}", reason);
+    logging::logger().warn("fa4jit cache: using memory only (compiled kernels are not kept across runs): {}", reason);
   warned_ = true;
 }
 
@@ -87,7 +87,7 @@ EntryPtr KernelCache::loadUnlocked(llvm::StringRef digest, bool *userCorrupt) {
       return remember(std::move(r.entry));
     }
     if (r.status == LoadStatus::Corrupt)
-      spdlog::warn("fa4jit cache: ignoring corrupt entry {} in the system layer {}: {}", digest.str(),
+      logging::logger().warn("fa4jit cache: ignoring corrupt entry {} in the system layer {}: {}", digest.str(),
                    system_->root(), r.problem);
   }
   if (auto user = userStore()) {
@@ -109,7 +109,7 @@ EntryPtr KernelCache::recheckLocked(const DiskStore &user, llvm::StringRef diges
     return remember(std::move(r.entry));
   }
   if (r.status == LoadStatus::Corrupt) {
-    spdlog::warn("fa4jit cache: entry {} in {} is corrupt ({}); removing it, it will be recompiled", digest.str(),
+    logging::logger().warn("fa4jit cache: entry {} in {} is corrupt ({}); removing it, it will be recompiled", digest.str(),
                  user.root(), r.problem);
     user.removeLocked(digest);
     ++counters_.corrupt_removed;

@@ -4,7 +4,7 @@
 #include "fs_util.h"
 #include "key_lock.h"
 
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -24,7 +24,7 @@ void warnCorruptOnce(const std::string &path, const std::string &why) {
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mutex);
   if (warned.insert(path).second)
-    spdlog::warn("fa4jit tuning: ignoring corrupt tuning database {} ({}); its shapes fall back to the heuristic "
+    logging::logger().warn("fa4jit tuning: ignoring corrupt tuning database {} ({}); its shapes fall back to the heuristic "
                  "until they are tuned again",
                  path, why);
 }
@@ -44,7 +44,7 @@ ReadStatus readFile(const std::string &path, TuningFile &out) {
   if (!parsed) {
     llvm::Error e = parsed.takeError();
     if (isSchemaMismatch(e))
-      spdlog::debug("fa4jit tuning: skipping {}", llvm::toString(std::move(e)));
+      logging::logger().debug("fa4jit tuning: skipping {}", llvm::toString(std::move(e)));
     else
       warnCorruptOnce(path, llvm::toString(std::move(e)));
     return ReadStatus::Skipped;
@@ -100,7 +100,7 @@ void TuningDb::ensureLoaded() const {
       return nullptr;
     // A file copied from another device (same slug by accident) is not ours.
     if (f.device_name != identity_.device_name || f.sm_count != identity_.sm_count) {
-      spdlog::debug("fa4jit tuning: {} was written for {} ({} SMs); skipped", path, f.device_name, f.sm_count);
+      logging::logger().debug("fa4jit tuning: {} was written for {} ({} SMs); skipped", path, f.device_name, f.sm_count);
       return nullptr;
     }
     return std::make_unique<TuningFile>(std::move(f));

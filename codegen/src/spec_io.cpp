@@ -483,10 +483,10 @@ KernelSpec canonicalize(const KernelSpec &in) {
   if (s.target != Target::Sm100a)
     a.tmem = TmemPlanRef{};
   if (a.tile.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized) {
-    const TileSpec defaults; // the mma.sync template has none of the wgmma kernel's choices
+    const TileSpec tile_defaults; // the mma.sync template has none of the wgmma kernel's choices
     for (const TileField &f : tileFields())
       if (f.wgmma_only)
-        f.set(a.tile, f.get(defaults));
+        f.set(a.tile, f.get(tile_defaults));
   }
   // The folded pieces are how the piecewise classifier reads FP16 scores; with another classifier
   // or FP32 scores there is nothing to fold (the flag then says nothing, so that a classifier or

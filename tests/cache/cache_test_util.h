@@ -7,7 +7,7 @@
 #include "llvm/Support/FileSystem.h"
 
 #include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 #include <atomic>
 #include <cstdlib>
@@ -82,12 +82,12 @@ inline unsigned modeOf(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 ? unsigned(st.st_mode & 07777) : 0xffffu;
 }
 
-// Counts warnings sent to the default spdlog logger while it is alive.
+// Counts warnings sent to fa4jit's logger while it is alive.
 class WarningCounter {
 public:
-  WarningCounter() : sink_(std::make_shared<Sink>()) { spdlog::default_logger()->sinks().push_back(sink_); }
+  WarningCounter() : sink_(std::make_shared<Sink>()) { fa4jit::logging::logger().sinks().push_back(sink_); }
   ~WarningCounter() {
-    auto &sinks = spdlog::default_logger()->sinks();
+    auto &sinks = fa4jit::logging::logger().sinks();
     for (auto it = sinks.begin(); it != sinks.end(); ++it)
       if (*it == sink_) {
         sinks.erase(it);

@@ -42,7 +42,7 @@ TEST_CASE("defaults", "[config]") {
   CHECK(c.cache.max_bytes == (uint64_t(4) << 30));
   CHECK_FALSE(c.cache.disable_disk);
   CHECK(c.tune == TuneMode::Off);
-  CHECK(c.logLevel == spdlog::level::warn);
+  CHECK(c.log_level == spdlog::level::warn);
   CHECK(c.repro_dir == "/h/.cache/fa4jit/repro");
 }
 
@@ -61,12 +61,12 @@ TEST_CASE("every variable is read", "[config]") {
   CHECK(c.cache.disable_disk);
   CHECK(c.tune == TuneMode::Replay);
   CHECK(std::string(tuneModeName(c.tune)) == "replay");
-  CHECK(c.logLevel == spdlog::level::debug);
+  CHECK(c.log_level == spdlog::level::debug);
   CHECK(c.repro_dir == "/r");
   CHECK(c.nvrtc_append_flags == "-lineinfo");
   CHECK(mustLoad({{"FA4JIT_TUNE", "ON"}}).tune == TuneMode::On);
   CHECK(mustLoad({{"FA4JIT_DISABLE_CACHE", "0"}}).cache.disable_disk == false);
-  CHECK(mustLoad({{"FA4JIT_LOG_LEVEL", "off"}}).logLevel == spdlog::level::off);
+  CHECK(mustLoad({{"FA4JIT_LOG_LEVEL", "off"}}).log_level == spdlog::level::off);
 }
 
 TEST_CASE("a bad value is an error that names the variable", "[config]") {

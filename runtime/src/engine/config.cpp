@@ -143,7 +143,7 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
     llvm::Expected<spdlog::level::level_enum> parsed = parseLogLevel(*level);
     if (!parsed)
       return parsed.takeError();
-    config.logLevel = *parsed;
+    config.log_level = *parsed;
   }
   if (auto dir = nonEmpty(lookup, "FA4JIT_REPRO_DIR"))
     config.repro_dir = *dir;

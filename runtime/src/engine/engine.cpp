@@ -1,6 +1,8 @@
 // Engine: configuration, JIT and device, and the kernel lookup every launch goes through.
 #include "fa4jit/runtime/engine.h"
 
+#include "fa4jit/logging/log.h"
+
 #include "fa4jit/cache/cache_version.h"
 #include "fa4jit/codegen/candidates.h"
 #include "fa4jit/codegen/heuristics.h"
@@ -44,6 +46,7 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
       return loaded.takeError();
     config = std::move(*loaded);
   }
+  logging::logger().set_level(config.log_level); // (FA4JIT_LOG_LEVEL, or the caller's config)
   auto driver = runtime::CudaDriver::get();
   if (!driver)
     return driver.takeError();

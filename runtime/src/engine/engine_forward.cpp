@@ -13,7 +13,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <spdlog/spdlog.h>
+#include "fa4jit/logging/log.h"
 
 #include <algorithm>
 #include <array>
@@ -275,7 +275,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
       return fail(llvm::formatv("forward: no two-CTA cluster of {0} fits on the device", entry.name));
     const std::uint64_t pairs = std::uint64_t((m_blocks + 1) / 2) * unsigned(p.heads_q) * unsigned(p.batch);
     launch.grid = {unsigned(2 * std::min(pairs, std::uint64_t(*resident))), 1, 1};
-    spdlog::debug("fa4jit forward: {0}: {1} two-CTA clusters resident, grid {2}", entry.name, *resident,
+    logging::logger().debug("fa4jit forward: {0}: {1} two-CTA clusters resident, grid {2}", entry.name, *resident,
                   launch.grid.x);
   }
   launch.stream = stream;

@@ -3,6 +3,8 @@
 // entry is and a failed load can be reproduced from the entry alone.
 #include "fa4jit/runtime/kernel_jit.h"
 
+#include "fa4jit/logging/log.h"
+
 #include "fa4jit/cache/cache_key.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/runtime/gpu_arch.h"
@@ -62,6 +64,7 @@ KernelJit::KernelJit(const RuntimeConfig &config, std::unique_ptr<cache::KernelC
     : config_(config), cache_(std::move(cache)), nvrtc_identity_(std::move(nvrtcIdentity)) {}
 
 llvm::Expected<std::unique_ptr<KernelJit>> KernelJit::create(const RuntimeConfig &config) {
+  logging::logger().set_level(config.log_level); // (FA4JIT_LOG_LEVEL, or the caller's config)
   // NVRTC is needed for a compile, and its identity for every key (a cache hit built by another
   // NVRTC build must not be served), so a JIT without NVRTC is refused up front.
   auto nvrtc = NvrtcLibrary::get();

@@ -30,7 +30,7 @@ const char *tuneModeName(TuneMode mode);
 struct RuntimeConfig {
   cache::CacheConfig cache;
   TuneMode tune = TuneMode::Off;
-  spdlog::level::level_enum logLevel = spdlog::level::warn;
+  spdlog::level::level_enum log_level = spdlog::level::warn;
   std::string repro_dir; // empty when no directory could be derived
   // NVRTC_APPEND_FLAGS (read by NVRTC itself behind our options): part of every cache key, so a
   // kernel compiled with extra flags is never served to a process without them, or vice versa.

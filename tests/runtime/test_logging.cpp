@@ -1,0 +1,78 @@
+// Where the library's messages go: fa4jit's own logger, to a host callback when one is installed,
+// never through spdlog's default logger (the host's) and never to stdout.
+#include "fa4jit/cache/kernel_cache.h"
+#include "fa4jit/runtime/logging.h"
+
+#include "../cache/cache_test_util.h"
+
+#include <catch2/catch.hpp>
+
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+#include <string>
+#include <vector>
+
+using namespace fa4jit;
+using namespace fa4jit::cache::test;
+
+namespace {
+
+// Counts what reaches spdlog's default logger (the host's) while alive.
+struct HostLoggerCounter {
+  struct Sink : spdlog::sinks::base_sink<std::mutex> {
+    int messages = 0;
+    void sink_it_(const spdlog::details::log_msg &) override { ++messages; }
+    void flush_() override {}
+  };
+  std::shared_ptr<Sink> sink = std::make_shared<Sink>();
+  HostLoggerCounter() { spdlog::default_logger()->sinks().push_back(sink); }
+  ~HostLoggerCounter() {
+    auto &sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+  }
+};
+
+// A warning the cache layer logs: a user directory that cannot be created.
+void provokeCacheWarning(ScratchDir &dir) {
+  writeFile(dir.sub("file"), "not a directory");
+  auto cache = fa4jit::cache::KernelCache::open(userConfig(dir.sub("file/cache")));
+  CHECK_FALSE(cache->hasUserLayer());
+}
+
+} // namespace
+
+TEST_CASE("library warnings reach the host's callback, not spdlog's default logger", "[runtime][logging]") {
+  std::vector<std::pair<LogLevel, std::string>> got;
+  std::mutex m;
+  setLogCallback([&](LogLevel level, const std::string &message) {
+    std::lock_guard<std::mutex> lock(m);
+    got.emplace_back(level, message);
+  });
+  const LogLevel before = logLevel();
+  setLogLevel(LogLevel::Warn);
+  HostLoggerCounter host;
+  ScratchDir dir;
+  provokeCacheWarning(dir);
+  setLogCallback({}); // back to stderr
+  setLogLevel(before);
+  REQUIRE(got.size() == 1);
+  CHECK(got[0].first == LogLevel::Warn);
+  CHECK_THAT(got[0].second, Catch::Contains("memory only"));
+  CHECK(host.sink->messages == 0);
+}
+
+TEST_CASE("the log level filters what the callback receives", "[runtime][logging]") {
+  int calls = 0;
+  setLogCallback([&](LogLevel, const std::string &) { ++calls; });
+  const LogLevel before = logLevel();
+  setLogLevel(LogLevel::Error);
+  CHECK(logLevel() == LogLevel::Error);
+  ScratchDir dir;
+  provokeCacheWarning(dir); // a warning: below the level
+  setLogCallback({});
+  setLogLevel(before);
+  CHECK(calls == 0);
+}
