@@ -1,6 +1,7 @@
 // Where the library's messages go: fa4jit's own logger, to a host callback when one is installed,
 // never through spdlog's default logger (the host's) and never to stdout.
 #include "fa4jit/cache/kernel_cache.h"
+#include "fa4jit/runtime/fa4jit_c.h"
 #include "fa4jit/runtime/logging.h"
 
 #include "../cache/cache_test_util.h"
@@ -75,4 +76,26 @@ TEST_CASE("the log level filters what the callback receives", "[runtime][logging
   setLogCallback({});
   setLogLevel(before);
   CHECK(calls == 0);
+}
+
+TEST_CASE("the C API installs a log callback with its user pointer", "[runtime][logging][c-api]") {
+  struct Seen {
+    int count = 0, level = -1;
+    std::string message;
+  } seen;
+  const LogLevel before = logLevel();
+  REQUIRE(fa4jit_set_log_callback(
+              [](int level, const char *message, void *user) {
+                auto *s = static_cast<Seen *>(user);
+                ++s->count, s->level = level, s->message = message;
+              },
+              3 /* warn */, &seen) == FA4JIT_OK);
+  ScratchDir dir;
+  provokeCacheWarning(dir);
+  REQUIRE(fa4jit_set_log_callback(nullptr, int(before), nullptr) == FA4JIT_OK);
+  CHECK(seen.count == 1);
+  CHECK(seen.level == 3);
+  CHECK_THAT(seen.message, Catch::Contains("memory only"));
+  CHECK(fa4jit_set_log_callback(nullptr, 7, nullptr) == FA4JIT_ERROR);
+  CHECK_THAT(std::string(fa4jit_last_error()), Catch::Contains("min_level"));
 }

@@ -3,6 +3,7 @@
 #include "fa4jit/runtime/fa4jit_c.h"
 
 #include "fa4jit/runtime/engine.h"
+#include "fa4jit/runtime/logging.h"
 
 #include <string>
 
@@ -135,6 +136,20 @@ int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out) {
   if (!engine || !out)
     return fail("fa4jit_engine_workspace_bytes: engine and out must not be NULL");
   *out = engine->engine->workspaceBytes();
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_set_log_callback(fa4jit_log_callback callback, int min_level, void *user) {
+  if (min_level < 0 || min_level > int(fa4jit::LogLevel::Off))
+    return fail("fa4jit_set_log_callback: min_level must be 0 (trace) to 6 (off), got " + std::to_string(min_level));
+  if (callback)
+    fa4jit::setLogCallback([callback, user](fa4jit::LogLevel level, const std::string &message) {
+      callback(int(level), message.c_str(), user);
+    });
+  else
+    fa4jit::setLogCallback({});
+  fa4jit::setLogLevel(static_cast<fa4jit::LogLevel>(min_level));
   lastError.clear();
   return FA4JIT_OK;
 }

@@ -80,6 +80,10 @@ void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
 int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
 /* Device bytes the engine's workspace holds now (it grows when a larger shape arrives). */
 int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
+/* Sends fa4jit's log messages (level 0 trace ... 5 critical) to `callback` instead of stderr, at
+ * or above `min_level` (6: none); a NULL callback restores stderr. `user` is passed through. */
+typedef void (*fa4jit_log_callback)(int level, const char *message, void *user);
+int fa4jit_set_log_callback(fa4jit_log_callback callback, int min_level, void *user);
 /* The message of the calling thread's last failed call ("" if none). */
 const char *fa4jit_last_error(void);
 /* "0.5.0" (the project version) */
