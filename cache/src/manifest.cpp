@@ -1,4 +1,5 @@
 #include "fa4jit/cache/manifest.h"
+#include "fa4jit/codegen/json_limits.h"
 
 #include "fa4jit/cache/cache_entry.h"
 #include "fa4jit/cache/sha256.h"
@@ -63,7 +64,7 @@ llvm::Expected<Manifest> parseManifest(llvm::StringRef text) {
   if (sha256Hex(zeroed) != stored)
     return manifestError("its bytes do not match its self_sha256");
 
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> parsed = parseJsonBounded(text, "manifest");
   if (!parsed)
     return manifestError(llvm::toString(parsed.takeError()));
   const llvm::json::Object *obj = parsed->getAsObject();

@@ -4,6 +4,7 @@
 // The checksum catches a damaged number that still parses; llvm::json prints object keys sorted
 // and doubles with round-trip precision, so re-printing what was read reproduces the hashed text.
 #include "fa4jit/cache/sha256.h"
+#include "fa4jit/codegen/json_limits.h"
 #include "fa4jit/cache/tuning_db.h"
 #include "fa4jit/codegen/spec_io.h"
 
@@ -298,7 +299,7 @@ bool isSchemaMismatch(const llvm::Error &error) { return error.isA<SchemaMismatc
 
 llvm::Expected<TuningFile> parseTuningFile(llvm::StringRef text, llvm::StringRef path) {
   Reader rd(path);
-  auto parsed = json::parse(text);
+  auto parsed = parseJsonBounded(text, "tuning database");
   if (!parsed)
     return rd.err("json", llvm::toString(parsed.takeError()));
   json::Object *root = parsed->getAsObject();

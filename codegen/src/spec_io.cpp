@@ -1,5 +1,6 @@
 // Canonical JSON of KernelSpec (see spec_io.h for what "canonical" promises).
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/json_limits.h"
 #include "fa4jit/codegen/spec_fields.h"
 #include "fa4jit/codegen/spec_validate.h"
 
@@ -567,7 +568,7 @@ std::string toJson(const KernelSpec &spec, unsigned indent) {
 }
 
 llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
-  llvm::Expected<llvm::json::Value> doc = llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> doc = parseJsonBounded(text, "spec");
   if (!doc)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "spec is not valid JSON: " +
                                                                        llvm::toString(doc.takeError()));

@@ -53,3 +53,13 @@ TEST_CASE("a manifest with a file name outside the allowed set is rejected", "[c
   REQUIRE_FALSE(static_cast<bool>(parsed));
   CHECK_THAT(llvm::toString(parsed.takeError()), Catch::Contains("../escape"));
 }
+
+TEST_CASE("a manifest of deep nesting with a correct self hash is corrupt, not a crash", "[cache][json]") {
+  const std::string zeros(64, '0');
+  std::string text = "{\"key_parts\":" + std::string(100000, '[') + ",\"self_sha256\":\"" + zeros + "\"}";
+  const std::string hash = fa4jit::cache::sha256Hex(text);
+  text.replace(text.find(zeros), 64, hash);
+  auto m = fa4jit::cache::parseManifest(text);
+  REQUIRE_FALSE(static_cast<bool>(m));
+  CHECK_THAT(llvm::toString(m.takeError()), Catch::Contains("nested deeper"));
+}

@@ -296,3 +296,9 @@ TEST_CASE("device slugs are file-name safe and distinguish SM counts", "[tuning]
   CHECK(deviceSlug("NVIDIA H200", 66) != deviceSlug("NVIDIA H200", 132));
   CHECK(deviceSlug("../..", 1) == "unknown-device-1sm");
 }
+
+TEST_CASE("a tuning file of 50,000 '[' is an error, not a crash", "[cache][json]") {
+  auto f = fa4jit::cache::parseTuningFile(std::string(50000, '['), "/tmp/deep.json");
+  REQUIRE_FALSE(static_cast<bool>(f));
+  CHECK_THAT(llvm::toString(f.takeError()), Catch::Contains("nested deeper"));
+}
