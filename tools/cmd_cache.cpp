@@ -78,7 +78,7 @@ std::string isoTime(int64_t unixSeconds) {
 }
 
 std::string partOf(const EntryInfo &e, llvm::StringRef name) {
-  for (const auto &[k, v] : e.keyParts)
+  for (const auto &[k, v] : e.key_parts)
     if (k == name)
       return v;
   return "-";

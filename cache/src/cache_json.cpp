@@ -13,7 +13,7 @@ llvm::json::Value toJSON(const EntryInfo &info) {
   for (const ManifestFile &f : info.files)
     files.push_back(llvm::json::Object{{"name", f.name}, {"size", n(f.size)}, {"sha256", f.sha256}});
   llvm::json::Object parts;
-  for (const auto &[name, value] : info.keyParts)
+  for (const auto &[name, value] : info.key_parts)
     parts[name] = value;
   llvm::json::Object out{{"key", info.key},
                          {"layer", layerName(info.layer)},

@@ -68,7 +68,7 @@ std::vector<EntryInfo> DiskStore::list() const {
       info.created_unix_seconds = manifest->created_unix_seconds;
       info.writer_version = manifest->writer_version;
       info.files = manifest->files;
-      info.keyParts = manifest->keyParts;
+      info.key_parts = manifest->key_parts;
     } else {
       info.problem = llvm::toString(manifest.takeError());
     }

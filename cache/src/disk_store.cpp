@@ -118,7 +118,7 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
   manifest.writer_version = writerVersion();
   manifest.created_unix_seconds =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  manifest.keyParts = key.parts;
+  manifest.key_parts = key.parts;
   bool first = true;
   for (const auto &[name, data] : files) {
     if (llvm::Error e = writeFileDurably(*temp + "/" + name, data))

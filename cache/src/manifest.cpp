@@ -39,7 +39,7 @@ std::string serializeManifest(const Manifest &manifest) {
         });
     });
     j.attributeObject("key_parts", [&] {
-      for (const auto &[name, value] : manifest.keyParts)
+      for (const auto &[name, value] : manifest.key_parts)
         j.attribute(name, value);
     });
     j.attribute("self_sha256", kZeroHash);
@@ -98,9 +98,9 @@ llvm::Expected<Manifest> parseManifest(llvm::StringRef text) {
     auto s = value.getAsString();
     if (!s)
       return manifestError("key part '" + name.str() + "' is not a string");
-    m.keyParts.emplace_back(name.str(), s->str());
+    m.key_parts.emplace_back(name.str(), s->str());
   }
-  std::sort(m.keyParts.begin(), m.keyParts.end()); // JSON objects have no order
+  std::sort(m.key_parts.begin(), m.key_parts.end()); // JSON objects have no order
   return m;
 }
 

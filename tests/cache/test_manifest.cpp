@@ -14,7 +14,7 @@ Manifest sample() {
   m.writer_version = "0.1.0";
   m.created_unix_seconds = 1700000000;
   m.files = {{"kernel.cubin", 1234, sha256Hex("cubin")}, {"spec.json", 10, sha256Hex("spec")}};
-  m.keyParts = {{"schema", "1"}, {"target", "sm_100a"}};
+  m.key_parts = {{"schema", "1"}, {"target", "sm_100a"}};
   return m;
 }
 } // namespace
@@ -31,7 +31,7 @@ TEST_CASE("a manifest round-trips", "[cache]") {
   CHECK(back->files[0].name == "kernel.cubin");
   CHECK(back->files[0].size == 1234);
   CHECK(back->files[1].sha256 == sha256Hex("spec"));
-  CHECK(back->keyParts == m.keyParts);
+  CHECK(back->key_parts == m.key_parts);
 }
 
 TEST_CASE("every single-bit flip in a manifest is detected", "[cache]") {

@@ -19,7 +19,7 @@ struct EntryInfo {
   int64_t last_use_unix_seconds = 0;
   std::string writer_version;
   std::vector<ManifestFile> files;
-  std::vector<std::pair<std::string, std::string>> keyParts;
+  std::vector<std::pair<std::string, std::string>> key_parts;
   std::string problem; // non-empty when the manifest could not be read (hashes are not checked)
 };
 

@@ -24,7 +24,7 @@ struct Manifest {
   std::string writer_version; // fa4jit version that wrote the entry
   int64_t created_unix_seconds = 0;
   std::vector<ManifestFile> files;
-  std::vector<std::pair<std::string, std::string>> keyParts; // CacheKey::parts, for people
+  std::vector<std::pair<std::string, std::string>> key_parts; // CacheKey::parts, for people
 };
 
 std::string serializeManifest(const Manifest &manifest);
