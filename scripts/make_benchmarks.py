@@ -86,7 +86,7 @@ def build(run_dir, out_path):
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
     ref = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa if r.get("kind") == "sdpa"}
     # The engine's default kernels only (variant and schedule "default"), by route and point.
-    tf, shapes = {}, {}
+    tf, e2e, shapes = {}, {}, {}
     for r in ours:
         if r.get("kind") != "fa4jit" or r.get("variant", "default") != "default":
             continue
@@ -94,6 +94,8 @@ def build(run_dir, out_path):
             continue
         key = (r["route"], r["head_dim"], r["seqlen"], r["causal"])
         tf[key] = r.get("tflops")  # None: the point failed (its "error" is in the data)
+        if "e2e_tflops" in r:  # the call from BF16 tensors (quantization included)
+            e2e[key] = r["e2e_tflops"]
         if "batch" in r:
             shapes[(r["head_dim"], r["seqlen"])] = (r["batch"], r["heads"])
     routes = [x for x in ROUTES if any(k[0] == x for k in tf)]
@@ -101,12 +103,18 @@ def build(run_dir, out_path):
     seqlens = sorted({k[2] for k in tf})
     causals = sorted({k[3] for k in tf})
 
+    # Where the run timed the call from BF16 tensors, that is the headline and the ratio's
+    # numerator; the kernel alone follows it.
+    headline = e2e if e2e else tf
+
     def cell(route, d, s, c):
-        v = tf.get((route, d, s, c))
+        v = headline.get((route, d, s, c))
         if v is None:
             return "error" if (route, d, s, c) in tf else "–"
         cud = ref.get((d, s, c), {}).get("cudnn_tflops")
-        return f"{v:.0f} ({v / cud:.2f}×)" if cud else f"{v:.0f}"
+        text = f"{v:.0f} ({v / cud:.2f}×)" if cud else f"{v:.0f}"
+        kernel = tf.get((route, d, s, c))
+        return text + (f" / {kernel:.0f}" if e2e and kernel else "")
 
     def sdpa_cell(d, s, c, name):
         v = ref.get((d, s, c), {}).get(name + "_tflops")
@@ -149,7 +157,12 @@ def build(run_dir, out_path):
     w("")
     reps = re.search(r"--reps (\d+)", meta.get("bench_args", ""))
     median = f"the median of {reps.group(1)} repeats" if reps else "the median of 20 repeats"
-    w(wrap("**fa4jit** (`fa4jit bench`): the attention forward alone, on operands quantized "
+    if e2e:
+        w(wrap("**fa4jit, end to end** (`fa4jit bench`, the headline): `Engine::forward` from BF16 "
+               "tensors, as a user calls it: quantization, widening and the attention kernel, with "
+               "whatever waiting the call does.", "- "))
+    w(wrap(("**fa4jit, kernel** (after the \"/\" in a cell): " if e2e else "**fa4jit** (`fa4jit bench`): ")
+           + "the attention forward alone, on operands quantized "
            "beforehand: quantization is excluded. The K/V and Q widening of the FP8-fed routes is "
            "included, whether passes before the kernel or the kernel's own warps do it; bf16 reads "
            "the BF16 tensors directly by TMA tensor maps. CUDA events around each forward, "
@@ -190,7 +203,8 @@ def build(run_dir, out_path):
     for c in causals:
         w("## " + ("Causal" if c else "Non-causal"))
         w("")
-        w(wrap("TFLOP/s, and in parentheses the ratio to cuDNN BF16 SDPA of the same shape and run."
+        w(wrap("TFLOP/s, and in parentheses the ratio to cuDNN BF16 SDPA of the same shape and run"
+               + (" (end to end from BF16; the kernel alone after the \"/\")." if e2e else ".")
                + (" Causal masks are bottom-right aligned (queries = keys here)." if c else "")))
         w("")
         w("| D | keys | cuDNN | flash | " + " | ".join(routes) + " |")
@@ -216,7 +230,7 @@ def build(run_dir, out_path):
             for s in seqlens:
                 cud = eff(ref.get((d, s, 1), {}).get("cudnn_tflops"),
                           ref.get((d, s, 0), {}).get("cudnn_tflops"))
-                cells = [eff(tf.get((r, d, s, 1)), tf.get((r, d, s, 0))) for r in routes]
+                cells = [eff(headline.get((r, d, s, 1)), headline.get((r, d, s, 0))) for r in routes]
                 w(f"| {d} | {keys_label(s)} | {cud} | " + " | ".join(cells) + " |")
         w("")
     w("## Against the targets")
@@ -230,7 +244,7 @@ def build(run_dir, out_path):
             pts = []
             for d in dims:
                 for s in seqlens:
-                    v = tf.get((r, d, s, c))
+                    v = headline.get((r, d, s, c))
                     cud = ref.get((d, s, c), {}).get("cudnn_tflops")
                     if v and cud:
                         pts.append((v / cud, d, s))
@@ -251,7 +265,7 @@ def build(run_dir, out_path):
         for r in routes:
             for d in dims:
                 for s in seqlens:
-                    v1, v0 = tf.get((r, d, s, 1)), tf.get((r, d, s, 0))
+                    v1, v0 = headline.get((r, d, s, 1)), headline.get((r, d, s, 0))
                     if v1 and v0:
                         effs.append(v1 / v0)
         if effs:
