@@ -115,7 +115,12 @@ llvm::Error Engine::quantizeInto(const TensorDesc &x, QuantFormat format, const 
   if (auto err = encodeKernel->launch(encodeLaunch, args))
     return err;
 
-  // The flag read waits for both passes: NaN/Inf inputs are an error, never silent garbage.
+  // The flag is read once both passes are done: NaN/Inf inputs are an error, never silent
+  // garbage. The copy itself runs on the legacy stream, which does not wait for a non-blocking
+  // caller stream (PyTorch's, the engine's own Stream), so the caller's stream is waited for first.
+  if (auto err = driver_.check(driver_.api().cuStreamSynchronize(static_cast<CUstream>(stream)),
+                               "cuStreamSynchronize"))
+    return err;
   int found = 0;
   if (auto err = nonfinite.copyToHost(&found, 4))
     return err;
