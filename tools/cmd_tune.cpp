@@ -192,7 +192,9 @@ int runTune(int argc, char **argv) {
     calibration = fit::scoresFromCalibration(*cal);
   }
 
-  auto engine = Engine::create(EngineOptions{*config, 0});
+  EngineOptions options;
+  options.config = *config;
+  auto engine = Engine::create(options);
   if (!engine)
     return fail("needs a GPU: " + llvm::toString(engine.takeError()));
   Engine &eng = **engine;

@@ -115,6 +115,7 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
     if (a.tile.schedule.persistent && a.tile.staging.kv != KvStaging::TensorMap && !a.tile.staging.fused_widening)
       widening("_widen_q", "widenQTiles"); // attention_sm90/widen_q.cuh: the persistent kernel's Q
     k.source = os.str();
+    emitNonFiniteRowsEntry(spec, split, cfg, k);
     return k;
   }
   os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention/kernel.cuh\"\n\n"
@@ -130,6 +131,7 @@ llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const Dimens
      << "  " << ns << "::attentionForward<" << ns << "::" << cfg << ">(params);\n}\n";
   k.entries.push_back({k.name, threads, shared});
   k.source = os.str();
+  emitNonFiniteRowsEntry(spec, split, cfg, k);
   return k;
 }
 

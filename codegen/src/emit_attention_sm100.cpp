@@ -74,6 +74,7 @@ llvm::Expected<EmittedKernel> emitAttentionSm100(const KernelSpec &spec, const D
      << "  " << ns << "::attentionForwardSm100<" << ns << "::" << cfg << ">(params);\n}\n";
   k.entries.push_back({k.name, threads, shared});
   k.source = os.str();
+  emitNonFiniteRowsEntry(spec, split, cfg, k);
   return k;
 }
 

@@ -14,6 +14,11 @@ std::string emitHeaderComment(const KernelSpec &spec, const std::string &kernel_
 // `struct <name> { static constexpr <type> <member> = <value>; // note ... };`
 std::string emitConfigStruct(const DimensionSplit &split, const std::string &struct_name);
 
+// Quantized attention kernels' second pass, <kernel_name>_nonfinite_rows (templates/fa4jit/
+// attention/nonfinite_rows.cuh): appended to `source` and to `k.entries`.
+void emitNonFiniteRowsEntry(const KernelSpec &spec, const DimensionSplit &split, const std::string &config_struct,
+                            EmittedKernel &k);
+
 // Family emitters: the spec is valid and `split` is its splitDimensions().
 llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split);

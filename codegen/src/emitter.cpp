@@ -44,6 +44,23 @@ std::string emitConfigStruct(const DimensionSplit &split, const std::string &str
   return os.str();
 }
 
+void emitNonFiniteRowsEntry(const KernelSpec &spec, const DimensionSplit &split, const std::string &config_struct,
+                            EmittedKernel &k) {
+  if (spec.family != KernelFamily::AttentionForward || spec.attention.route == Route::Bf16)
+    return; // the bf16 route reads its inputs as they are: non-finite values propagate by arithmetic
+  constexpr int kThreads = 128; // kNonFiniteRowsThreads of the template
+  const std::string ns = split.device_namespace, entry = k.name + "_nonfinite_rows";
+  std::ostringstream os;
+  os << "\n#include \"fa4jit/attention/nonfinite_rows.cuh\"\n\n"
+     << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ")\n"
+     << entry << "(const " << ns << "::" << split.params_type << " params) {\n"
+     << "  static_assert(fa4jit::device::attention::kNonFiniteRowsThreads == " << kThreads << ", \"threads\");\n"
+     << "  fa4jit::device::attention::propagateNonFiniteRows<" << ns << "::" << config_struct << "::causal, " << ns
+     << "::" << config_struct << "::head_dim>(params);\n}\n";
+  k.source += os.str();
+  k.entries.push_back({entry, kThreads, 0});
+}
+
 } // namespace detail
 
 llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec) {

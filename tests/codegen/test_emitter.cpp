@@ -139,10 +139,20 @@ TEST_CASE("entry points and launch facts", "[codegen][emitter]") {
   const KernelSpec s = defaultAttentionSpec(Route::Nvfp8, 256, false, Target::Sm89);
   llvm::Expected<EmittedKernel> a = emitKernel(s);
   REQUIRE_OK(a);
-  REQUIRE(a->entries.size() == 1);
+  REQUIRE(a->entries.size() == 2);
   CHECK(a->entries[0].name == kernelName(s));
   CHECK(a->entries[0].threads == s.attention.tile.shape.warps * 32);
   CHECK(a->entries[0].dynamic_shared_bytes == attentionSharedBytes(s.attention));
+  // A quantized kernel's second entry makes NaN the rows a non-finite input reaches; the bf16
+  // route has none (its arithmetic propagates them).
+  CHECK(a->entries[1].name == kernelName(s) + "_nonfinite_rows");
+  CHECK(a->entries[1].dynamic_shared_bytes == 0);
+  CHECK(a->source.find("propagateNonFiniteRows<fa4jit::device::attention::GeneratedConfig::causal") !=
+        std::string::npos);
+  llvm::Expected<EmittedKernel> b = emitKernel(defaultAttentionSpec(Route::Bf16, 128, true, Target::Sm90a));
+  REQUIRE_OK(b);
+  CHECK(b->entries.size() == 1);
+  CHECK(b->source.find("_nonfinite_rows") == std::string::npos);
 }
 
 TEST_CASE("the persistent wgmma kernel's widening passes, or none with fused widening", "[codegen][emitter]") {
@@ -157,13 +167,14 @@ TEST_CASE("the persistent wgmma kernel's widening passes, or none with fused wid
       REQUIRE(canonicalize(s).attention.tile.staging.fused_widening);
       llvm::Expected<EmittedKernel> fused = emitKernel(s);
       REQUIRE_OK(fused);
-      REQUIRE(fused->entries.size() == 1); // the attention entry writes the images itself
+      REQUIRE(fused->entries.size() == 2); // the attention entry writes the images itself
+      CHECK(fused->entries[1].name == fused->name + "_nonfinite_rows");
       CHECK(fused->source.find("fused_widening = true") != std::string::npos);
       CHECK(fused->source.find("_widen_kv") == std::string::npos);
       s.attention.tile.staging.fused_widening = false;
       llvm::Expected<EmittedKernel> passes = emitKernel(s);
       REQUIRE_OK(passes);
-      REQUIRE(passes->entries.size() == 3);
+      REQUIRE(passes->entries.size() == 4);
       CHECK(passes->entries[1].name == passes->name + "_widen_kv");
       CHECK(passes->entries[2].name == passes->name + "_widen_q");
       // the spare producer warps' slots, mbarriers, shape and staging areas

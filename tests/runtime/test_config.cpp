@@ -43,6 +43,7 @@ TEST_CASE("defaults", "[config]") {
   CHECK_FALSE(c.cache.disable_disk);
   CHECK(c.tune == TuneMode::Off);
   CHECK(c.log_level == spdlog::level::warn);
+  CHECK(c.nonfinite == NonFinitePolicy::Propagate);
   CHECK(c.repro_dir == "/h/.cache/fa4jit/repro");
 }
 
@@ -54,6 +55,7 @@ TEST_CASE("every variable is read", "[config]") {
                               {"FA4JIT_TUNE", "replay"},
                               {"FA4JIT_LOG_LEVEL", "debug"},
                               {"FA4JIT_REPRO_DIR", "/r"},
+                              {"FA4JIT_CHECK_FINITE", "on"},
                               {"NVRTC_APPEND_FLAGS", "-lineinfo"}});
   CHECK(c.cache.user_dir == "/c");
   CHECK(c.cache.system_dir == "/s");
@@ -63,6 +65,8 @@ TEST_CASE("every variable is read", "[config]") {
   CHECK(std::string(tuneModeName(c.tune)) == "replay");
   CHECK(c.log_level == spdlog::level::debug);
   CHECK(c.repro_dir == "/r");
+  CHECK(c.nonfinite == NonFinitePolicy::Check);
+  CHECK(mustLoad({{"FA4JIT_CHECK_FINITE", "0"}}).nonfinite == NonFinitePolicy::Propagate);
   CHECK(c.nvrtc_append_flags == "-lineinfo");
   CHECK(mustLoad({{"FA4JIT_TUNE", "ON"}}).tune == TuneMode::On);
   CHECK(mustLoad({{"FA4JIT_DISABLE_CACHE", "0"}}).cache.disable_disk == false);
@@ -74,6 +78,7 @@ TEST_CASE("a bad value is an error that names the variable", "[config]") {
   CHECK_THAT(loadError({{"FA4JIT_CACHE_MAX_BYTES", "lots"}}), Catch::Contains("FA4JIT_CACHE_MAX_BYTES"));
   CHECK_THAT(loadError({{"FA4JIT_DISABLE_CACHE", "maybe"}}), Catch::Contains("FA4JIT_DISABLE_CACHE"));
   CHECK_THAT(loadError({{"FA4JIT_LOG_LEVEL", "loud"}}), Catch::Contains("FA4JIT_LOG_LEVEL"));
+  CHECK_THAT(loadError({{"FA4JIT_CHECK_FINITE", "strict"}}), Catch::Contains("FA4JIT_CHECK_FINITE"));
 }
 
 TEST_CASE("byte sizes take binary suffixes", "[config]") {

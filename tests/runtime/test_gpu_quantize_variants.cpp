@@ -72,8 +72,7 @@ Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float
   auto scales = upload(poison.data(), sb ? sb * B * H : 16);
   auto scalar = upload(poison.data(), 4 * B * H);
   auto partial = upload(poison.data(), 4 * B * H * v.chunks);
-  const int zero = 0;
-  auto flag = upload(&zero, 4);
+  auto flags = upload(poison.data(), std::size_t(dq::nonfiniteRowsBytes(B * H, S)));
 
   dq::QuantizeParams p{};
   p.x = dx.address() + v.offset * esize;
@@ -81,7 +80,7 @@ Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float
   p.scales = sb ? scales.address() : 0;
   p.head_scalar = scalar.address();
   p.amax_partial = partial.address();
-  p.nonfinite = flag.address();
+  p.nonfinite_rows = flags.address();
   p.x_batch_stride = int64_t(H) * S * D;
   p.x_head_stride = v.bshd ? D : int64_t(S) * D;
   p.x_row_stride = v.bshd ? int64_t(H) * D : D;
@@ -101,7 +100,12 @@ Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float
   if (sb)
     out.scales = download<uint8_t>(scales, sb * B * H);
   out.scalars = download<uint32_t>(scalar, B * H);
-  CHECK(download<int>(flag, 1)[0] == 0);
+  // Finite inputs: no head has a non-finite row, and every mask word is written (zero).
+  const auto rows = download<uint32_t>(flags, std::size_t(dq::nonfiniteRowsBytes(B * H, S)) / 4);
+  for (int bh = 0; bh < B * H; ++bh)
+    CHECK(int32_t(rows[bh]) == dq::kNoNonFiniteRow);
+  for (std::size_t w = std::size_t(B) * H; w < rows.size(); ++w)
+    CHECK(rows[w] == 0u);
   return out;
 }
 

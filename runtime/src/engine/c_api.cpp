@@ -80,16 +80,49 @@ int fa4jit_engine_create(int device, fa4jit_engine **out) {
 
 void fa4jit_engine_destroy(fa4jit_engine *engine) { delete engine; }
 
+namespace {
+// fa4jit_forward_args to ForwardArgs; false (with the message set) when refused.
+bool toForwardArgs(const char *function, const fa4jit_forward_args &args, fa4jit::ForwardArgs &a) {
+  if (args.route < FA4JIT_ROUTE_BF16 || args.route > FA4JIT_ROUTE_DIRECTP) {
+    fail(std::string(function) + ": unknown route " + std::to_string(args.route));
+    return false;
+  }
+  return toTensor(args.q, "q", a.q) && toTensor(args.k, "k", a.k) && toTensor(args.v, "v", a.v) &&
+         copyCommon(args, a);
+}
+} // namespace
+
 int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args) {
   if (!engine || !args)
     return fail("fa4jit_forward: engine and args must not be NULL");
-  if (args->route < FA4JIT_ROUTE_BF16 || args->route > FA4JIT_ROUTE_DIRECTP)
-    return fail("fa4jit_forward: unknown route " + std::to_string(args->route));
   fa4jit::ForwardArgs a;
-  if (!toTensor(args->q, "q", a.q) || !toTensor(args->k, "k", a.k) || !toTensor(args->v, "v", a.v) ||
-      !copyCommon(*args, a))
+  if (!toForwardArgs("fa4jit_forward", *args, a))
     return FA4JIT_ERROR;
   return fromError(engine->engine->forward(a));
+}
+
+int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t *out) {
+  if (!engine || !args || !out)
+    return fail("fa4jit_workspace_size: engine, args and out must not be NULL");
+  fa4jit::ForwardArgs a;
+  if (!toForwardArgs("fa4jit_workspace_size", *args, a))
+    return FA4JIT_ERROR;
+  auto bytes = engine->engine->workspaceSize(a);
+  if (!bytes)
+    return fail(llvm::toString(bytes.takeError()));
+  *out = *bytes;
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t workspace,
+                                  uint64_t workspace_bytes) {
+  if (!engine || !args)
+    return fail("fa4jit_forward_with_workspace: engine and args must not be NULL");
+  fa4jit::ForwardArgs a;
+  if (!toForwardArgs("fa4jit_forward_with_workspace", *args, a))
+    return FA4JIT_ERROR;
+  return fromError(engine->engine->forward(a, workspace, workspace_bytes));
 }
 
 int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,

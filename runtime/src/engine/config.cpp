@@ -145,6 +145,12 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
       return parsed.takeError();
     config.log_level = *parsed;
   }
+  if (auto check = nonEmpty(lookup, "FA4JIT_CHECK_FINITE")) {
+    llvm::Expected<bool> on = parseBool("FA4JIT_CHECK_FINITE", *check);
+    if (!on)
+      return on.takeError();
+    config.nonfinite = *on ? NonFinitePolicy::Check : NonFinitePolicy::Propagate;
+  }
   if (auto dir = nonEmpty(lookup, "FA4JIT_REPRO_DIR"))
     config.repro_dir = *dir;
   else if (!config.cache.user_dir.empty())

@@ -46,6 +46,8 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
       return loaded.takeError();
     config = std::move(*loaded);
   }
+  if (options.nonfinite)
+    config.nonfinite = *options.nonfinite;
   logging::logger().set_level(config.log_level); // (FA4JIT_LOG_LEVEL, or the caller's config)
   auto driver = runtime::CudaDriver::get();
   if (!driver)
@@ -104,11 +106,9 @@ llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, b
 
 std::size_t Engine::workspaceBytes() const {
   const Workspace &w = *workspace_;
-  std::size_t bytes = w.kv_tiles.size() + w.q_tiles.size() + w.work_counter.size() + w.widen_state.size() +
-                      w.amax_partial.size() + w.nonfinite.size();
-  for (const QuantizedTensor *t : {&w.q, &w.k, &w.v})
-    bytes += t->payload.size() + t->scales.size() + t->head_scalar.size();
-  return bytes;
+  const QuantizedTensor &c = w.check_scratch;
+  return w.buffer.size() + c.payload.size() + c.scales.size() + c.head_scalar.size() + c.nonfinite_rows.size() +
+         c.amax_partial.size();
 }
 
 } // namespace fa4jit

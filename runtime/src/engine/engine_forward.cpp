@@ -9,6 +9,8 @@
 #include "fa4jit/runtime/forward_validate.h"
 
 #include "engine/workspace_buffers.h"
+#include "engine/workspace_layout.h"
+#include "toolchain/driver_api.h"
 #include "toolchain/tensor_maps.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -30,7 +32,7 @@ llvm::Error fail(const std::string &message) {
 struct QuantStrides {
   std::int64_t batch, head, row, sf_batch, sf_head;
 };
-QuantStrides quantStrides(const QuantizedTensor &t) {
+QuantStrides quantStrides(const engine_detail::QuantizedOperand &t) {
   namespace dq = device::quantize;
   const int f = static_cast<int>(t.format);
   const std::int64_t head = dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen);
@@ -42,11 +44,14 @@ QuantStrides quantStrides(const QuantizedTensor &t) {
 }
 } // namespace
 
-llvm::Error Engine::forward(const ForwardArgs &a) {
+llvm::Error Engine::checkForwardArgs(const ForwardArgs &a, bool &empty) const {
+  empty = false;
   if (auto err = runtime::validateForwardShapes(a.q, a.k, a.v, a.o, a.lse))
     return err;
-  if (runtime::isEmpty(a.q)) // no batch, no query heads or no queries: nothing to compute
+  if (runtime::isEmpty(a.q)) { // no batch, no query heads or no queries: nothing to compute
+    empty = true;
     return llvm::Error::success();
+  }
   const bool no_keys = a.k.shape[2] == 0;
   for (const auto &[t, name] : {std::pair{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}, {&a.o, "o"}})
     if (!(no_keys && (t == &a.k || t == &a.v)))
@@ -55,32 +60,124 @@ llvm::Error Engine::forward(const ForwardArgs &a) {
   if (a.lse)
     if (auto err = checkDeviceMemory(a.lse, std::uint64_t(a.o.shape[0] * a.o.shape[1] * a.o.shape[2]) * 4, "lse"))
       return err;
-  if (no_keys)
-    return writeNoKeysResult(a.o, a.lse, a.stream);
-  const int D = static_cast<int>(a.q.shape[3]);
+  return llvm::Error::success();
+}
+
+llvm::Expected<KernelSpec> Engine::forwardSpec(const ForwardArgs &a) const {
   KernelSpec spec;
   if (a.spec) {
     spec = *a.spec;
   } else {
-    auto chosen = attentionSpecFor(a.route, D, a.causal, static_cast<int>(a.k.shape[2]), a.classifier);
+    auto chosen = attentionSpecFor(a.route, static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]),
+                                   a.classifier);
     if (!chosen)
       return chosen.takeError();
     spec = *chosen;
   }
   if (a.softmax_scale != 0.0f)
     spec.attention.softmax_scale = a.softmax_scale;
-  if (spec.attention.route == Route::Bf16)
-    return launchAttention(spec, nullptr, nullptr, nullptr, &a.q, &a.k, &a.v, a.o, a.lse, a.stream);
+  return spec;
+}
 
+namespace {
+engine_detail::ForwardShape forwardShape(const TensorDesc &q, const TensorDesc &k) {
+  engine_detail::ForwardShape s;
+  s.batch = static_cast<int>(q.shape[0]), s.heads_q = static_cast<int>(q.shape[1]);
+  s.heads_kv = static_cast<int>(k.shape[1]), s.seqlen_q = static_cast<int>(q.shape[2]);
+  s.seqlen_k = static_cast<int>(k.shape[2]), s.head_dim = static_cast<int>(q.shape[3]);
+  return s;
+}
+} // namespace
+
+llvm::Error Engine::growWorkspace(const engine_detail::WorkspaceLayout &layout) {
   Workspace &w = *workspace_;
-  const QuantFormat v_format = spec.attention.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
-  if (auto err = quantizeInto(a.q, QuantFormat::Nvfp4, "q", a.stream, w.q, w.amax_partial, w.nonfinite))
+  if (w.buffer.size() >= layout.total)
+    return llvm::Error::success();
+  // (zeroed once when allocated: the counters' starting state; a synchronous fill, done before
+  // any stream's launch on it)
+  if (auto err = engine_detail::ensureBytes(driver_, w.buffer, layout.total, /*zeroed=*/true))
     return err;
-  if (auto err = quantizeInto(a.k, QuantFormat::Nvfp4, "k", a.stream, w.k, w.amax_partial, w.nonfinite))
+  w.counters_zero_bytes = w.buffer.size();
+  return llvm::Error::success();
+}
+
+llvm::Error Engine::forward(const ForwardArgs &a) {
+  bool empty = false;
+  if (auto err = checkForwardArgs(a, empty))
     return err;
-  if (auto err = quantizeInto(a.v, v_format, "v", a.stream, w.v, w.amax_partial, w.nonfinite))
+  if (empty)
+    return llvm::Error::success();
+  if (a.k.shape[2] == 0)
+    return writeNoKeysResult(a.o, a.lse, a.stream);
+  auto spec = forwardSpec(a);
+  if (!spec)
+    return spec.takeError();
+  const engine_detail::WorkspaceLayout layout = engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true);
+  if (auto err = growWorkspace(layout))
     return err;
-  return launchAttention(spec, &w.q, &w.k, &w.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
+  return forwardOn(a, *spec, layout, workspace_->buffer.address(), /*engine_workspace=*/true);
+}
+
+llvm::Expected<std::size_t> Engine::workspaceSize(const ForwardArgs &a) const {
+  if (auto err = runtime::validateForwardShapes(a.q, a.k, a.v, a.o, a.lse))
+    return err;
+  if (runtime::isEmpty(a.q) || a.k.shape[2] == 0)
+    return std::size_t(0);
+  auto spec = forwardSpec(a);
+  if (!spec)
+    return spec.takeError();
+  return engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true).total;
+}
+
+llvm::Error Engine::forward(const ForwardArgs &a, std::uint64_t workspace, std::size_t workspace_bytes) {
+  bool empty = false;
+  if (auto err = checkForwardArgs(a, empty))
+    return err;
+  if (empty)
+    return llvm::Error::success();
+  if (a.k.shape[2] == 0)
+    return writeNoKeysResult(a.o, a.lse, a.stream);
+  auto spec = forwardSpec(a);
+  if (!spec)
+    return spec.takeError();
+  const engine_detail::WorkspaceLayout layout = engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true);
+  if (workspace_bytes < layout.total)
+    return fail(llvm::formatv("forward: the workspace holds {0} bytes; this call needs {1} (workspaceSize)",
+                              workspace_bytes, layout.total));
+  if (workspace % engine_detail::kWorkspaceAlignment != 0)
+    return fail(llvm::formatv("forward: the workspace address {0:x} is not {1}-byte aligned", workspace,
+                              engine_detail::kWorkspaceAlignment));
+  if (auto err = checkDeviceMemory(workspace, layout.total, "workspace"))
+    return err;
+  return forwardOn(a, *spec, layout, workspace, /*engine_workspace=*/false);
+}
+
+llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, const engine_detail::WorkspaceLayout &layout,
+                              std::uint64_t workspace, bool engine_workspace) {
+  const bool counters_zero = engine_workspace && workspace_->counters_zero_bytes >= layout.counters.bytes;
+  if (engine_workspace) // the kernels leave the counters zero; every other part is written below
+    workspace_->counters_zero_bytes = layout.counters.bytes;
+  if (spec.attention.route == Route::Bf16) {
+    if (config_.nonfinite == runtime::NonFinitePolicy::Check)
+      if (auto err = checkFiniteBf16(a))
+        return err;
+    return launchAttention(spec, nullptr, nullptr, nullptr, &a.q, &a.k, &a.v, a.o, a.lse, a.stream, layout, workspace,
+                           counters_zero);
+  }
+  const engine_detail::ForwardShape s = forwardShape(a.q, a.k);
+  using engine_detail::operandAt;
+  const auto q = operandAt(workspace, layout.q, QuantFormat::Nvfp4, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
+  const auto k = operandAt(workspace, layout.k, QuantFormat::Nvfp4, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  const auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
+                           s.seqlen_k, s.head_dim);
+  if (auto err = quantizeOperand(a.q, q, "q", a.stream))
+    return err;
+  if (auto err = quantizeOperand(a.k, k, "k", a.stream))
+    return err;
+  if (auto err = quantizeOperand(a.v, v, "v", a.stream))
+    return err;
+  return launchAttention(spec, &q, &k, &v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream, layout, workspace,
+                         counters_zero);
 }
 
 llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
@@ -102,14 +199,30 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
   }
   if (a.softmax_scale != 0.0f)
     spec.attention.softmax_scale = a.softmax_scale;
-  return launchAttention(spec, a.q, a.k, a.v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream);
+  engine_detail::ForwardShape shape;
+  shape.batch = a.q->batch, shape.heads_q = a.q->heads, shape.heads_kv = a.k->heads;
+  shape.seqlen_q = a.q->seqlen, shape.seqlen_k = a.k->seqlen, shape.head_dim = a.q->head_dim;
+  const engine_detail::WorkspaceLayout layout = engine_detail::workspaceLayout(spec, shape, false);
+  if (auto err = growWorkspace(layout))
+    return err;
+  const bool counters_zero = workspace_->counters_zero_bytes >= layout.counters.bytes;
+  workspace_->counters_zero_bytes = layout.counters.bytes;
+  auto view = [](const QuantizedTensor &t) {
+    engine_detail::QuantizedOperand o;
+    o.format = t.format;
+    o.batch = t.batch, o.heads = t.heads, o.seqlen = t.seqlen, o.head_dim = t.head_dim;
+    o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
+    o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
+    return o;
+  };
+  const auto q = view(*a.q), k = view(*a.k), v = view(*a.v);
+  return launchAttention(spec, &q, &k, &v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream, layout,
+                         workspace_->buffer.address(), counters_zero);
 }
 
 namespace {
 
-using engine_detail::ensureBytes;
-
-// The entry point of a wgmma kernel's widening pass by its name suffix (emit_attention.cpp).
+// An attention kernel's second entry point by its name suffix (emit_attention.cpp).
 const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
   for (const EntryPoint &e : compiled.emitted.entries)
     if (llvm::StringRef(e.name).endswith(suffix))
@@ -118,6 +231,24 @@ const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::Stri
 }
 
 } // namespace
+
+// The pass that makes NaN the output rows a non-finite input reaches (attention/nonfinite_rows.cuh),
+// after the attention entry point on the same stream.
+llvm::Error Engine::launchNonFiniteRows(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                                        device::attention::AttentionParams &p, void *stream) {
+  const EntryPoint *entry = widenEntry(compiled, "_nonfinite_rows");
+  if (!entry)
+    return fail(llvm::formatv("forward: kernel {0} has no _nonfinite_rows entry point", compiled.emitted.name));
+  auto pass = kernel(spec, entry->name);
+  if (!pass)
+    return pass.takeError();
+  runtime::LaunchConfig launch;
+  launch.grid = {unsigned(p.heads_q), unsigned(p.batch), 1};
+  launch.block = {unsigned(entry->threads), 1, 1};
+  launch.stream = stream;
+  void *args[] = {&p};
+  return pass->launch(launch, args);
+}
 
 // A widening pass of a wgmma kernel: launches the entry point named `suffix` on `grid` (128
 // threads, no shared memory), which writes the images p points at.
@@ -138,9 +269,12 @@ llvm::Error Engine::launchWidening(const KernelSpec &spec, const runtime::Compil
   return widen->launch(launch, args);
 }
 
-llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
-                                    const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
-                                    const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream) {
+llvm::Error Engine::launchAttention(const KernelSpec &spec, const engine_detail::QuantizedOperand *q,
+                                    const engine_detail::QuantizedOperand *k, const engine_detail::QuantizedOperand *v,
+                                    const TensorDesc *bq, const TensorDesc *bk, const TensorDesc *bv,
+                                    const TensorDesc &o, std::uint64_t lse, void *stream,
+                                    const engine_detail::WorkspaceLayout &layout, std::uint64_t workspace,
+                                    bool counters_zero) {
   namespace da = device::attention;
   if (spec.family != KernelFamily::AttentionForward)
     return fail("forward: the spec is not an attention-forward spec");
@@ -166,12 +300,14 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   da::AttentionParams p{};
   if (quantized) {
     const QuantStrides qs = quantStrides(*q), ks = quantStrides(*k), vs = quantStrides(*v);
-    p.q = q->payload.address(), p.k = k->payload.address(), p.v = v->payload.address();
-    p.q_sf = q->scales.address(), p.k_sf = k->scales.address();
-    p.v_sf = v->format == QuantFormat::Mxfp4 ? v->scales.address() : 0;
-    p.q_global_scale = q->head_scalar.address(), p.k_global_scale = k->head_scalar.address();
-    p.v_scale = v->format == QuantFormat::Fp8PerHead ? v->head_scalar.address() : 0;
-    p.v_shift = v->format == QuantFormat::Mxfp4 ? v->head_scalar.address() : 0;
+    p.q = q->payload, p.k = k->payload, p.v = v->payload;
+    p.q_sf = q->scales, p.k_sf = k->scales;
+    p.v_sf = v->format == QuantFormat::Mxfp4 ? v->scales : 0;
+    p.q_global_scale = q->head_scalar, p.k_global_scale = k->head_scalar;
+    p.v_scale = v->format == QuantFormat::Fp8PerHead ? v->head_scalar : 0;
+    p.v_shift = v->format == QuantFormat::Mxfp4 ? v->head_scalar : 0;
+    p.q_nonfinite_rows = q->nonfinite_rows, p.k_nonfinite_rows = k->nonfinite_rows;
+    p.v_nonfinite_rows = v->nonfinite_rows;
     p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
     p.k_batch_stride = ks.batch, p.k_head_stride = ks.head, p.k_row_stride = ks.row;
     p.v_batch_stride = vs.batch, p.v_head_stride = vs.head, p.v_row_stride = vs.row;
@@ -199,31 +335,27 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
   // The persistent FP8-fed kernel may write its images itself (attention_sm90/widen_ahead.cuh):
   // then no pass runs, and its counters start at zero (each launch leaves them so).
   const bool fused = fusesWidening(as);
-  if (fused) {
-    const std::size_t words = 2 + std::size_t(p.batch) * std::size_t(p.heads_kv);
-    if (auto err = ensureBytes(driver_, workspace_->widen_state, words * sizeof(std::uint32_t), /*zeroed=*/true))
+  const bool counters = fused || (as.tile.schedule.persistent && handsOutWorkTiles(as));
+  if (counters && !counters_zero)
+    if (auto err = driver_.check(driver_.api().cuMemsetD8Async(workspace + layout.counters.offset, 0,
+                                                               layout.counters.bytes, static_cast<CUstream>(stream)),
+                                 "cuMemsetD8Async"))
       return err;
-    p.widen_state = workspace_->widen_state.address();
-  }
+  if (fused)
+    p.widen_state = workspace + layout.counters.offset + layout.widen_state_offset;
   // The images live in the workspace either way: written by the passes launched below, or by the
   // kernel itself while its consumers compute.
   std::array<unsigned, 3> kv_grid{}, q_grid{};
   if (as.tile.staging.kv == KvStaging::Prewidened) {
     // Every K/V tile's shared-memory image (attention_sm90/widen_kv.cuh), [B*Hkv][tiles][stage].
     const unsigned tiles = unsigned((p.seqlen_k + as.tile.shape.block_n - 1) / as.tile.shape.block_n);
-    const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_kv) * tiles * std::size_t(wgmmaStageBytes(as));
-    if (auto err = ensureBytes(driver_, workspace_->kv_tiles, bytes))
-      return err;
-    p.kv_tiles = workspace_->kv_tiles.address();
+    p.kv_tiles = workspace + layout.kv_tiles.offset;
     kv_grid = {tiles, unsigned(p.heads_kv), unsigned(p.batch)};
   }
   if (as.tile.schedule.persistent && !tensor_maps) { // a TensorMap kernel's producer loads Q blocks by TMA too
     // Every block_m-row Q block's image (attention_sm90/widen_q.cuh), [B*Hq][blocks][Q tile].
     const unsigned blocks = unsigned((p.seqlen_q + as.tile.shape.block_m - 1) / as.tile.shape.block_m);
-    const std::size_t bytes = std::size_t(p.batch) * std::size_t(p.heads_q) * blocks * std::size_t(wgmmaQTileBytes(as));
-    if (auto err = ensureBytes(driver_, workspace_->q_tiles, bytes))
-      return err;
-    p.q_tiles = workspace_->q_tiles.address();
+    p.q_tiles = workspace + layout.q_tiles.offset;
     q_grid = {blocks, unsigned(p.heads_q), unsigned(p.batch)};
   }
   if (!fused && kv_grid[0] != 0)
@@ -250,16 +382,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
       // tickets run up to work + grid.
       if (work + sms > std::uint64_t(INT32_MAX))
         return fail(llvm::formatv("forward: {0} work tiles exceed the persistent causal kernel's tickets", work));
-      if (workspace_->work_counter.size() == 0) {
-        auto counter = runtime::DeviceBuffer::allocate(driver_, 2 * sizeof(std::int32_t));
-        if (!counter)
-          return counter.takeError();
-        const std::int32_t zeros[2] = {0, 0}; // (a synchronous copy: done before any stream's launch)
-        if (auto err = counter->copyFromHost(zeros, sizeof(zeros)))
-          return err;
-        workspace_->work_counter = std::move(*counter);
-      }
-      p.work_counter = workspace_->work_counter.address();
+      p.work_counter = workspace + layout.counters.offset;
     }
   }
   launch.block = {unsigned(entry.threads), 1, 1};
@@ -288,7 +411,9 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const QuantizedTenso
     return kern->launch(launch, args);
   }
   void *args[] = {&p};
-  return kern->launch(launch, args);
+  if (auto err = kern->launch(launch, args))
+    return err;
+  return quantized ? launchNonFiniteRows(spec, **compiled, p, stream) : llvm::Error::success();
 }
 
 } // namespace fa4jit

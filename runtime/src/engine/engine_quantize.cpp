@@ -1,5 +1,6 @@
 // Engine::quantize: the two-pass GPU quantizer (per-head amax, then encode) of
-// templates/fa4jit/quantize, into the exchange layouts of docs/NUMERICS.md §1.
+// templates/fa4jit/quantize, into the exchange layouts of docs/NUMERICS.md §1, and the
+// NonFinitePolicy applied to what the passes recorded.
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/codegen/heuristics.h"
@@ -7,11 +8,12 @@
 #include "fa4jit/runtime/forward_validate.h"
 
 #include "engine/workspace_buffers.h"
+#include "engine/workspace_layout.h"
 #include "toolchain/driver_api.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
-#include <algorithm>
+#include <vector>
 
 namespace fa4jit {
 
@@ -19,42 +21,65 @@ namespace {
 llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
-} // namespace
 
-llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantFormat format, const char *what,
-                                                 void *stream) {
-  QuantizedTensor out;
-  runtime::DeviceBuffer amax_partial, nonfinite;
-  if (auto err = quantizeInto(x, format, what, stream, out, amax_partial, nonfinite))
-    return err;
-  return out;
-}
-
-namespace {
-// (a quantizer's buffer is never empty: a 0-byte tensor part still gets a valid address)
-llvm::Error reserve(runtime::CudaDriver &driver, runtime::DeviceBuffer &buffer, std::size_t bytes) {
-  return engine_detail::ensureBytes(driver, buffer, std::max<std::size_t>(bytes, 16));
-}
-} // namespace
-
-llvm::Error Engine::quantizeInto(const TensorDesc &x, QuantFormat format, const char *what, void *stream,
-                                 QuantizedTensor &out, runtime::DeviceBuffer &amax_partial,
-                                 runtime::DeviceBuffer &nonfinite) {
-  namespace dq = device::quantize;
+llvm::Error checkQuantizeInput(const TensorDesc &x, QuantFormat format, const char *what) {
   if (format == QuantFormat::Bf16)
     return fail(llvm::formatv("{0}: bf16 is not a quantized format", what));
   if (x.dtype != DType::BF16 && x.dtype != DType::F32)
     return fail(llvm::formatv("{0}: quantizer input must be bf16 or f32", what));
   if (auto err = runtime::validateTensor(x, what, x.dtype))
     return err;
-  if (auto err = checkTensorMemory(x, what))
+  if (x.shape[0] * x.shape[1] > 65535)
+    return fail(llvm::formatv("{0}: batch x heads = {1} exceeds 65535", what, x.shape[0] * x.shape[1]));
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantFormat format, const char *what,
+                                                 void *stream) {
+  QuantizedTensor out;
+  if (auto err = quantize(x, format, out, what, stream))
+    return err;
+  return out;
+}
+
+llvm::Error Engine::quantize(const TensorDesc &x, QuantFormat format, QuantizedTensor &into, const char *what,
+                             void *stream) {
+  if (auto err = checkQuantizeInput(x, format, what))
     return err;
   const int B = static_cast<int>(x.shape[0]), H = static_cast<int>(x.shape[1]);
   const int S = static_cast<int>(x.shape[2]), D = static_cast<int>(x.shape[3]);
-  if (B * H > 65535)
-    return fail(llvm::formatv("{0}: batch x heads = {1} exceeds 65535", what, B * H));
+  engine_detail::QuantizedOperandLayout parts;
+  engine_detail::layOutQuantized(format, B * H, S, D, 0, parts);
+  // Buffers that already hold enough are kept: a steady stream of calls allocates nothing.
+  for (const auto &[buffer, extent] :
+       {std::pair{&into.payload, parts.payload}, {&into.scales, parts.scales}, {&into.head_scalar, parts.head_scalar},
+        {&into.nonfinite_rows, parts.nonfinite_rows}, {&into.amax_partial, parts.amax_partial}})
+    if (auto err = engine_detail::ensureBytes(driver_, *buffer, extent.bytes))
+      return err;
+  into.format = format;
+  into.batch = B, into.heads = H, into.seqlen = S, into.head_dim = D;
+  engine_detail::QuantizedOperand out;
+  out.format = format;
+  out.batch = B, out.heads = H, out.seqlen = S, out.head_dim = D;
+  out.payload = into.payload.address(), out.scales = into.scales.address();
+  out.head_scalar = into.head_scalar.address(), out.nonfinite_rows = into.nonfinite_rows.address();
+  out.amax_partial = into.amax_partial.address();
+  return quantizeOperand(x, out, what, stream);
+}
 
-  const KernelSpec spec = defaultQuantizeSpec(format, D, target_, x.dtype == DType::F32);
+llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out,
+                                    const char *what, void *stream) {
+  namespace dq = device::quantize;
+  if (auto err = checkQuantizeInput(x, out.format, what))
+    return err;
+  const int B = out.batch, H = out.heads, S = out.seqlen, D = out.head_dim;
+  if (S == 0 || B * H == 0)
+    return llvm::Error::success();
+  if (auto err = checkTensorMemory(x, what))
+    return err;
+
+  const KernelSpec spec = defaultQuantizeSpec(out.format, D, target_, x.dtype == DType::F32);
   auto compiled = jit_->get(spec);
   if (!compiled)
     return compiled.takeError();
@@ -69,40 +94,20 @@ llvm::Error Engine::quantizeInto(const TensorDesc &x, QuantFormat format, const 
   if (!encodeKernel)
     return encodeKernel.takeError();
 
-  const int f = static_cast<int>(format);
-  out.format = format;
-  out.batch = B, out.heads = H, out.seqlen = S, out.head_dim = D;
-  // Buffers that already hold enough are reused: a steady stream of calls allocates nothing.
-  const int chunks = dq::quantizeDefaultAmaxChunks(B, H, S);
-  if (auto err = reserve(driver_, out.payload, std::size_t(B) * H * dq::quantizePayloadBytesPerHead(f, D, S)))
-    return err;
-  if (auto err = reserve(driver_, out.scales, std::size_t(B) * H * dq::quantizeScaleBytesPerHead(f, D, S)))
-    return err;
-  if (auto err = reserve(driver_, out.head_scalar, std::size_t(B) * H * 4))
-    return err;
-  if (auto err = reserve(driver_, amax_partial, std::size_t(B) * H * chunks * 4))
-    return err;
-  if (auto err = reserve(driver_, nonfinite, 4))
-    return err;
-  // (on the caller's stream, ordered before the passes that may set it)
-  if (auto err = driver_.check(driver_.api().cuMemsetD8Async(nonfinite.address(), 0, 4,
-                                                             static_cast<CUstream>(stream)),
-                               "cuMemsetD8Async"))
-    return err;
-
+  const int f = static_cast<int>(out.format);
   dq::QuantizeParams p{};
   p.x = x.data;
-  p.payload = out.payload.address();
-  p.scales = format == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
-  p.head_scalar = out.head_scalar.address();
-  p.amax_partial = amax_partial.address();
-  p.nonfinite = nonfinite.address();
+  p.payload = out.payload;
+  p.scales = out.format == QuantFormat::Fp8PerHead ? 0 : out.scales;
+  p.head_scalar = out.head_scalar;
+  p.amax_partial = out.amax_partial;
+  p.nonfinite_rows = out.nonfinite_rows;
   p.x_batch_stride = x.stride[0], p.x_head_stride = x.stride[1], p.x_row_stride = x.stride[2];
-  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
+  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, B * H, S);
   void *args[] = {&p};
 
   runtime::LaunchConfig amaxLaunch;
-  amaxLaunch.grid = {unsigned(chunks), unsigned(B * H), 1};
+  amaxLaunch.grid = {unsigned(p.amax_chunks), unsigned(B * H), 1};
   amaxLaunch.block = {unsigned(entries[0].threads), 1, 1};
   amaxLaunch.stream = stream;
   if (auto err = amaxKernel->launch(amaxLaunch, args))
@@ -114,18 +119,31 @@ llvm::Error Engine::quantizeInto(const TensorDesc &x, QuantFormat format, const 
   encodeLaunch.stream = stream;
   if (auto err = encodeKernel->launch(encodeLaunch, args))
     return err;
+  if (config_.nonfinite == runtime::NonFinitePolicy::Propagate)
+    return llvm::Error::success(); // the forward makes the rows they reach NaN
 
-  // The flag is read once both passes are done: NaN/Inf inputs are an error, never silent
-  // garbage. The copy itself runs on the legacy stream, which does not wait for a non-blocking
-  // caller stream (PyTorch's, the engine's own Stream), so the caller's stream is waited for first.
+  // Check: the first non-finite row of every head, read once both passes are done. The copy runs
+  // on the legacy stream, which does not wait for a non-blocking caller stream (PyTorch's, the
+  // engine's own Stream), so the caller's stream is waited for first.
   if (auto err = driver_.check(driver_.api().cuStreamSynchronize(static_cast<CUstream>(stream)),
                                "cuStreamSynchronize"))
     return err;
-  int found = 0;
-  if (auto err = nonfinite.copyToHost(&found, 4))
+  std::vector<std::int32_t> first(std::size_t(B) * H);
+  if (auto err = driver_.check(driver_.api().cuMemcpyDtoH(first.data(), out.nonfinite_rows, first.size() * 4),
+                               "cuMemcpyDtoH"))
     return err;
-  if (found)
-    return fail(llvm::formatv("{0}: input holds NaN or Inf; fa4jit quantizes finite values only", what));
+  for (std::size_t bh = 0; bh < first.size(); ++bh)
+    if (first[bh] != dq::kNoNonFiniteRow)
+      return fail(llvm::formatv("{0}: input holds NaN or Inf (first at batch {1}, head {2}, row {3}); the engine "
+                                "checks for them (FA4JIT_CHECK_FINITE, EngineOptions::nonfinite)",
+                                what, bh / H, bh % H, first[bh]));
+  return llvm::Error::success();
+}
+
+llvm::Error Engine::checkFiniteBf16(const ForwardArgs &a) {
+  for (const auto &[t, name] : {std::pair{&a.q, "q"}, {&a.k, "k"}, {&a.v, "v"}})
+    if (auto err = quantize(*t, QuantFormat::Nvfp4, workspace_->check_scratch, name, a.stream))
+      return err;
   return llvm::Error::success();
 }
 

@@ -51,6 +51,9 @@ struct AttentionParams {
   // ticket, then per kv head (b * Hkv + hkv) the pieces of its K/V images written; all zero before
   // each launch and left zero after it. 0 for every other kernel.
   uint64_t widen_state;
+  // Quantized routes: each operand's nonfinite_rows from its quantizer (quantize/params.cuh), read
+  // by the <name>_nonfinite_rows entry point (attention/nonfinite_rows.cuh); 0 = none held NaN/Inf.
+  uint64_t q_nonfinite_rows, k_nonfinite_rows, v_nonfinite_rows;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -72,7 +75,7 @@ struct AttentionParams {
 //   grid  = (ceil(seqlen_q / block_m), heads_q, batch), block = (warps * 32, 1, 1),
 //   dynamic shared memory = attentionSharedBytes(...) below (opt in above 48 KiB with
 //   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES).
-static_assert(sizeof(AttentionParams) == 16 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
+static_assert(sizeof(AttentionParams) == 19 * 8 + 18 * 8 + 6 * 4, "AttentionParams layout changed");
 static_assert(alignof(AttentionParams) == 8, "AttentionParams alignment changed");
 
 // Shared-memory bytes of one CTA. Rows are padded by 16 bytes so that the 8 rows a quad-group of

@@ -1,52 +1,145 @@
 #pragma once
-// Pass 1 of every quantizer: per-head max |x| (the NVFP4 global scale, FP8's s_v and MXFP4's
-// largest block exponent all derive from it) and the non-finite check. Partial maxima per chunk
-// of rows instead of atomics: no workspace to clear, and the result does not depend on timing.
+// Pass 1 of every quantizer: per-head max |x| over the finite elements (the NVFP4 global scale,
+// FP8's s_v and MXFP4's largest block exponent all derive from it) and the rows that hold a NaN
+// or Inf. Partial maxima per chunk of rows instead of atomics: no workspace to clear, and the
+// result does not depend on timing.
 #include "fa4jit/quantize/load.cuh"
 
 namespace fa4jit::device::quantize {
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+FA4JIT_DEVICE int32_t *firstNonFiniteRow(const QuantizeParams &p) { return reinterpret_cast<int32_t *>(p.nonfinite_rows); }
+FA4JIT_DEVICE uint32_t *nonfiniteMask(const QuantizeParams &p, int bh) {
+  return reinterpret_cast<uint32_t *>(p.nonfinite_rows + static_cast<uint64_t>(p.batch) * p.heads * 4) +
+         static_cast<int64_t>(bh) * nonfiniteMaskWords(p.seqlen);
+}
+
+// Whether row `row` of head bh holds a NaN or Inf (the slow path: only runs where one was seen).
+template <class T> FA4JIT_DEVICE bool rowHasNonFinite(const QuantizeParams &p, int bh, int row, bool vec_ok) {
+  const int64_t base = headOffset(p, bh) + static_cast<int64_t>(row) * p.x_row_stride;
+  bool bad = false;
+  for (int c = 0; c < T::kHeadDim; c += T::kVec) {
+    float v[T::kVec];
+    loadRun<T, T::kVec>(p, base + c, vec_ok, v);
+#pragma unroll
+    for (int k = 0; k < T::kVec; ++k)
+      bad |= !isFiniteFloat(v[k]);
+  }
+  return bad;
+}
 
 // grid (amax_chunks, batch * heads), block T::kThreads.
 template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   constexpr int kVecPerRow = T::kHeadDim / T::kVec;
+  // Independent 16-byte loads in flight per thread: enough bytes in flight per SM to cover DRAM
+  // latency at full bandwidth.
+  constexpr int kUnroll = 4;
   const int bh = blockIdx.y;
   const int chunk = blockIdx.x;
-  const int rows_per_chunk = (p.seqlen + p.amax_chunks - 1) / p.amax_chunks;
-  const int r0 = chunk * rows_per_chunk;
+  const int rows_per_chunk = amaxRowsPerChunk(p.seqlen, p.amax_chunks);
+  const int64_t first = static_cast<int64_t>(chunk) * rows_per_chunk;
+  const int r0 = first < p.seqlen ? static_cast<int>(first) : p.seqlen;
   const int r1 = r0 + rows_per_chunk < p.seqlen ? r0 + rows_per_chunk : p.seqlen;
-  const int n = r1 > r0 ? (r1 - r0) * kVecPerRow : 0;
-  const int64_t base = headOffset(p, bh);
+  const int n = (r1 - r0) * kVecPerRow;
+  const int64_t base = headOffset(p, bh) + static_cast<int64_t>(r0) * p.x_row_stride;
   const bool vec_ok = vectorLoadsOk<T>(p);
+  const bool dense = p.x_row_stride == T::kHeadDim; // rows back to back: one flat run
   float m = 0.0f;
   bool bad = false;
-  for (int i = threadIdx.x; i < n; i += T::kThreads) {
-    const int row = r0 + i / kVecPerRow;
-    const int col = (i % kVecPerRow) * T::kVec;
-    float v[T::kVec];
-    loadRun<T, T::kVec>(p, base + row * p.x_row_stride + col, vec_ok, v);
+  for (int i0 = threadIdx.x; i0 < n; i0 += T::kThreads * kUnroll) {
+    float v[kUnroll][T::kVec];
 #pragma unroll
-    for (int k = 0; k < T::kVec; ++k) {
-      bad |= !isFiniteFloat(v[k]);
-      m = fmaxf(m, fabsf(v[k]));
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + u * T::kThreads;
+      if (i < n) {
+        const int64_t off = dense ? static_cast<int64_t>(i) * T::kVec
+                                  : static_cast<int64_t>(i / kVecPerRow) * p.x_row_stride + (i % kVecPerRow) * T::kVec;
+        loadRun<T, T::kVec>(p, base + off, vec_ok, v[u]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < T::kVec; ++k)
+          v[u][k] = 0.0f;
+      }
     }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+      for (int k = 0; k < T::kVec; ++k) {
+        const float a = fabsf(v[u][k]);
+        if (a <= 3.402823466e38f) // finite (NaN compares false)
+          m = fmaxf(m, a);
+        else
+          bad = true;
+      }
   }
   const bool any_bad = __syncthreads_or(bad) != 0;
   m = blockMax<T::kThreads>(m);
-  if (threadIdx.x == 0) {
-    reinterpret_cast<float *>(p.amax_partial)[static_cast<int64_t>(bh) * p.amax_chunks + chunk] = m;
+  // This chunk's words of the row bitmask (r0 is a multiple of 32): zeros, unless a row held a
+  // non-finite element; then each word's 32 rows are checked again.
+  uint32_t *mask = nonfiniteMask(p, bh);
+  const int w0 = r0 / kRowsPerMaskWord;
+  const int w1 = r1 > r0 ? (r1 + kRowsPerMaskWord - 1) / kRowsPerMaskWord : w0; // (a chunk past S: none)
+  for (int w = w0 + static_cast<int>(threadIdx.x); w < w1; w += T::kThreads) {
+    uint32_t bits = 0;
     if (any_bad)
-      atomicOr(reinterpret_cast<int *>(p.nonfinite), 1);
+      for (int r = 0; r < kRowsPerMaskWord && w * kRowsPerMaskWord + r < r1; ++r)
+        if (rowHasNonFinite<T>(p, bh, w * kRowsPerMaskWord + r, vec_ok))
+          bits |= 1u << r;
+    mask[w] = bits;
   }
+  if (threadIdx.x == 0) // the sign bit of a partial (never set by a maximum of |x|) marks the chunk
+    reinterpret_cast<uint32_t *>(p.amax_partial)[static_cast<int64_t>(bh) * p.amax_chunks + chunk] =
+        floatAsBits(m) | (any_bad ? 0x80000000u : 0u);
 }
 
-// Max |x| of head bh from the partials of pass 1; every thread of the CTA must call it.
-template <class T> FA4JIT_DEVICE float headAmax(const QuantizeParams &p, int bh) {
-  const float *partial = reinterpret_cast<const float *>(p.amax_partial) + static_cast<int64_t>(bh) * p.amax_chunks;
+struct HeadAmax {
+  float amax;     // max |x| over the head's finite elements
+  bool nonfinite; // some element of the head is NaN or Inf
+};
+
+// The head's reduction of pass 1's partials; every thread of the CTA must call it.
+template <class T> FA4JIT_DEVICE HeadAmax headAmax(const QuantizeParams &p, int bh) {
+  const uint32_t *partial =
+      reinterpret_cast<const uint32_t *>(p.amax_partial) + static_cast<int64_t>(bh) * p.amax_chunks;
   float m = 0.0f;
-  for (int i = threadIdx.x; i < p.amax_chunks; i += T::kThreads)
-    m = fmaxf(m, partial[i]);
-  return blockMax<T::kThreads>(m);
+  bool bad = false;
+  for (int i = threadIdx.x; i < p.amax_chunks; i += T::kThreads) {
+    const uint32_t u = partial[i];
+    m = fmaxf(m, bitsAsFloat(u & 0x7FFFFFFFu));
+    bad |= (u >> 31) != 0;
+  }
+  const bool any_bad = __syncthreads_or(bad) != 0;
+  return {blockMax<T::kThreads>(m), any_bad};
 }
+
+// Writes the head's first non-finite row (kNoNonFiniteRow when none) from the row bitmask; one
+// CTA per head calls it, with every thread.
+template <class T> FA4JIT_DEVICE void writeFirstNonFiniteRow(const QuantizeParams &p, int bh, bool any_bad) {
+  __shared__ int first;
+  if (threadIdx.x == 0)
+    first = kNoNonFiniteRow;
+  __syncthreads();
+  if (any_bad) {
+    const uint32_t *mask = nonfiniteMask(p, bh);
+    const int words = static_cast<int>(nonfiniteMaskWords(p.seqlen));
+    for (int w = threadIdx.x; w < words; w += T::kThreads)
+      if (mask[w] != 0u)
+        atomicMin(&first, w * kRowsPerMaskWord + __ffs(static_cast<int>(mask[w])) - 1);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0)
+    firstNonFiniteRow(p)[bh] = first;
+}
+
+// Non-finite elements read as 0 in the encode passes (params.cuh).
+template <int kN> FA4JIT_DEVICE void zeroNonFinite(float (&v)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i)
+    v[i] = isFiniteFloat(v[i]) ? v[i] : 0.0f;
+}
+
+#endif // CUDA compilers
 
 } // namespace fa4jit::device::quantize

@@ -10,7 +10,8 @@ namespace fa4jit::device::quantize {
 template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
-  const float amax = headAmax<T>(p, bh);
+  const HeadAmax head = headAmax<T>(p, bh);
+  const float amax = head.amax;
   // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
   // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
   // like the host.
@@ -27,6 +28,7 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   if (row < p.seqlen) {
     float v[16];
     loadRun<T, 16>(p, headOffset(p, bh) + row * p.x_row_stride + blk * 16, vectorLoadsOk<T>(p), v);
+    zeroNonFinite(v);
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -48,8 +50,11 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   } else if (row < (p.seqlen + 127) / 128 * 128) {
     sf[sf_off] = 0; // padding rows of the last 128-row scale atom
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0)
-    reinterpret_cast<float *>(p.head_scalar)[bh] = g;
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = g;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
 }
 
 } // namespace fa4jit::device::quantize

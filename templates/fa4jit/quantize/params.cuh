@@ -5,11 +5,17 @@
 // layout that host and device share.
 //
 // Two passes per tensor, launched in this order on one stream:
-//   <name>_amax   grid (amax_chunks, batch * heads): per-head partial max |x| into amax_partial,
-//                 and nonfinite = 1 if any input is NaN or Inf;
+//   <name>_amax   grid (amax_chunks, batch * heads): per-head partial max |x| of the finite
+//                 elements into amax_partial, and the row bitmask of nonfinite_rows;
 //   <name>_encode grid quantizeEncodeGrid(...): reduces the partials of its head, then writes the
-//                 payload, the scale factors and the per-head scalar.
-// The caller zeroes *nonfinite before the first pass and turns a 1 into an error (NUMERICS §1).
+//                 payload, the scale factors, the per-head scalar and the head's first non-finite
+//                 row.
+// Neither pass needs a cleared workspace: every word they own is written on every launch.
+//
+// Non-finite inputs (docs/NUMERICS.md §1.3). A NaN or Inf element is encoded as 0 and left out of
+// every maximum (head and block), so the finite elements encode exactly as they would with 0 in
+// its place; nonfinite_rows records which rows held one, for the attention forward (which makes
+// the output rows they reach NaN) or for the engine's checking mode (which makes them an error).
 //
 // Outputs are dense, (batch, head) major, each head's block exactly as the host reference
 // (codegen/block_formats.h) lays out one matrix:
@@ -31,7 +37,8 @@ struct QuantizeParams {
   uint64_t scales;       // output scale factors (NVFP4, MXFP4); 0 for FP8
   uint64_t head_scalar;  // [B*H]: float g (NVFP4), int32 v_shift (MXFP4), float s_v (FP8)
   uint64_t amax_partial; // float [B*H][amax_chunks], workspace written by the amax pass
-  uint64_t nonfinite;    // int32 flag, set to 1 when the input holds NaN or Inf
+  uint64_t nonfinite_rows; // layout nonfiniteRowsBytes: int32 [B*H] first non-finite row of the
+                           // head (INT32_MAX: none), then uint32 [B*H][ceil(S / 32)] row bitmask
   int64_t x_batch_stride, x_head_stride, x_row_stride; // in elements of x
   int32_t batch;
   int32_t heads;
@@ -40,6 +47,18 @@ struct QuantizeParams {
 };
 static_assert(sizeof(QuantizeParams) == 6 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
 static_assert(alignof(QuantizeParams) == 8, "QuantizeParams alignment changed");
+
+// Rows of one word of the non-finite row bitmask.
+constexpr int kRowsPerMaskWord = 32;
+constexpr int32_t kNoNonFiniteRow = 0x7FFFFFFF;
+
+FA4JIT_HD constexpr int64_t nonfiniteMaskWords(int seqlen) {
+  return (static_cast<int64_t>(seqlen) + kRowsPerMaskWord - 1) / kRowsPerMaskWord;
+}
+// Bytes of nonfinite_rows for `heads_total` = batch * heads heads of `seqlen` rows.
+FA4JIT_HD constexpr int64_t nonfiniteRowsBytes(int64_t heads_total, int seqlen) {
+  return heads_total * 4 + heads_total * nonfiniteMaskWords(seqlen) * 4;
+}
 
 // Keys of V^T are padded to a multiple of this (one 4-column scale atom of 32-key blocks).
 constexpr int kVtKeyTile = 128;
@@ -96,9 +115,16 @@ FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threa
                      batch * heads};
 }
 
-// A reasonable amax_chunks: enough CTAs to fill a GPU several times over, at least 8 rows each.
+// Rows of x one CTA of the amax pass covers: whole words of the row bitmask, so that every word has
+// one writer.
+FA4JIT_HD constexpr int amaxRowsPerChunk(int seqlen, int chunks) {
+  const int rows = (seqlen + chunks - 1) / chunks;
+  return (rows + kRowsPerMaskWord - 1) / kRowsPerMaskWord * kRowsPerMaskWord;
+}
+
+// A reasonable amax_chunks: enough CTAs to fill a GPU several times over, at least 32 rows each.
 FA4JIT_HD constexpr int quantizeDefaultAmaxChunks(int batch, int heads, int seqlen) {
-  const int by_rows = (seqlen + 7) / 8;
+  const int by_rows = (seqlen + kRowsPerMaskWord - 1) / kRowsPerMaskWord;
   const int target = (4 * 132 + batch * heads - 1) / (batch * heads);
   const int c = target < by_rows ? target : by_rows;
   return c < 1 ? 1 : c;

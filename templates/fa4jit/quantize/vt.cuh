@@ -23,6 +23,7 @@ FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, 
     float v[T::kVec];
     if (k0 + key < p.seqlen) {
       loadRun<T, T::kVec>(p, base + (k0 + key) * p.x_row_stride + d0 + dv, vec_ok, v);
+      zeroNonFinite(v);
     } else {
 #pragma unroll
       for (int j = 0; j < T::kVec; ++j)

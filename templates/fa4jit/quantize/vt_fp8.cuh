@@ -15,11 +15,15 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   const int64_t skp = quantizePaddedKeys(p.seqlen);
 
   // s_v = amax / 448 in FP32 (1 when that is 0), one division per element: as the host does.
-  float s_v = __fdiv_rn(headAmax<T>(p, bh), 448.0f);
+  const HeadAmax head = headAmax<T>(p, bh);
+  float s_v = __fdiv_rn(head.amax, 448.0f);
   if (!(s_v > 0.0f))
     s_v = 1.0f;
-  if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
-    reinterpret_cast<float *>(p.head_scalar)[bh] = s_v;
+  if (blockIdx.x == 0 && blockIdx.y == 0) {
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = s_v;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
 
   stageVtTile<T>(p, bh, k0, d0, tile);
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;

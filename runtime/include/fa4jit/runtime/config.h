@@ -8,6 +8,8 @@
 //   FA4JIT_DISABLE_CACHE      1/true/yes/on: no disk cache at all
 //   FA4JIT_TUNE               off | on | replay (replay fails on a missing tuning record)
 //   FA4JIT_LOG_LEVEL          trace | debug | info | warn | error | critical | off
+//   FA4JIT_CHECK_FINITE       1/true/yes/on: a NaN or Inf input is an error (the forward then
+//                             synchronizes); default off: it propagates to the rows it reaches
 //   FA4JIT_REPRO_DIR          where failed compiles leave a reproducer (default <cache dir>/repro)
 //   NVRTC_APPEND_FLAGS        NVRTC's own: read here only so that it enters the cache key
 #include "fa4jit/cache/cache_config.h"
@@ -27,10 +29,21 @@ namespace fa4jit::runtime {
 enum class TuneMode { Off, On, Replay };
 const char *tuneModeName(TuneMode mode);
 
+// What a NaN or Inf in an attention input does (docs/NUMERICS.md §1.3).
+enum class NonFinitePolicy {
+  // The output rows it reaches are NaN, as in BF16 attention; no synchronization (the default:
+  // serving runtimes capture the forward in CUDA graphs, which a host check would break).
+  Propagate,
+  // An error naming the tensor, batch, head and row; each quantizer waits for its stream to
+  // read its flags back (for debugging and data validation).
+  Check,
+};
+
 struct RuntimeConfig {
   cache::CacheConfig cache;
   TuneMode tune = TuneMode::Off;
   spdlog::level::level_enum log_level = spdlog::level::warn;
+  NonFinitePolicy nonfinite = NonFinitePolicy::Propagate;
   std::string repro_dir; // empty when no directory could be derived
   // NVRTC_APPEND_FLAGS (read by NVRTC itself behind our options): part of every cache key, so a
   // kernel compiled with extra flags is never served to a process without them, or vice versa.

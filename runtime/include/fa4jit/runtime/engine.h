@@ -34,6 +34,10 @@ namespace fa4jit {
 namespace device::attention {
 struct AttentionParams; // templates/fa4jit/attention/params.cuh
 }
+namespace engine_detail { // runtime/src/engine/workspace_layout.h
+struct QuantizedOperand;
+struct WorkspaceLayout;
+} // namespace engine_detail
 
 enum class DType : uint8_t { BF16, F32 };
 const char *toString(DType t);
@@ -59,6 +63,10 @@ struct QuantizedTensor {
   runtime::DeviceBuffer payload;     // dense per head
   runtime::DeviceBuffer scales;      // SF layout per head (NVFP4, MXFP4); empty for FP8
   runtime::DeviceBuffer head_scalar; // float g | int32 v_shift | float s_v, [batch*heads]
+  // The rows that held a NaN or Inf (encoded as 0): int32 [batch*heads] first such row, then a row
+  // bitmask; the forward makes the output rows they reach NaN (docs/NUMERICS.md §1.3).
+  runtime::DeviceBuffer nonfinite_rows;
+  runtime::DeviceBuffer amax_partial; // the quantizer's per-chunk maxima (scratch)
 };
 
 struct ForwardArgs {
@@ -89,6 +97,8 @@ struct QuantizedForwardArgs {
 struct EngineOptions {
   std::optional<runtime::RuntimeConfig> config; // default: runtime::loadConfig() (FA4JIT_*)
   int device = 0;
+  // Replaces the configuration's policy (FA4JIT_CHECK_FINITE) when set.
+  std::optional<runtime::NonFinitePolicy> nonfinite;
 };
 
 class Engine {
@@ -97,15 +107,30 @@ public:
   ~Engine();
 
   // Quantizes x ([B, H, S, D], BF16 or F32) into `format` (NVFP4 rows for Q/K; MXFP4 or FP8 V^T
-  // for V). A NaN or Inf in x is an error naming the tensor (this synchronizes the stream).
+  // for V) on `stream`. NaN and Inf follow the engine's NonFinitePolicy: recorded in
+  // nonfinite_rows (Propagate), or an error naming the tensor, batch, head and row (Check, which
+  // waits for the stream).
   llvm::Expected<QuantizedTensor> quantize(const TensorDesc &x, QuantFormat format, const char *what = "x",
                                            void *stream = nullptr);
+  // The same into `into`, reusing its buffers where they hold enough: operands quantized again
+  // and again (a KV cache, each step's Q) allocate nothing once they have their size.
+  llvm::Error quantize(const TensorDesc &x, QuantFormat format, QuantizedTensor &into, const char *what = "x",
+                       void *stream = nullptr);
 
-  // Attention forward from BF16 inputs: quantizes as the route needs (into engine workspace),
-  // then runs the attention kernel chosen for the shape. A call with no batch, no query heads or no
-  // queries does nothing; one with no keys writes O = 0 and LSE = -inf (the rule of a fully masked
-  // causal row).
+  // Attention forward from BF16 inputs: quantizes as the route needs (into the engine's
+  // workspace), then runs the attention kernel chosen for the shape, all on args.stream: once a
+  // shape has run, a call allocates nothing and never waits for the device (with the Propagate
+  // policy), so it can be captured in a CUDA graph. A call with no batch, no query heads or no
+  // queries does nothing; one with no keys writes O = 0 and LSE = -inf (the rule of a fully
+  // masked causal row). One forward at a time per Engine (the workspace is shared).
   llvm::Error forward(const ForwardArgs &args);
+  // The same on a workspace the caller owns (as cuDNN and FlashInfer take one): `workspace` is
+  // device memory of at least workspaceSize(args) bytes, 256-byte aligned, whose contents need not
+  // be initialized and which is not used after the stream reaches the end of the call. Calls on
+  // different workspaces and streams may run concurrently.
+  llvm::Error forward(const ForwardArgs &args, std::uint64_t workspace, std::size_t workspace_bytes);
+  // Bytes forward(args, workspace, ...) needs for these arguments (0 for an empty call).
+  llvm::Expected<std::size_t> workspaceSize(const ForwardArgs &args) const;
   // Attention forward on quantized operands (no quantization, no synchronization).
   llvm::Error forward(const QuantizedForwardArgs &args);
 
@@ -116,14 +141,15 @@ public:
   llvm::Expected<KernelSpec> attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
                                               const std::optional<ClassifierSpec> &classifier) const;
 
-  // Device bytes the workspace holds now: quantized operands, widened tile images, counters. It
-  // grows when a larger shape arrives and is reused by every call that fits.
+  // Device bytes the engine's workspace holds now: quantized operands, widened tile images,
+  // counters. It grows when a larger shape arrives and is reused by every call that fits.
   std::size_t workspaceBytes() const;
 
   const runtime::DeviceInfo &device() const { return device_; }
   runtime::CudaDriver &driver() { return driver_; }
   runtime::KernelJit &jit() { return *jit_; }
   const runtime::RuntimeConfig &config() const { return config_; }
+  runtime::NonFinitePolicy nonFinitePolicy() const { return config_.nonfinite; }
   Target target() const { return target_; }
   // The tuning database of this device (system layer, then user layer beside the kernel cache).
   cache::TuningDb &tuningDb() { return *tuning_; }
@@ -137,18 +163,35 @@ private:
   llvm::Error checkDeviceMemory(std::uint64_t address, std::uint64_t bytes, const char *name) const;
   // Every element of `t` (from its first to its last) is such memory.
   llvm::Error checkTensorMemory(const TensorDesc &t, const char *name) const;
-  // quantize() into `out`, reusing its buffers (and the amax and flag scratch) where they hold
-  // enough: what forward() runs on its workspace.
-  llvm::Error quantizeInto(const TensorDesc &x, QuantFormat format, const char *what, void *stream,
-                           QuantizedTensor &out, runtime::DeviceBuffer &amax_partial,
-                           runtime::DeviceBuffer &nonfinite);
+  // Runs the two quantizer passes of x into `out` (whose parts hold enough), then applies the
+  // NonFinitePolicy.
+  llvm::Error quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out, const char *what,
+                              void *stream);
+  // The attention spec of a BF16-input forward (tuned, heuristic or args.spec).
+  llvm::Expected<KernelSpec> forwardSpec(const ForwardArgs &args) const;
+  // forward() after validation, on the workspace at `workspace`, laid out by `layout`.
+  llvm::Error forwardOn(const ForwardArgs &args, const KernelSpec &spec, const engine_detail::WorkspaceLayout &layout,
+                        std::uint64_t workspace, bool engine_workspace);
+  // Validation shared by both BF16-input forwards; `empty` is set for a call with nothing to do.
+  llvm::Error checkForwardArgs(const ForwardArgs &args, bool &empty) const;
   // The result of a forward over no keys: O = 0, LSE = -inf, on the caller's stream.
   llvm::Error writeNoKeysResult(const TensorDesc &o, std::uint64_t lse, void *stream);
+  // The engine's workspace grown to `layout` (never shrunk).
+  llvm::Error growWorkspace(const engine_detail::WorkspaceLayout &layout);
   Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
          std::unique_ptr<runtime::KernelJit> jit, Target target);
-  llvm::Error launchAttention(const KernelSpec &spec, const QuantizedTensor *q, const QuantizedTensor *k,
-                              const QuantizedTensor *v, const TensorDesc *bq, const TensorDesc *bk,
-                              const TensorDesc *bv, const TensorDesc &o, std::uint64_t lse, void *stream);
+  // `counters_zero`: the workspace's counters are known to be zero (else they are zeroed on the
+  // stream first, when the kernel uses them).
+  llvm::Error launchAttention(const KernelSpec &spec, const engine_detail::QuantizedOperand *q,
+                              const engine_detail::QuantizedOperand *k, const engine_detail::QuantizedOperand *v,
+                              const TensorDesc *bq, const TensorDesc *bk, const TensorDesc *bv, const TensorDesc &o,
+                              std::uint64_t lse, void *stream, const engine_detail::WorkspaceLayout &layout,
+                              std::uint64_t workspace, bool counters_zero);
+  llvm::Error launchNonFiniteRows(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
+                                  device::attention::AttentionParams &p, void *stream);
+  // Check policy, bf16 route: the inputs scanned for NaN/Inf by a quantizer (into scratch of the
+  // engine's), an error naming the first.
+  llvm::Error checkFiniteBf16(const ForwardArgs &args);
   llvm::Error launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled, llvm::StringRef suffix,
                              std::array<unsigned, 3> grid, device::attention::AttentionParams &p, void *stream);
 
@@ -159,23 +202,13 @@ private:
   Target target_;
   std::mutex modules_mutex_;
   std::map<std::string, std::unique_ptr<runtime::KernelModule>> modules_; // by cache key
+  // The engine's own workspace (engine_detail::WorkspaceLayout): one allocation, grown when a
+  // larger shape arrives. Its counters start zero when allocated and every launch leaves them
+  // zero; `counters_zero_bytes` says how far that holds after the last forward's other parts.
   struct Workspace {
-    // Quantized operands of the last BF16-input forward, and the quantizers' scratch (per-head
-    // amax partials, the NaN/Inf flag); reused by the next forward wherever they hold enough.
-    QuantizedTensor q, k, v;
-    runtime::DeviceBuffer amax_partial, nonfinite;
-    // Widened K/V tile images of wgmma kernels with KvStaging::Prewidened (grown on demand; one
-    // forward at a time per Engine, like the operands above).
-    runtime::DeviceBuffer kv_tiles;
-    // Q tile images of the persistent wgmma kernel (TileSpec::persistent), likewise. Neither is
-    // used by KvStaging::TensorMap kernels, which load Q, K and V tiles from the tensors by TMA.
-    runtime::DeviceBuffer q_tiles;
-    // The persistent causal wgmma kernel's two work-tile counters (attention_sm90/work_tiles.cuh):
-    // zeroed once when allocated; each launch leaves them zero for the next.
-    runtime::DeviceBuffer work_counter;
-    // The counters of the persistent kernel that widens its own images (TileSpec::fused_widening,
-    // attention_sm90/widen_ahead.cuh): zeroed when allocated; each launch leaves them zero.
-    runtime::DeviceBuffer widen_state;
+    runtime::DeviceBuffer buffer;
+    std::size_t counters_zero_bytes = 0;
+    QuantizedTensor check_scratch; // the Check policy's scan of bf16-route inputs
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;

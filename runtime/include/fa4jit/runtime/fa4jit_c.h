@@ -69,10 +69,20 @@ typedef struct {
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 int fa4jit_engine_create(int device, fa4jit_engine **out);
 void fa4jit_engine_destroy(fa4jit_engine *engine);
-/* Attention forward from BF16 inputs (quantized inside as the route needs). */
+/* Attention forward from BF16 inputs (quantized inside as the route needs), all on args->stream:
+ * once a shape has run it allocates nothing and never waits for the device, so it can be captured
+ * in a CUDA graph. A NaN or Inf input makes the output rows it reaches NaN; with
+ * FA4JIT_CHECK_FINITE=1 it is an error instead (and the call waits for the stream). */
 int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
-/* Quantizes x ([B, H, S, D], BF16 or F32) into `format` on `stream`. A NaN or Inf in x is an error
- * naming the tensor (this waits for the stream). */
+/* Bytes of workspace fa4jit_forward_with_workspace needs for these arguments. */
+int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t *out);
+/* fa4jit_forward on a workspace the caller owns: device memory of at least fa4jit_workspace_size
+ * bytes, 256-byte aligned, uninitialized, free again once the stream passes the call. */
+int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t workspace,
+                                  uint64_t workspace_bytes);
+/* Quantizes x ([B, H, S, D], BF16 or F32) into `format` on `stream`. A NaN or Inf in x is encoded
+ * as 0 and recorded, so that a forward makes the rows it reaches NaN; with FA4JIT_CHECK_FINITE=1
+ * it is an error naming the tensor, batch, head and row (this waits for the stream). */
 int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
                     fa4jit_quantized **out);
 void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
