@@ -38,6 +38,10 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(fa4jit_forward_quantized(nullptr, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("must not be NULL") != std::string::npos);
   CHECK(fa4jit_engine_workspace_bytes(nullptr, nullptr) == FA4JIT_ERROR);
+  CHECK(fa4jit_workspace_size(nullptr, nullptr, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("fa4jit_workspace_size: engine, args and out") != std::string::npos);
+  CHECK(fa4jit_forward_with_workspace(nullptr, nullptr, 0, 0) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("fa4jit_forward_with_workspace: engine and args") != std::string::npos);
   fa4jit_quantized_destroy(nullptr); // (a no-op, as free)
 }
 
@@ -81,6 +85,25 @@ TEST_CASE("C API: quantize once, attend many times, on the GPU", "[gpu][c-api]")
   uint64_t bytes = 0;
   REQUIRE(fa4jit_engine_workspace_bytes(e, &bytes) == FA4JIT_OK);
   CHECK(bytes > 0); // (the widened tile images of the wgmma kernel at least)
+
+  // From BF16 on a workspace of the caller's: the same bits as on the engine's.
+  fa4jit_forward_args f = {};
+  f.q = f.k = f.v = t;
+  f.o = a.o;
+  f.route = FA4JIT_ROUTE_DIRECTP;
+  f.causal = 1;
+  REQUIRE(fa4jit_forward(e, &f) == FA4JIT_OK);
+  const std::vector<uint16_t> engine_ws = fa4jit::testing::download<uint16_t>(ob, n);
+  uint64_t need = 0;
+  REQUIRE(fa4jit_workspace_size(e, &f, &need) == FA4JIT_OK);
+  REQUIRE(need > 0);
+  std::vector<uint8_t> junk(need, 0xA5); // (uninitialized memory is allowed)
+  const fa4jit::runtime::DeviceBuffer ws = fa4jit::testing::upload(junk.data(), need);
+  CHECK(fa4jit_forward_with_workspace(e, &f, ws.address(), need - 1) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("needs " + std::to_string(need)) != std::string::npos);
+  CHECK(fa4jit_forward_with_workspace(e, &f, ws.address() + 16, need - 16) == FA4JIT_ERROR);
+  REQUIRE(fa4jit_forward_with_workspace(e, &f, ws.address(), need) == FA4JIT_OK);
+  CHECK(fa4jit::testing::download<uint16_t>(ob, n) == engine_ws);
   fa4jit_quantized_destroy(q), fa4jit_quantized_destroy(k), fa4jit_quantized_destroy(v);
   fa4jit_engine_destroy(e);
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Shared pieces of the [gpu] tests: one Engine per process, fresh random BF16 tensors (the seed
-// is printed so a failure can be replayed with FA4JIT_TEST_SEED... no: the seed is part of the
-// failure message), uploads and downloads. Never zeros: inputs are Gaussian, outputs poisoned.
+// Shared pieces of the [gpu] tests: one Engine per process, fresh random BF16 tensors (a test
+// names its seed in its failure messages), uploads, downloads and the arguments of a forward over
+// dense tensors. Never zeros: inputs are Gaussian, outputs poisoned.
 #include "fa4jit/codegen/formats.h"
 #include "fa4jit/runtime/engine.h"
 
@@ -63,5 +63,27 @@ template <class T> std::vector<T> download(const runtime::DeviceBuffer &buf, std
 }
 
 inline std::string errorText(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+// Dense (contiguous [B, H, S, D]) BF16 tensors for one forward: q and o [B, Hq, Sq, D], k and v
+// [B, Hkv, Sk, D], lse float [B, Hq, Sq].
+struct DenseShape {
+  int batch = 1, heads_q = 1, heads_kv = 1, seqlen_q = 1, seqlen_k = 1, head_dim = 128;
+  std::size_t qElems() const { return std::size_t(batch) * heads_q * seqlen_q * head_dim; }
+  std::size_t kvElems() const { return std::size_t(batch) * heads_kv * seqlen_k * head_dim; }
+  std::size_t rows() const { return std::size_t(batch) * heads_q * seqlen_q; }
+};
+
+inline ForwardArgs denseForwardArgs(const DenseShape &s, std::uint64_t q, std::uint64_t k, std::uint64_t v,
+                                    std::uint64_t o, std::uint64_t lse, Route route, bool causal) {
+  ForwardArgs a;
+  a.q = TensorDesc::contiguous(q, DType::BF16, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
+  a.k = TensorDesc::contiguous(k, DType::BF16, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  a.v = TensorDesc::contiguous(v, DType::BF16, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  a.o = TensorDesc::contiguous(o, DType::BF16, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
+  a.lse = lse;
+  a.route = route;
+  a.causal = causal;
+  return a;
+}
 
 } // namespace fa4jit::testing

@@ -42,6 +42,12 @@
   X(cuPointerGetAttributes)                                                                        \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
+  X(cuStreamBeginCapture)                                                                          \
+  X(cuStreamEndCapture)                                                                            \
+  X(cuGraphInstantiateWithFlags)                                                                   \
+  X(cuGraphLaunch)                                                                                 \
+  X(cuGraphExecDestroy)                                                                            \
+  X(cuGraphDestroy)                                                                                \
   X(cuStreamSynchronize)                                                                           \
   X(cuEventCreate)                                                                                 \
   X(cuEventDestroy)                                                                                \

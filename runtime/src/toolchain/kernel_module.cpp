@@ -122,7 +122,7 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
   }
   // (the occupancy of a kernel not yet allowed its shared memory would be 0)
   if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
-    return std::move(e);
+    return e;
   CUlaunchConfig launch{};
   launch.gridDimX = config.cluster.x, launch.gridDimY = config.cluster.y, launch.gridDimZ = config.cluster.z;
   launch.blockDimX = config.block.x, launch.blockDimY = config.block.y, launch.blockDimZ = config.block.z;
