@@ -1,6 +1,7 @@
 #pragma once
 // O_out = BF16(O / l * f), LSE = (m + log2(l) - off) * ln 2 (NUMERICS.md §2.4). Rows without a
-// visible key (l = 0) get O = 0 and LSE = -inf.
+// visible key (l = 0) get O = 0 and LSE = -inf; a NaN l (a NaN input on the bf16 route) leaves
+// the row NaN (NUMERICS.md §1.3).
 #include "fa4jit/attention/config.cuh"
 #include "fa4jit/attention/mma.cuh"
 #include "fa4jit/attention/softmax.cuh"
@@ -23,13 +24,13 @@ FA4JIT_DEVICE void writeOutput(const float (&o)[AttentionTraits<C>::kOTiles][4],
     uint16_t *dst = o_rows + row * o_row_stride + 2 * q;
 #pragma unroll
     for (int dt = 0; dt < T::kOTiles; ++dt) {
-      const float v0 = l > 0.0f ? o[dt][2 * r] / l * f : 0.0f;
-      const float v1 = l > 0.0f ? o[dt][2 * r + 1] / l * f : 0.0f;
+      const float v0 = l != 0.0f ? o[dt][2 * r] / l * f : 0.0f;
+      const float v1 = l != 0.0f ? o[dt][2 * r + 1] / l * f : 0.0f;
       *reinterpret_cast<uint32_t *>(dst + dt * 8) = packBf16x2(v0, v1);
     }
     if (lse_rows != nullptr && q == 0) {
       constexpr float kLn2 = 0.693147180559945309f;
-      lse_rows[row] = l > 0.0f ? (st.m[r] + log2f(l) - static_cast<float>(T::kLseOffset)) * kLn2 : negInf();
+      lse_rows[row] = l != 0.0f ? (st.m[r] + log2f(l) - static_cast<float>(T::kLseOffset)) * kLn2 : negInf();
     }
   }
 }

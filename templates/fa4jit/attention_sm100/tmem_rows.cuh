@@ -32,7 +32,7 @@ template <class C>
 FA4JIT_DEVICE void sm100WriteOutput(uint32_t o_warp_tmem, bool have_o, const Sm100Row &r, float f, uint16_t *o_row,
                                     float *lse, bool row_valid) {
   using T = Sm100AttentionTraits<C>;
-  const bool live = have_o && r.l > 0.0f;
+  const bool live = have_o && r.l != 0.0f; // (a NaN l, from a NaN input, keeps the row NaN)
 #pragma unroll 1
   for (int c = 0; c < T::kHeadDim; c += 32) {
     uint32_t v[32];

@@ -10,25 +10,28 @@ namespace fa4jit::device::quantize {
 template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
+  const int row = blockIdx.x * T::kRowsPerCta + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
+  const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
+  // The block's values are loaded before the head's maximum is reduced (that reduction waits at
+  // CTA barriers, which loads cannot cross): both latencies overlap.
+  float v[16];
+  if (row < p.seqlen) {
+    loadRun<T, 16>(p, headOffset(p, bh) + row * p.x_row_stride + blk * 16, vectorLoadsOk<T>(p), v);
+    zeroNonFinite(v);
+  }
   const HeadAmax head = headAmax<T>(p, bh);
-  const float amax = head.amax;
   // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
   // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
   // like the host.
-  float g = __fdiv_rn(amax, 448.0f * 6.0f);
+  float g = __fdiv_rn(head.amax, 448.0f * 6.0f);
   if (!(g > 0.0f))
     g = 1.0f;
   const float six_g = __fmul_rn(6.0f, g);
 
-  const int row = blockIdx.x * T::kRowsPerCta + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
-  const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
   uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
   const int64_t sf_off = scaleFactorOffset(row, blk, T::kBlocksPerRow);
   if (row < p.seqlen) {
-    float v[16];
-    loadRun<T, 16>(p, headOffset(p, bh) + row * p.x_row_stride + blk * 16, vectorLoadsOk<T>(p), v);
-    zeroNonFinite(v);
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)

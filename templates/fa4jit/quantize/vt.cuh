@@ -15,23 +15,34 @@ namespace fa4jit::device::quantize {
 template <class T>
 FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, float (*tile)[T::kTilePitch]) {
   constexpr int kVecPerRow = T::kDims / T::kVec;
+  // Every load of the thread is issued before the first shared-memory store: bytes in flight.
+  constexpr int kLoads = kVtKeyTile * kVecPerRow / T::kThreads;
+  static_assert(kLoads * T::kThreads == kVtKeyTile * kVecPerRow, "a tile is a whole number of loads per thread");
   const bool vec_ok = vectorLoadsOk<T>(p);
   const int64_t base = headOffset(p, bh);
-  for (int i = threadIdx.x; i < kVtKeyTile * kVecPerRow; i += T::kThreads) {
+  float v[kLoads][T::kVec];
+#pragma unroll
+  for (int l = 0; l < kLoads; ++l) {
+    const int i = static_cast<int>(threadIdx.x) + l * T::kThreads;
     const int key = i / kVecPerRow;
     const int dv = (i % kVecPerRow) * T::kVec;
-    float v[T::kVec];
     if (k0 + key < p.seqlen) {
-      loadRun<T, T::kVec>(p, base + (k0 + key) * p.x_row_stride + d0 + dv, vec_ok, v);
-      zeroNonFinite(v);
+      loadRun<T, T::kVec>(p, base + (k0 + key) * p.x_row_stride + d0 + dv, vec_ok, v[l]);
     } else {
 #pragma unroll
       for (int j = 0; j < T::kVec; ++j)
-        v[j] = 0.0f;
+        v[l][j] = 0.0f;
     }
+  }
+#pragma unroll
+  for (int l = 0; l < kLoads; ++l) {
+    const int i = static_cast<int>(threadIdx.x) + l * T::kThreads;
+    const int key = i / kVecPerRow;
+    const int dv = (i % kVecPerRow) * T::kVec;
+    zeroNonFinite(v[l]);
 #pragma unroll
     for (int j = 0; j < T::kVec; ++j)
-      tile[dv + j][key] = v[j];
+      tile[dv + j][key] = v[l][j];
   }
   __syncthreads();
 }

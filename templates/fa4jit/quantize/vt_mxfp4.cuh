@@ -19,14 +19,13 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
 
   // v_shift = (largest block exponent of the head) - 6 = mxBlockExponent(head amax) - 6, since
   // floor and the clamp are monotone: the largest block of V^T then widens to E4M3 exactly.
+  stageVtTile<T>(p, bh, k0, d0, tile); // (before the head reduction: latencies overlap)
   if (blockIdx.x == 0 && blockIdx.y == 0) {
     const HeadAmax head = headAmax<T>(p, bh);
     if (threadIdx.x == 0)
       reinterpret_cast<int32_t *>(p.head_scalar)[bh] = mxBlockExponent(head.amax) - 6;
     writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
   }
-
-  stageVtTile<T>(p, bh, k0, d0, tile);
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
   float v[32];
