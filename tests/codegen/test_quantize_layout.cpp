@@ -48,14 +48,26 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
       for (int s : {1, 33, 128, 300}) {
         const dq::Grid3 n = dq::quantizeEncodeGrid(0, d, threads, 2, 3, s);
         // NVFP4: rows up to S padded to 128 (their scale bytes are zero padding).
-        CHECK(int64_t(n.x) * dq::nvfp4RowsPerCta(threads, d) == (s + 127) / 128 * 128);
+        const int64_t group_rows = int64_t(dq::nvfp4RowsPerCta(threads, d)) * dq::kEncodeGroupsPerCta;
+        CHECK(int64_t(n.x) * group_rows >= (s + 127) / 128 * 128); // every padded row covered ...
+        CHECK(int64_t(n.x - 1) * group_rows < (s + 127) / 128 * 128); // ... by CTAs that all have rows
         CHECK(n.y == 6);
         const dq::Grid3 v = dq::quantizeEncodeGrid(1, d, threads, 2, 3, s);
-        CHECK(int64_t(v.x) * dq::kVtKeyTile == dq::quantizePaddedKeys(s));
+        const int64_t tiles = dq::quantizePaddedKeys(s) / dq::kVtKeyTile;
+        CHECK(int64_t(v.x) * dq::kEncodeGroupsPerCta >= tiles);
+        CHECK(int64_t(v.x - 1) * dq::kEncodeGroupsPerCta < tiles);
         CHECK(v.y * dq::vtDimsPerCta(threads) == d);
         CHECK(v.z == 6);
       }
   CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1) == 1);
-  CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1 << 20) > 100);
-  CHECK(dq::quantizeDefaultAmaxChunks(64, 64, 4096) == 1);
+  CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1 << 20) == 4096);   // 256 rows each
+  CHECK(dq::quantizeDefaultAmaxChunks(64, 64, 4096) == 16);      // (many heads: by rows)
+  CHECK(dq::quantizeDefaultAmaxChunks(1, 2, 4096) == 128);       // few heads: fill the GPU, 32 rows each
+  for (int s : {1, 31, 33, 1000, 4096, 100000})
+    for (int bh : {1, 7, 256, 4096}) {
+      const int c = dq::quantizeDefaultAmaxChunks(1, bh, s);
+      const int rows = dq::amaxRowsPerChunk(s, c);
+      CHECK(rows % dq::kRowsPerMaskWord == 0);
+      CHECK(int64_t(rows) * c >= s);
+    }
 }

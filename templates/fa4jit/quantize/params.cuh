@@ -93,26 +93,34 @@ FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
   return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
 }
 
-// Rows of x one CTA of the NVFP4 encode pass covers: one thread per 16-element block.
+// Rows of x one group of the NVFP4 encode pass covers: one thread per 16-element block.
 FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return threads / (head_dim / 16); }
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
 FA4JIT_HD constexpr int vtDimsPerCta(int threads) { return threads / 4; }
+
+// Groups of rows (NVFP4) or 128-key tiles (V^T) one CTA of the encode pass works through, the
+// next one's loads in flight while it encodes the current one: the head's maximum is reduced once
+// per CTA, and a CTA lives long enough to keep memory busy.
+constexpr int kEncodeGroupsPerCta = 8;
 
 struct Grid3 {
   int x, y, z;
 };
 
+FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
 // Grid of the encode pass (block = threads, no dynamic shared memory).
-//   NVFP4: x over rows (S padded to 128: padding rows' scale bytes are written too), y = B*H.
-//   V^T:   x over 128-key tiles, y over head-dim tiles, z = B*H.
+//   NVFP4: x over groups of rows (S padded to 128: padding rows' scale bytes are written too),
+//          y = B*H.
+//   V^T:   x over groups of 128-key tiles, y over head-dim tiles, z = B*H.
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return format == 0
-             ? Grid3{static_cast<int>(((seqlen + 127) / 128 * 128 + nvfp4RowsPerCta(threads, head_dim) - 1) /
-                                      nvfp4RowsPerCta(threads, head_dim)),
+             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
+                             static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kEncodeGroupsPerCta),
                      batch * heads, 1}
-             : Grid3{static_cast<int>(quantizePaddedKeys(seqlen) / kVtKeyTile), head_dim / vtDimsPerCta(threads),
-                     batch * heads};
+             : Grid3{ceilDiv(quantizePaddedKeys(seqlen) / kVtKeyTile, kEncodeGroupsPerCta),
+                     head_dim / vtDimsPerCta(threads), batch * heads};
 }
 
 // Rows of x one CTA of the amax pass covers: whole words of the row bitmask, so that every word has
@@ -122,12 +130,14 @@ FA4JIT_HD constexpr int amaxRowsPerChunk(int seqlen, int chunks) {
   return (rows + kRowsPerMaskWord - 1) / kRowsPerMaskWord * kRowsPerMaskWord;
 }
 
-// A reasonable amax_chunks: enough CTAs to fill a GPU several times over, at least 32 rows each.
+// amax_chunks: about 256 rows per CTA of the amax pass (a few loads in flight per thread, several
+// CTAs per SM), and enough CTAs to fill the GPU many times over when there are few heads.
 FA4JIT_HD constexpr int quantizeDefaultAmaxChunks(int batch, int heads, int seqlen) {
-  const int by_rows = (seqlen + kRowsPerMaskWord - 1) / kRowsPerMaskWord;
-  const int target = (4 * 132 + batch * heads - 1) / (batch * heads);
-  const int c = target < by_rows ? target : by_rows;
-  return c < 1 ? 1 : c;
+  const int by_rows = ceilDiv(seqlen, 256);
+  const int to_fill = ceilDiv(16 * 132, static_cast<int64_t>(batch) * heads);
+  const int most = ceilDiv(seqlen, kRowsPerMaskWord); // (a chunk holds whole mask words)
+  const int c = by_rows > to_fill ? by_rows : to_fill;
+  return c < 1 ? 1 : (c > most ? most : c);
 }
 
 } // namespace fa4jit::device::quantize
