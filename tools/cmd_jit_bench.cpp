@@ -6,6 +6,7 @@
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/engine.h"
 #include "fa4jit/runtime/gpu_arch.h"
 
@@ -188,9 +189,61 @@ int runJitBench(int argc, char **argv) {
       rows += fmt::format("{}{{\"format\":\"{}\",\"ms\":{:.4f},\"tb_s\":{:.3f},\"fraction_of_copy\":{:.3f}}}",
                           rows.empty() ? "" : ",", toString(f), ms, tbs, tbs / copyTBs);
     }
+    // Each pass alone, per CTA size, at the 4k-key shape of `fa4jit bench` (D 128): where the
+    // quantizers' time goes.
+    std::string passes;
+    {
+      namespace dq = device::quantize;
+      const int pb = 8, ph = 16, ps = 4096;
+      const double in_bytes = 2.0 * pb * ph * ps * D;
+      TensorDesc px = TensorDesc::contiguous(x->address(), DType::BF16, pb, ph, ps, D);
+      for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
+        QuantizedTensor out;
+        if (auto e = eng.quantize(px, f, out, "x"))
+          return fail(llvm::toString(std::move(e)));
+        for (int threads : {128, 256, 512}) {
+          KernelSpec qs = defaultQuantizeSpec(f, D, eng.target());
+          qs.quantize.threads = threads;
+          auto compiled = eng.jit().get(qs);
+          if (!compiled) { // (a CTA size the format's spec rules refuse)
+            llvm::consumeError(compiled.takeError());
+            continue;
+          }
+          const auto &entries = (*compiled)->emitted.entries;
+          auto amax = eng.kernel(qs, entries.at(0).name);
+          if (!amax)
+            return fail(llvm::toString(amax.takeError()));
+          auto encode = eng.kernel(qs, entries.at(1).name);
+          if (!encode)
+            return fail(llvm::toString(encode.takeError()));
+          dq::QuantizeParams p{};
+          p.x = px.data, p.payload = out.payload.address();
+          p.scales = f == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
+          p.head_scalar = out.head_scalar.address(), p.amax_partial = out.amax_partial.address();
+          p.nonfinite_rows = out.nonfinite_rows.address();
+          p.x_batch_stride = px.stride[0], p.x_head_stride = px.stride[1], p.x_row_stride = px.stride[2];
+          p.batch = pb, p.heads = ph, p.seqlen = ps, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, pb * ph, ps);
+          void *args[] = {&p};
+          runtime::LaunchConfig la, le;
+          la.grid = {unsigned(p.amax_chunks), unsigned(pb * ph), 1};
+          la.block = {unsigned(threads), 1, 1};
+          const dq::Grid3 g = dq::quantizeEncodeGrid(int(f), D, threads, pb, ph, ps);
+          le.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+          le.block = {unsigned(threads), 1, 1};
+          const double amaxMs = timeMs([&] { llvm::consumeError(amax->launch(la, args)); });
+          const double encodeMs = timeMs([&] { llvm::consumeError(encode->launch(le, args)); });
+          const double outBytes = f == QuantFormat::Fp8PerHead ? in_bytes / 2 : in_bytes / 4 + in_bytes / 64;
+          passes += fmt::format("{}{{\"format\":\"{}\",\"threads\":{},\"amax_ms\":{:.4f},\"amax_tb_s\":{:.3f},"
+                                "\"encode_ms\":{:.4f},\"encode_tb_s\":{:.3f}}}",
+                                passes.empty() ? "" : ",", toString(f), threads, amaxMs, in_bytes / amaxMs / 1e9,
+                                encodeMs, (in_bytes + outBytes) / encodeMs / 1e9);
+        }
+      }
+    }
     quant = fmt::format("{{\"shape\":[{},{},{},{}],\"copy_tb_s\":{:.3f},\"note\":\"both passes, into reused "
-                        "buffers, as a forward runs them\",\"formats\":[{}]}}",
-                        B, H, S, D, copyTBs, rows);
+                        "buffers, as a forward runs them\",\"formats\":[{}],\"passes_shape\":[8,16,4096,128],"
+                        "\"passes\":[{}]}}",
+                        B, H, S, D, copyTBs, rows, passes);
   }
   const std::string json =
       fmt::format("{{\"target\":\"{}\",\"cold_compile_s\":{:.4f},\"nvrtc_s\":{:.4f},\"memory_hit_us\":{:.3f},"
