@@ -1,10 +1,12 @@
 // Scalar formats (codegen/include/fa4jit/codegen/formats.h) against independent references built
 // from the formats' value tables (format_reference.h): exhaustive where the domain is small.
 #include "fa4jit/codegen/formats.h"
+#include "fa4jit/formats.cuh"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <random>
 
 #include "format_reference.h"
 
@@ -211,4 +213,40 @@ TEST_CASE("BF16 equals the two-neighbour reference on a structured sweep of FP32
       ++mismatches;
   });
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("division by reciprocal and correction gives the codes of the exact quotient", "[formats]") {
+  // The device quantizers' x / s (templates/fa4jit/formats.cuh): across scales in its range and
+  // values aimed at every E2M1 and E4M3 rounding midpoint (and their neighbours), plus random bits.
+  namespace dev = fa4jit::device;
+  std::mt19937_64 rng(42);
+  long checked = 0, mismatches = 0;
+  auto check = [&](float x, float s, float r) {
+    const float exact = x / s;
+    if (!std::isfinite(x) || !std::isfinite(exact))
+      return;
+    ++checked;
+    const float q = dev::quotientByReciprocal(x, s, r);
+    mismatches += floatToE2M1(q) != floatToE2M1(exact) || floatToE4M3(q) != floatToE4M3(exact);
+  };
+  const float midpoints[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f, 0x1p-10f, 0x3p-10f, 0x1.1p-6f,
+                             0x1.3p-3f, 1.0625f, 17.0f, 464.0f, 448.0f};
+  for (int t = 0; t < 3000; ++t) {
+    const float s = std::ldexp(1.0f + float(rng() % (1u << 23)) * 0x1p-23f, int(rng() % 216) - 90);
+    REQUIRE(dev::quotientByReciprocalOk(s));
+    const float r = 1.0f / s;
+    for (float m : midpoints)
+      for (float sign : {1.0f, -1.0f}) {
+        float x = sign * m * s;
+        for (int step = 0; step < 3; ++step) x = std::nextafter(x, 0.0f);
+        for (int step = 0; step < 7; ++step, x = std::nextafter(x, sign * kInf))
+          check(x, s, r);
+      }
+    for (int k = 0; k < 200; ++k)
+      check(floatOf(uint32_t(rng())), s, r);
+  }
+  CHECK(checked > 500000);
+  CHECK(mismatches == 0);
+  CHECK_FALSE(dev::quotientByReciprocalOk(0x1p-91f));
+  CHECK_FALSE(dev::quotientByReciprocalOk(0x1p127f));
 }

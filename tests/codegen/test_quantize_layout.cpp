@@ -48,14 +48,10 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
       for (int s : {1, 33, 128, 300}) {
         const dq::Grid3 n = dq::quantizeEncodeGrid(0, d, threads, 2, 3, s);
         // NVFP4: rows up to S padded to 128 (their scale bytes are zero padding).
-        const int64_t group_rows = int64_t(dq::nvfp4RowsPerCta(threads, d)) * dq::kEncodeGroupsPerCta;
-        CHECK(int64_t(n.x) * group_rows >= (s + 127) / 128 * 128); // every padded row covered ...
-        CHECK(int64_t(n.x - 1) * group_rows < (s + 127) / 128 * 128); // ... by CTAs that all have rows
+        CHECK(int64_t(n.x) * dq::nvfp4RowsPerCta(threads, d) == (s + 127) / 128 * 128);
         CHECK(n.y == 6);
         const dq::Grid3 v = dq::quantizeEncodeGrid(1, d, threads, 2, 3, s);
-        const int64_t tiles = dq::quantizePaddedKeys(s) / dq::kVtKeyTile;
-        CHECK(int64_t(v.x) * dq::kEncodeGroupsPerCta >= tiles);
-        CHECK(int64_t(v.x - 1) * dq::kEncodeGroupsPerCta < tiles);
+        CHECK(int64_t(v.x) * dq::kVtKeyTile == dq::quantizePaddedKeys(s));
         CHECK(v.y * dq::vtDimsPerCta(threads) == d);
         CHECK(v.z == 6);
       }

@@ -93,15 +93,10 @@ FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
   return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
 }
 
-// Rows of x one group of the NVFP4 encode pass covers: one thread per 16-element block.
+// Rows of x one CTA of the NVFP4 encode pass covers: one thread per 16-element block.
 FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return threads / (head_dim / 16); }
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
 FA4JIT_HD constexpr int vtDimsPerCta(int threads) { return threads / 4; }
-
-// Groups of rows (NVFP4) or 128-key tiles (V^T) one CTA of the encode pass works through, the
-// next one's loads in flight while it encodes the current one: the head's maximum is reduced once
-// per CTA, and a CTA lives long enough to keep memory busy.
-constexpr int kEncodeGroupsPerCta = 8;
 
 struct Grid3 {
   int x, y, z;
@@ -109,18 +104,18 @@ struct Grid3 {
 
 FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// Grid of the encode pass (block = threads, no dynamic shared memory).
-//   NVFP4: x over groups of rows (S padded to 128: padding rows' scale bytes are written too),
-//          y = B*H.
-//   V^T:   x over groups of 128-key tiles, y over head-dim tiles, z = B*H.
+// Grid of the encode pass (block = threads, no dynamic shared memory). One small tile per CTA:
+// measured faster than CTAs that loop over several with the next one's loads in flight, whose
+// extra registers cost more occupancy than the prefetch gains (`fa4jit jit-bench`, passes).
+//   NVFP4: x over rows (S padded to 128: padding rows' scale bytes are written too), y = B*H.
+//   V^T:   x over 128-key tiles, y over head-dim tiles, z = B*H.
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return format == 0
-             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
-                             static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kEncodeGroupsPerCta),
+             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, nvfp4RowsPerCta(threads, head_dim)),
                      batch * heads, 1}
-             : Grid3{ceilDiv(quantizePaddedKeys(seqlen) / kVtKeyTile, kEncodeGroupsPerCta),
-                     head_dim / vtDimsPerCta(threads), batch * heads};
+             : Grid3{static_cast<int>(quantizePaddedKeys(seqlen) / kVtKeyTile), head_dim / vtDimsPerCta(threads),
+                     batch * heads};
 }
 
 // Rows of x one CTA of the amax pass covers: whole words of the row bitmask, so that every word has
