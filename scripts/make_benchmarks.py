@@ -86,7 +86,7 @@ def build(run_dir, out_path):
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
     ref = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa if r.get("kind") == "sdpa"}
     # The engine's default kernels only (variant and schedule "default"), by route and point.
-    tf, e2e, shapes = {}, {}, {}
+    tf, e2e, shapes, ms = {}, {}, {}, {}
     for r in ours:
         if r.get("kind") != "fa4jit" or r.get("variant", "default") != "default":
             continue
@@ -96,6 +96,7 @@ def build(run_dir, out_path):
         tf[key] = r.get("tflops")  # None: the point failed (its "error" is in the data)
         if "e2e_tflops" in r:  # the call from BF16 tensors (quantization included)
             e2e[key] = r["e2e_tflops"]
+            ms[key] = (r["e2e_ms"], r["ms"])
         if "batch" in r:
             shapes[(r["head_dim"], r["seqlen"])] = (r["batch"], r["heads"])
     routes = [x for x in ROUTES if any(k[0] == x for k in tf)]
@@ -159,8 +160,8 @@ def build(run_dir, out_path):
     median = f"the median of {reps.group(1)} repeats" if reps else "the median of 20 repeats"
     if e2e:
         w(wrap("**fa4jit, end to end** (`fa4jit bench`, the headline): `Engine::forward` from BF16 "
-               "tensors, as a user calls it: quantization, widening and the attention kernel, with "
-               "whatever waiting the call does.", "- "))
+               "tensors, as a user calls it: quantization into the engine's workspace, widening and "
+               "the attention kernel, all on the caller's stream (the call waits for nothing).", "- "))
     w(wrap(("**fa4jit, kernel** (after the \"/\" in a cell): " if e2e else "**fa4jit** (`fa4jit bench`): ")
            + "the attention forward alone, on operands quantized "
            "beforehand: quantization is excluded. The K/V and Q widening of the FP8-fed routes is "
@@ -233,6 +234,34 @@ def build(run_dir, out_path):
                 cells = [eff(headline.get((r, d, s, 1)), headline.get((r, d, s, 0))) for r in routes]
                 w(f"| {d} | {keys_label(s)} | {cud} | " + " | ".join(cells) + " |")
         w("")
+    quantized = [r for r in routes if r != "bf16"]
+    if e2e and quantized and 0 in causals:
+        w("## The call from BF16: what quantization costs")
+        w("")
+        w(wrap("Milliseconds, non-causal (quantization does not depend on the mask): the call from "
+               "BF16 tensors, the kernel alone, their difference (quantizing Q, K and V), the floor "
+               "of that difference (reading the BF16 inputs once and writing the quantized operands "
+               "once at the card's copy bandwidth), and the speed the call keeps of the kernel's. The two "
+               "medians are measured apart, so at long keys, where quantization is a few percent, "
+               "their difference is within the run-to-run spread."))
+        w("")
+        w("| D | keys | route | call | kernel | quantization | floor | speed kept |")
+        w("|---|---|---|---|---|---|---|---|")
+        copy = ceil.get("copy_tb_s")
+        for d in dims:
+            for sl in seqlens:
+                for r in quantized:
+                    if (r, d, sl, 0) not in ms or (d, sl) not in shapes:
+                        continue
+                    call, kern = ms[(r, d, sl, 0)]
+                    b, h = shapes[(d, sl)]
+                    elems = b * h * sl * d
+                    v_out = 0.5 + 1 / 32 if r == "directp" else 1.0
+                    floor_bytes = elems * (3 * 2 + 2 * (0.5 + 1 / 16) + v_out)
+                    floor = f"{floor_bytes / (copy * 1e9):.3f}" if copy else "–"
+                    w(f"| {d} | {keys_label(sl)} | {r} | {call:.3f} | {kern:.3f} | {call - kern:.3f} | "
+                      f"{floor} | {kern / call:.2f} |")
+        w("")
     w("## Against the targets")
     w("")
     w("| target | met at | range |")
@@ -260,6 +289,12 @@ def build(run_dir, out_path):
                 met_text += (": " + ", ".join(met) if len(met) <= len(missed)
                              else " (not " + ", ".join(missed) + ")")
             w(f"| {label} | {met_text} | {lo:.2f}–{hi:.2f}× |")
+    if e2e and quantized:
+        pts = [(ms[k][1] / ms[k][0], k) for k in ms if k[0] in quantized and k[2] >= 4096]
+        if pts:
+            met = sum(1 for x, _ in pts if round(x, 2) >= 0.90)
+            w(f"| end to end ≥ 0.90× the kernel, FP8-fed routes, from 4k keys | {met} of {len(pts)} | "
+              f"{min(x for x, _ in pts):.2f}–{max(x for x, _ in pts):.2f}× |")
     if 0 in causals and 1 in causals:
         effs = []
         for r in routes:
