@@ -25,6 +25,13 @@
 extern "C" {
 #endif
 
+/* What libfa4jit.so exports (every other symbol of the library is local). */
+#if defined(__GNUC__)
+#define FA4JIT_API __attribute__((visibility("default")))
+#else
+#define FA4JIT_API
+#endif
+
 #define FA4JIT_OK 0
 #define FA4JIT_ERROR 1
 
@@ -67,37 +74,37 @@ typedef struct {
 } fa4jit_quantized_forward_args;
 
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
-int fa4jit_engine_create(int device, fa4jit_engine **out);
-void fa4jit_engine_destroy(fa4jit_engine *engine);
+FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
+FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
 /* Attention forward from BF16 inputs (quantized inside as the route needs), all on args->stream:
  * once a shape has run it allocates nothing and never waits for the device, so it can be captured
  * in a CUDA graph. A NaN or Inf input makes the output rows it reaches NaN; with
  * FA4JIT_CHECK_FINITE=1 it is an error instead (and the call waits for the stream). */
-int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
+FA4JIT_API int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args);
 /* Bytes of workspace fa4jit_forward_with_workspace needs for these arguments. */
-int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t *out);
+FA4JIT_API int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t *out);
 /* fa4jit_forward on a workspace the caller owns: device memory of at least fa4jit_workspace_size
  * bytes, 256-byte aligned, uninitialized, free again once the stream passes the call. */
-int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t workspace,
+FA4JIT_API int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t workspace,
                                   uint64_t workspace_bytes);
 /* Quantizes x ([B, H, S, D], BF16 or F32) into `format` on `stream`. A NaN or Inf in x is encoded
  * as 0 and recorded, so that a forward makes the rows it reaches NaN; with FA4JIT_CHECK_FINITE=1
  * it is an error naming the tensor, batch, head and row (this waits for the stream). */
-int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
+FA4JIT_API int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
                     fa4jit_quantized **out);
-void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
+FA4JIT_API void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
 /* Attention forward on quantized operands: no quantization, no synchronization. */
-int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
+FA4JIT_API int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
 /* Device bytes the engine's workspace holds now (it grows when a larger shape arrives). */
-int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
+FA4JIT_API int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
 /* Sends fa4jit's log messages (level 0 trace ... 5 critical) to `callback` instead of stderr, at
  * or above `min_level` (6: none); a NULL callback restores stderr. `user` is passed through. */
 typedef void (*fa4jit_log_callback)(int level, const char *message, void *user);
-int fa4jit_set_log_callback(fa4jit_log_callback callback, int min_level, void *user);
+FA4JIT_API int fa4jit_set_log_callback(fa4jit_log_callback callback, int min_level, void *user);
 /* The message of the calling thread's last failed call ("" if none). */
-const char *fa4jit_last_error(void);
+FA4JIT_API const char *fa4jit_last_error(void);
 /* "0.5.0" (the project version) */
-const char *fa4jit_version(void);
+FA4JIT_API const char *fa4jit_version(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,26 @@
+# cmake --install of the build tree into WORK_DIR/prefix, then examples/c_consumer configured,
+# built and run against it with find_package(fa4jit). Called by ctest with BUILD_DIR, SOURCE_DIR
+# and WORK_DIR set.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+foreach(f include/fa4jit/runtime/fa4jit_c.h lib/libfa4jit.so lib/cmake/fa4jit/fa4jitConfig.cmake
+          lib/cmake/fa4jit/fa4jitConfigVersion.cmake bin/fa4jit)
+  if(NOT EXISTS ${prefix}/${f})
+    message(FATAL_ERROR "the install tree lacks ${f}")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/c_consumer -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+run(${WORK_DIR}/build/fa4jit_consumer)
+if(NOT last_output MATCHES "fa4jit [0-9]+\\.[0-9]+\\.[0-9]+")
+  message(FATAL_ERROR "the consumer printed no version:\n${last_output}")
+endif()
+message(STATUS "${last_output}")
