@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python]... (default: tests run bench)
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
 # leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
 BIN=.device-carry
 export FA4JIT_CACHE_DIR=/tmp/fa4jit-cache
+export LD_LIBRARY_PATH="$PWD/$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # (libfa4jit.so.0 for the C API test)
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests run bench)
 BENCH_ARGS=${BENCH_ARGS:---head-dims 64,128,256 --seqlens 4096,16384 --causal 0,1}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -29,6 +30,10 @@ for step in "${steps[@]}"; do
     jit)
       echo "== fa4jit jit-bench"
       timeout 180 "$BIN/fa4jit" jit-bench --json 2>&1 | tee "$OUT/jit_bench.json" ;;
+    python)
+      echo "== the Python package with PyTorch (tests/python/gpu_torch_check.py)"
+      FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONPATH="$PWD/python" \
+        timeout 300 python3 tests/python/gpu_torch_check.py 2>&1 | tee "$OUT/python.log" | tail -40 ;;
     tune)
       TUNE_ARGS=${TUNE_ARGS:---routes nvfp8,directp --head-dims 128 --seqlens 4096 --causal 0,1 --reps 10}
       echo "== fa4jit tune $TUNE_ARGS"

@@ -8,11 +8,15 @@ cd "$(dirname "$0")/.."
 base=""
 if [ "${1:-}" = "--base" ]; then base=${2:?"--base needs a commit"}; fi
 cmake -S . -B build >/dev/null
-targets=(fa4jit runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward)
+targets=(fa4jit fa4jit_shared runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward)
 cmake --build build -j "$(nproc)" --target "${targets[@]}"
 mkdir -p .device-carry
 strip --strip-debug -o .device-carry/fa4jit build/bin/fa4jit
-for t in "${targets[@]:1}"; do strip --strip-debug -o ".device-carry/$t" "build/tests/$t"; done
+# libfa4jit.so under its soname (what runtime_test_c_api needs) and its plain name (the Python
+# package's FA4JIT_LIBRARY)
+strip --strip-debug -o .device-carry/libfa4jit.so.0 build/lib/libfa4jit.so.0
+ln -sf libfa4jit.so.0 .device-carry/libfa4jit.so
+for t in "${targets[@]:2}"; do strip --strip-debug -o ".device-carry/$t" "build/tests/$t"; done
 rm -f .device-carry/fa4jit-base
 if [ -n "$base" ]; then
   rm -rf build-base/src && git worktree prune

@@ -1,0 +1,34 @@
+"""fa4jit: FP4/FP8 FlashAttention kernels generated and compiled at run time.
+
+    import torch, fa4jit
+    o = fa4jit.attention(q, k, v, causal=True)              # q, k, v [B, H, S, D] bf16/fp16 on CUDA
+    o, lse = fa4jit.attention(q, k, v, route="nvfp8", return_lse=True)
+    kv = fa4jit.quantize_kv(k, v)                            # a KV cache quantized once
+    o = fa4jit.attention(q, kv)
+
+Importing needs no GPU and no torch; `attention` needs torch with CUDA. `python -m fa4jit` runs
+the fa4jit command-line tool (accuracy, tune, cache, tmem, ...).
+"""
+from . import _library
+
+__all__ = ["attention", "quantize_kv", "version", "Fa4jitError", "__version__"]
+
+Fa4jitError = _library.Fa4jitError
+
+
+def version():
+    """The version of the loaded libfa4jit.so."""
+    return _library.library().fa4jit_version().decode()
+
+
+__version__ = "0.5.0"
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError:  # the C API still loads; attention needs torch
+    def attention(*args, **kwargs):
+        raise ImportError("fa4jit.attention needs PyTorch (pip install torch)")
+
+    quantize_kv = attention
+else:
+    from ._torch_ops import attention, quantize_kv  # noqa: E402  (registers torch.ops.fa4jit.*)

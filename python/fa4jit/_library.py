@@ -1,0 +1,119 @@
+"""ctypes bindings of libfa4jit.so (runtime/include/fa4jit/runtime/fa4jit_c.h).
+
+The structs mirror the header field for field; tests/python checks their sizes and offsets
+against the C compiler's. Loading the library needs no GPU: it opens libcuda only when an engine
+is created.
+"""
+import ctypes
+import os
+import threading
+
+OK = 0
+
+ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2}
+DTYPE_BF16, DTYPE_F32 = 0, 1
+FORMAT_NVFP4, FORMAT_MXFP4, FORMAT_FP8 = 0, 1, 2
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int32),
+                ("shape", ctypes.c_int64 * 4), ("stride", ctypes.c_int64 * 4)]
+
+
+class ForwardArgs(ctypes.Structure):
+    _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor), ("lse", ctypes.c_uint64),
+                ("route", ctypes.c_int32), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
+                ("stream", ctypes.c_void_p)]
+
+
+class QuantizedForwardArgs(ctypes.Structure):
+    _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p), ("o", Tensor),
+                ("lse", ctypes.c_uint64), ("route", ctypes.c_int32), ("causal", ctypes.c_int32),
+                ("softmax_scale", ctypes.c_float), ("stream", ctypes.c_void_p)]
+
+
+def _candidates():
+    """Where libfa4jit.so is looked for: FA4JIT_LIBRARY, then beside this package (a wheel)."""
+    explicit = os.environ.get("FA4JIT_LIBRARY")
+    if explicit:
+        return [explicit]
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [os.path.join(here, "lib", "libfa4jit.so"), os.path.join(here, "libfa4jit.so")]
+
+
+_lock = threading.Lock()
+_lib = None
+
+
+def library():
+    """The loaded libfa4jit.so with its function signatures declared (loaded once)."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for path in _candidates():
+            if os.path.exists(path):
+                lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+                break
+            tried.append(path)
+        else:
+            raise ImportError("fa4jit: libfa4jit.so not found (tried " + ", ".join(tried) +
+                              "); set FA4JIT_LIBRARY to its path")
+        p, u64, i32 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int32
+        sig = {
+            "fa4jit_engine_create": ([ctypes.c_int, ctypes.POINTER(p)], ctypes.c_int),
+            "fa4jit_engine_destroy": ([p], None),
+            "fa4jit_forward": ([p, ctypes.POINTER(ForwardArgs)], ctypes.c_int),
+            "fa4jit_workspace_size": ([p, ctypes.POINTER(ForwardArgs), ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_forward_with_workspace": ([p, ctypes.POINTER(ForwardArgs), u64, u64], ctypes.c_int),
+            "fa4jit_quantize": ([p, ctypes.POINTER(Tensor), i32, p, ctypes.POINTER(p)], ctypes.c_int),
+            "fa4jit_quantized_destroy": ([p], None),
+            "fa4jit_forward_quantized": ([p, ctypes.POINTER(QuantizedForwardArgs)], ctypes.c_int),
+            "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_last_error": ([], ctypes.c_char_p),
+            "fa4jit_version": ([], ctypes.c_char_p),
+        }
+        for name, (args, res) in sig.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
+        _lib = lib
+        return lib
+
+
+class Fa4jitError(RuntimeError):
+    """An error the engine reported, with its message."""
+
+
+def check(rc):
+    if rc != OK:
+        raise Fa4jitError(library().fa4jit_last_error().decode("utf-8", "replace"))
+
+
+class Engine:
+    """One fa4jit engine on one CUDA device (fa4jit_engine_create)."""
+
+    def __init__(self, device):
+        handle = ctypes.c_void_p()
+        check(library().fa4jit_engine_create(int(device), ctypes.byref(handle)))
+        self.handle = handle
+        self.device = device
+
+    def __del__(self):
+        if getattr(self, "handle", None) and _lib is not None:
+            _lib.fa4jit_engine_destroy(self.handle)
+            self.handle = None
+
+
+_engines = {}
+
+
+def engine(device):
+    """The engine of `device`, created on first use; one per device for the whole process."""
+    with _lock:
+        found = _engines.get(device)
+    if found is not None:
+        return found
+    made = Engine(device)
+    with _lock:
+        return _engines.setdefault(device, made)

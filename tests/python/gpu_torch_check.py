@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""fa4jit from PyTorch on the GPU: agreement with an FP64 reference per route, BSHD views, GQA,
+LSE, FP16, quantize_kv, CUDA-graph capture and replay, torch.compile, the Python call's host
+overhead, and end-to-end speed beside cuDNN SDPA called from the same script. Prints a short
+report; exit status 1 if a check fails. Run on the GPU machine with FA4JIT_LIBRARY and PYTHONPATH
+set (scripts/device_check.sh python)."""
+import math
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import fa4jit
+
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def cosine(a, b):
+    a, b = a.double().flatten(), b.double().flatten()
+    return float((a @ b) / (a.norm() * b.norm()))
+
+
+def reference(q, k, v, causal):
+    """FP64 attention, [B, H, S, D], GQA by repetition, bottom-right causal."""
+    q, k, v = q.double(), k.double(), v.double()
+    g = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if causal:
+        sq, sk = q.shape[2], k.shape[2]
+        mask = torch.ones(sq, sk, dtype=torch.bool, device=q.device).tril(sk - sq)
+        s = s.masked_fill(~mask, float("-inf"))
+    return torch.softmax(s, -1) @ v, torch.logsumexp(s, -1)
+
+
+def main():
+    torch.manual_seed(0)
+    dev = "cuda"
+    B, H, S, D = 2, 8, 1024, 128
+    q, k, v = (torch.randn(B, H, S, D, dtype=torch.bfloat16, device=dev) for _ in range(3))
+    floors = {"bf16": 0.9999, "nvfp8": 0.985, "directp": 0.965}
+    for route in ("bf16", "nvfp8", "directp"):
+        for causal in (False, True):
+            o, lse = fa4jit.attention(q, k, v, causal=causal, route=route, return_lse=True)
+            ref, ref_lse = reference(q, k, v, causal)
+            c = cosine(o, ref)
+            check(c >= floors[route], f"{route} causal={int(causal)}: cosine vs FP64 {c:.5f} (>= {floors[route]})")
+            err = float((lse.double() - ref_lse).abs().max())
+            check(err < 0.05, f"{route} causal={int(causal)}: LSE max error {err:.4f}")
+    # BSHD views: the same bits as BHSD
+    for route in ("bf16", "directp"):
+        a = fa4jit.attention(q, k, v, route=route, causal=True)
+        qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        b = fa4jit.attention(qs, ks, vs, route=route, causal=True, layout="bshd")
+        check(b.shape == qs.shape and torch.equal(b.transpose(1, 2), a), f"{route}: bshd views give the bhsd bits")
+    # GQA
+    kg, vg = k[:, :2].contiguous(), v[:, :2].contiguous()
+    for route in ("nvfp8", "directp"):
+        o = fa4jit.attention(q, kg, vg, route=route)
+        c = cosine(o, reference(q, kg, vg, False)[0])
+        check(c >= floors[route], f"{route} GQA 8:2: cosine {c:.5f}")
+    # FP16 in and out
+    o16 = fa4jit.attention(q.half(), k.half(), v.half(), route="nvfp8")
+    check(o16.dtype == torch.float16 and cosine(o16, reference(q, k, v, False)[0]) >= floors["nvfp8"],
+          "fp16 inputs give an fp16 output of the same accuracy")
+    # quantize_kv: the same bits as quantizing inside the call
+    for route in ("nvfp8", "directp"):
+        kv = fa4jit.quantize_kv(k, v, route=route)
+        check(torch.equal(fa4jit.attention(q, kv, causal=True), fa4jit.attention(q, k, v, route=route, causal=True)),
+              f"{route}: quantize_kv once gives the bits of the BF16 call")
+    # Errors
+    try:
+        fa4jit.attention(q[..., :96], k[..., :96], v[..., :96])
+        check(False, "head dim 96 is refused")
+    except ValueError as e:
+        check("head dim 96" in str(e), "head dim 96 is refused with a ValueError")
+    # CUDA graph: capture, replay on new values, compare with eager bit for bit
+    for route in ("directp", "bf16"):
+        sq, sk, sv = q.clone(), k.clone(), v.clone()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                fa4jit.attention(sq, sk, sv, route=route, causal=True)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = fa4jit.attention(sq, sk, sv, route=route, causal=True)
+        new = [torch.randn_like(t) for t in (q, k, v)]
+        for dst, src in zip((sq, sk, sv), new):
+            dst.copy_(src)
+        g.replay()
+        torch.cuda.synchronize()
+        eager = fa4jit.attention(*new, route=route, causal=True)
+        check(torch.equal(out, eager), f"{route}: a captured CUDA graph replays bit for bit on new inputs")
+    # torch.compile
+    f = torch.compile(lambda a, b, c: fa4jit.attention(a, b, c, route="nvfp8", causal=True), fullgraph=True)
+    check(torch.equal(f(q, k, v), fa4jit.attention(q, k, v, route="nvfp8", causal=True)),
+          "torch.compile(fullgraph=True) gives the eager bits")
+    # Host overhead of the Python call on a tiny shape
+    tq = torch.randn(1, 1, 128, 64, dtype=torch.bfloat16, device=dev)
+    for _ in range(20):
+        fa4jit.attention(tq, tq, tq, route="bf16")
+    torch.cuda.synchronize()
+    n = 2000
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fa4jit.attention(tq, tq, tq, route="bf16")
+    host_us = (time.perf_counter() - t0) / n * 1e6
+    torch.cuda.synchronize()
+    print(f"info Python attention host time per call (tiny shape, bf16): {host_us:.1f} us")
+    # Speed beside cuDNN SDPA, end to end from BF16, non-causal, D128
+    print("\n| keys | cuDNN TFLOP/s | fa4jit directp TFLOP/s | x cuDNN | fa4jit nvfp8 | x cuDNN |")
+    print("|---|---|---|---|---|---|")
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    for S2 in (4096, 16384):
+        b2 = max(1, 524288 // (16 * S2))
+        x = [torch.randn(b2, 16, S2, 128, dtype=torch.bfloat16, device=dev) for _ in range(3)]
+        flops = 4 * b2 * 16 * S2 * S2 * 128
+
+        def timed(fn):
+            for _ in range(5):
+                fn()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            ts = []
+            for _ in range(20):
+                start.record()
+                fn()
+                end.record()
+                end.synchronize()
+                ts.append(start.elapsed_time(end))
+            ts.sort()
+            return flops / (ts[len(ts) // 2] * 1e-3) / 1e12
+
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            cud = timed(lambda: F.scaled_dot_product_attention(*x))
+        dp = timed(lambda: fa4jit.attention(*x, route="directp"))
+        nv = timed(lambda: fa4jit.attention(*x, route="nvfp8"))
+        print(f"| {S2 // 1024}k | {cud:.0f} | {dp:.0f} | {dp / cud:.2f} | {nv:.0f} | {nv / cud:.2f} |")
+    print(f"\n{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
