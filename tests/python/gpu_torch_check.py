@@ -52,8 +52,11 @@ def main():
             ref, ref_lse = reference(q, k, v, causal)
             c = cosine(o, ref)
             check(c >= floors[route], f"{route} causal={int(causal)}: cosine vs FP64 {c:.5f} (>= {floors[route]})")
+            # The LSE is that of the route's own scores: NVFP4 Q/K move each score by a few percent
+            # of its size, so the FP4 routes' LSE differs from FP64's by tenths at most.
             err = float((lse.double() - ref_lse).abs().max())
-            check(err < 0.05, f"{route} causal={int(causal)}: LSE max error {err:.4f}")
+            bound = 1e-3 if route == "bf16" else 0.5
+            check(err < bound, f"{route} causal={int(causal)}: LSE max error {err:.4f} (< {bound})")
     # BSHD views: the same bits as BHSD
     for route in ("bf16", "directp"):
         a = fa4jit.attention(q, k, v, route=route, causal=True)
