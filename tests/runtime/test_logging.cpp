@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -90,10 +91,22 @@ TEST_CASE("the C API installs a log callback with its user pointer", "[runtime][
                 ++s->count, s->level = level, s->message = message;
               },
               3 /* warn */, &seen) == FA4JIT_OK);
+  // libfa4jit.so logs through its own logger: an engine of the C API whose cache directory
+  // cannot be created warns (before it looks for a GPU, so with or without one).
   ScratchDir dir;
-  provokeCacheWarning(dir);
+  writeFile(dir.sub("file"), "not a directory");
+  const char *old_dir = std::getenv("FA4JIT_CACHE_DIR");
+  const std::string saved = old_dir ? old_dir : "";
+  ::setenv("FA4JIT_CACHE_DIR", dir.sub("file/cache").c_str(), 1);
+  fa4jit_engine *engine = nullptr;
+  if (fa4jit_engine_create(0, &engine) == FA4JIT_OK)
+    fa4jit_engine_destroy(engine);
+  if (old_dir)
+    ::setenv("FA4JIT_CACHE_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("FA4JIT_CACHE_DIR");
   REQUIRE(fa4jit_set_log_callback(nullptr, int(before), nullptr) == FA4JIT_OK);
-  CHECK(seen.count == 1);
+  CHECK(seen.count >= 1); // (an engine that opens on a GPU may warn again, from its tuning database)
   CHECK(seen.level == 3);
   CHECK_THAT(seen.message, Catch::Contains("memory only"));
   CHECK(fa4jit_set_log_callback(nullptr, 7, nullptr) == FA4JIT_ERROR);

@@ -49,6 +49,11 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
   if (options.nonfinite)
     config.nonfinite = *options.nonfinite;
   logging::logger().set_level(config.log_level); // (FA4JIT_LOG_LEVEL, or the caller's config)
+  // The JIT and its cache first: they need no device, so what they report (an unusable cache
+  // directory, say) reaches the log even on a machine where no GPU is found next.
+  auto jit = runtime::KernelJit::create(config);
+  if (!jit)
+    return jit.takeError();
   auto driver = runtime::CudaDriver::get();
   if (!driver)
     return driver.takeError();
@@ -63,9 +68,6 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
     return target.takeError();
   if (auto err = driver->makeCurrent(options.device))
     return err;
-  auto jit = runtime::KernelJit::create(config);
-  if (!jit)
-    return jit.takeError();
   cache::TuningIdentity identity{device->name, device->sm_count, driver->driverVersionString(),
                                  (*jit)->nvrtcIdentity(), cache::writerVersion()};
   auto tuning = std::make_unique<cache::TuningDb>(runtime::tuningDbConfigFor(config), std::move(identity));
