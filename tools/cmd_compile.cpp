@@ -41,6 +41,9 @@ const char kUsage[] =
     "  --json              one JSON array with every kernel's report\n"
     "  --help\n";
 
+// More compile threads than this only queue on the same cores (and a negative count would wrap).
+constexpr long kMaxCompileThreads = 1024;
+
 int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit compile: %s\n", m.c_str());
   return 2;
@@ -78,6 +81,14 @@ int runCompile(int argc, char **argv) {
   for (long d : *dims)
     if (d != 64 && d != 128 && d != 256)
       return fail(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", d));
+  // Lists that name nothing would "compile 0 kernels" and look like success.
+  if (targets.empty() || routes.empty() || dims->empty() || causals->empty())
+    return fail("--target, --route, --head-dim and --causal must each name at least one value");
+  for (long c : *causals)
+    if (c != 0 && c != 1)
+      return fail(fmt::format("--causal {}: give 0, 1 or 0,1", c));
+  if (*threads < 0 || *threads > kMaxCompileThreads)
+    return fail(fmt::format("--threads {}: give 0 (every core) to {}", *threads, kMaxCompileThreads));
 
   std::vector<KernelSpec> specs;
   auto wanted = [&](const KernelSpec &s) {
@@ -121,6 +132,8 @@ int runCompile(int argc, char **argv) {
   auto jit = runtime::KernelJit::create(*config);
   if (!jit)
     return fail(llvm::toString(jit.takeError()));
+  if (flags.has("bundle") && !(*jit)->cache().hasUserLayer()) // (the cache fell back to memory)
+    return fail("--bundle " + flags.str("bundle", "") + ": the directory cannot hold a cache (see the warning above)");
   const bool json = flags.has("json");
   const bool tty = isatty(fileno(stderr));
   auto results = (*jit)->getMany(specs, unsigned(*threads), [&](size_t done, size_t total) {

@@ -178,6 +178,8 @@ int runTune(int argc, char **argv) {
   auto floor = number(flags, "min-cosine", -2.0);
   if (!tokens || !warmup || !reps || !threads || !acc_seqlen)
     return fail("bad numeric option (see --help)");
+  if (*threads < 0 || *threads > 1024) // (a negative count would wrap to billions of threads)
+    return fail(fmt::format("--threads {}: give 0 (every core) to 1024", *threads));
   if (!band)
     return fail(llvm::toString(band.takeError()));
   if (!floor)

@@ -38,9 +38,16 @@ llvm::Error errnoError(llvm::StringRef what, llvm::StringRef path, int err) {
 }
 
 llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxBytes) {
-  Fd f(openRetry(path.str(), O_RDONLY));
+  // Non-blocking, so that a FIFO (or a device) in place of a file cannot hang the open; only a
+  // regular file is read.
+  Fd f(openRetry(path.str(), O_RDONLY | O_NONBLOCK));
   if (f.fd < 0)
     return errnoError("cannot open", path, errno);
+  struct stat st;
+  if (::fstat(f.fd, &st) != 0)
+    return errnoError("cannot stat", path, errno);
+  if (!S_ISREG(st.st_mode))
+    return llvm::createStringError(std::errc::invalid_argument, "'%s' is not a regular file", path.str().c_str());
   std::string data;
   char buffer[1 << 16];
   for (;;) {

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace fa4jit::cache;
@@ -30,6 +31,17 @@ const Damage kDamages[] = {
     {"a missing spec file", [](const std::string &d) { ::unlink((d + "/spec.json").c_str()); }},
     {"a missing manifest", [](const std::string &d) { ::unlink((d + "/manifest.json").c_str()); }},
     {"an empty manifest", [](const std::string &d) { writeFile(d + "/manifest.json", ""); }},
+    // A FIFO would block a plain open() forever (no writer): it must be damage, not a hang.
+    {"a FIFO in place of the cubin",
+     [](const std::string &d) {
+       ::unlink((d + "/kernel.cubin").c_str());
+       REQUIRE(::mkfifo((d + "/kernel.cubin").c_str(), 0600) == 0);
+     }},
+    {"a FIFO in place of the manifest",
+     [](const std::string &d) {
+       ::unlink((d + "/manifest.json").c_str());
+       REQUIRE(::mkfifo((d + "/manifest.json").c_str(), 0600) == 0);
+     }},
 };
 
 } // namespace

@@ -1,0 +1,47 @@
+// `fa4jit compile` and `fa4jit tune` refuse what would hang or pass for success: thread counts
+// that wrap, lists that name nothing, a causal flag other than 0/1, a bundle directory that
+// cannot hold a cache. Each is a clear error and a non-zero exit, before any compile.
+#include "cli_run.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using fa4jit::testing::runFa4jit;
+using fa4jit::testing::Stderr;
+
+namespace {
+const std::string kSmall = "compile --family quantize --target sm_90a --head-dim 64 ";
+} // namespace
+
+TEST_CASE("compile and tune refuse thread counts that wrap or overflow", "[cli][compile]") {
+  for (const char *n : {"-1", "2147483648", "5000"}) {
+    INFO(n);
+    const auto r = runFa4jit(kSmall + "--threads " + n, Stderr::Merge);
+    CHECK(r.status != 0);
+    CHECK(r.out.find("--threads") != std::string::npos);
+  }
+  const auto t = runFa4jit("tune --threads -1", Stderr::Merge);
+  CHECK(t.status != 0);
+  CHECK(t.out.find("--threads -1") != std::string::npos);
+}
+
+TEST_CASE("compile refuses empty lists and a causal flag other than 0 or 1", "[cli][compile]") {
+  for (const char *args : {"compile --head-dim ,,, --family quantize", "compile --target \"\" --family quantize",
+                           "compile --route , --family attention"}) {
+    INFO(args);
+    const auto r = runFa4jit(args, Stderr::Merge);
+    CHECK(r.status != 0);
+    CHECK(r.out.find("compiled") == std::string::npos);
+  }
+  const auto c = runFa4jit("compile --causal 2 --family attention --route bf16 --head-dim 64", Stderr::Merge);
+  CHECK(c.status != 0);
+  CHECK(c.out.find("--causal 2") != std::string::npos);
+}
+
+TEST_CASE("compile --bundle into a directory that cannot hold a cache fails", "[cli][compile]") {
+  // /proc/self is not writable: the cache falls back to memory, which a bundle must not.
+  const auto r = runFa4jit(kSmall + "--bundle /proc/self/fa4jit-bundle", Stderr::Merge);
+  CHECK(r.status != 0);
+  CHECK(r.out.find("--bundle /proc/self/fa4jit-bundle") != std::string::npos);
+}
