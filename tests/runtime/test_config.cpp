@@ -79,6 +79,9 @@ TEST_CASE("a bad value is an error that names the variable", "[config]") {
   CHECK_THAT(loadError({{"FA4JIT_DISABLE_CACHE", "maybe"}}), Catch::Contains("FA4JIT_DISABLE_CACHE"));
   CHECK_THAT(loadError({{"FA4JIT_LOG_LEVEL", "loud"}}), Catch::Contains("FA4JIT_LOG_LEVEL"));
   CHECK_THAT(loadError({{"FA4JIT_CHECK_FINITE", "strict"}}), Catch::Contains("FA4JIT_CHECK_FINITE"));
+  // A relative directory would differ per working directory: refused, naming the variable.
+  for (const char *var : {"FA4JIT_CACHE_DIR", "FA4JIT_SYSTEM_CACHE_DIR", "FA4JIT_REPRO_DIR"})
+    CHECK_THAT(loadError({{var, "relative/cache"}}), Catch::Contains(var) && Catch::Contains("absolute path"));
 }
 
 TEST_CASE("byte sizes take binary suffixes", "[config]") {

@@ -110,15 +110,34 @@ llvm::Expected<uint64_t> parseByteSize(llvm::StringRef text) {
   return value << shift;
 }
 
+namespace {
+
+// A directory variable must be absolute: a relative one would name a different folder in every
+// working directory of the process (and its children), so it is refused, not resolved.
+llvm::Expected<std::optional<std::string>> absoluteDir(const EnvLookup &lookup, llvm::StringRef name) {
+  std::optional<std::string> dir = nonEmpty(lookup, name);
+  if (dir && (*dir)[0] != '/')
+    return badValue(name, *dir, "an absolute path");
+  return dir;
+}
+
+} // namespace
+
 llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
   RuntimeConfig config;
-  if (auto dir = nonEmpty(lookup, "FA4JIT_CACHE_DIR"))
+  auto user_dir = absoluteDir(lookup, "FA4JIT_CACHE_DIR");
+  auto system_dir = absoluteDir(lookup, "FA4JIT_SYSTEM_CACHE_DIR");
+  auto repro_dir = absoluteDir(lookup, "FA4JIT_REPRO_DIR");
+  for (auto *d : {&user_dir, &system_dir, &repro_dir})
+    if (!*d)
+      return d->takeError();
+  if (auto dir = *user_dir)
     config.cache.user_dir = *dir;
   else if (auto xdg = nonEmpty(lookup, "XDG_CACHE_HOME"))
     config.cache.user_dir = *xdg + "/fa4jit";
   else if (std::string home = homeDirectory(lookup); !home.empty())
     config.cache.user_dir = home + "/.cache/fa4jit";
-  if (auto dir = nonEmpty(lookup, "FA4JIT_SYSTEM_CACHE_DIR"))
+  if (auto dir = *system_dir)
     config.cache.system_dir = *dir;
   if (auto cap = nonEmpty(lookup, "FA4JIT_CACHE_MAX_BYTES")) {
     llvm::Expected<uint64_t> bytes = parseByteSize(*cap);
@@ -151,7 +170,7 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
       return on.takeError();
     config.nonfinite = *on ? NonFinitePolicy::Check : NonFinitePolicy::Propagate;
   }
-  if (auto dir = nonEmpty(lookup, "FA4JIT_REPRO_DIR"))
+  if (auto dir = *repro_dir)
     config.repro_dir = *dir;
   else if (!config.cache.user_dir.empty())
     config.repro_dir = config.cache.user_dir + "/repro";
