@@ -101,21 +101,11 @@ llvm::Error Engine::growWorkspace(const engine_detail::WorkspaceLayout &layout) 
   return llvm::Error::success();
 }
 
-llvm::Error Engine::forward(const ForwardArgs &a) {
-  bool empty = false;
-  if (auto err = checkForwardArgs(a, empty))
-    return err;
-  if (empty)
-    return llvm::Error::success();
-  if (a.k.shape[2] == 0)
-    return writeNoKeysResult(a.o, a.lse, a.stream);
-  auto spec = forwardSpec(a);
-  if (!spec)
-    return spec.takeError();
-  const engine_detail::WorkspaceLayout layout = engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true);
-  if (auto err = growWorkspace(layout))
-    return err;
-  return forwardOn(a, *spec, layout, workspace_->buffer.address(), /*engine_workspace=*/true);
+llvm::Error Engine::forward(const ForwardArgs &a) { return forwardFromBf16(a, nullptr); }
+
+llvm::Error Engine::forward(const ForwardArgs &a, std::uint64_t workspace, std::size_t workspace_bytes) {
+  const CallerWorkspace caller{workspace, workspace_bytes};
+  return forwardFromBf16(a, &caller);
 }
 
 llvm::Expected<std::size_t> Engine::workspaceSize(const ForwardArgs &a) const {
@@ -129,7 +119,7 @@ llvm::Expected<std::size_t> Engine::workspaceSize(const ForwardArgs &a) const {
   return engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true).total;
 }
 
-llvm::Error Engine::forward(const ForwardArgs &a, std::uint64_t workspace, std::size_t workspace_bytes) {
+llvm::Error Engine::forwardFromBf16(const ForwardArgs &a, const CallerWorkspace *caller) {
   bool empty = false;
   if (auto err = checkForwardArgs(a, empty))
     return err;
@@ -141,15 +131,20 @@ llvm::Error Engine::forward(const ForwardArgs &a, std::uint64_t workspace, std::
   if (!spec)
     return spec.takeError();
   const engine_detail::WorkspaceLayout layout = engine_detail::workspaceLayout(*spec, forwardShape(a.q, a.k), true);
-  if (workspace_bytes < layout.total)
+  if (!caller) {
+    if (auto err = growWorkspace(layout))
+      return err;
+    return forwardOn(a, *spec, layout, workspace_->buffer.address(), /*engine_workspace=*/true);
+  }
+  if (caller->bytes < layout.total)
     return fail(llvm::formatv("forward: the workspace holds {0} bytes; this call needs {1} (workspaceSize)",
-                              workspace_bytes, layout.total));
-  if (workspace % engine_detail::kWorkspaceAlignment != 0)
-    return fail(llvm::formatv("forward: the workspace address {0:x} is not {1}-byte aligned", workspace,
+                              caller->bytes, layout.total));
+  if (caller->address % engine_detail::kWorkspaceAlignment != 0)
+    return fail(llvm::formatv("forward: the workspace address {0:x} is not {1}-byte aligned", caller->address,
                               engine_detail::kWorkspaceAlignment));
-  if (auto err = checkDeviceMemory(workspace, layout.total, "workspace"))
+  if (auto err = checkDeviceMemory(caller->address, layout.total, "workspace"))
     return err;
-  return forwardOn(a, *spec, layout, workspace, /*engine_workspace=*/false);
+  return forwardOn(a, *spec, layout, caller->address, /*engine_workspace=*/false);
 }
 
 llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, const engine_detail::WorkspaceLayout &layout,

@@ -169,6 +169,13 @@ private:
                               void *stream);
   // The attention spec of a BF16-input forward (tuned, heuristic or args.spec).
   llvm::Expected<KernelSpec> forwardSpec(const ForwardArgs &args) const;
+  // A workspace the caller passed to forward().
+  struct CallerWorkspace {
+    std::uint64_t address;
+    std::size_t bytes;
+  };
+  // Both BF16-input forwards: on the caller's workspace, or on the engine's when `caller` is null.
+  llvm::Error forwardFromBf16(const ForwardArgs &args, const CallerWorkspace *caller);
   // forward() after validation, on the workspace at `workspace`, laid out by `layout`.
   llvm::Error forwardOn(const ForwardArgs &args, const KernelSpec &spec, const engine_detail::WorkspaceLayout &layout,
                         std::uint64_t workspace, bool engine_workspace);
