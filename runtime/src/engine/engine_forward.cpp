@@ -202,15 +202,8 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
     return err;
   const bool counters_zero = workspace_->counters_zero_bytes >= layout.counters.bytes;
   workspace_->counters_zero_bytes = layout.counters.bytes;
-  auto view = [](const QuantizedTensor &t) {
-    engine_detail::QuantizedOperand o;
-    o.format = t.format;
-    o.batch = t.batch, o.heads = t.heads, o.seqlen = t.seqlen, o.head_dim = t.head_dim;
-    o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
-    o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
-    return o;
-  };
-  const auto q = view(*a.q), k = view(*a.k), v = view(*a.v);
+  using engine_detail::operandOf;
+  const auto q = operandOf(*a.q), k = operandOf(*a.k), v = operandOf(*a.v);
   return launchAttention(spec, &q, &k, &v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream, layout,
                          workspace_->buffer.address(), counters_zero);
 }

@@ -59,13 +59,7 @@ llvm::Error Engine::quantize(const TensorDesc &x, QuantFormat format, QuantizedT
       return err;
   into.format = format;
   into.batch = B, into.heads = H, into.seqlen = S, into.head_dim = D;
-  engine_detail::QuantizedOperand out;
-  out.format = format;
-  out.batch = B, out.heads = H, out.seqlen = S, out.head_dim = D;
-  out.payload = into.payload.address(), out.scales = into.scales.address();
-  out.head_scalar = into.head_scalar.address(), out.nonfinite_rows = into.nonfinite_rows.address();
-  out.amax_partial = into.amax_partial.address();
-  return quantizeOperand(x, out, what, stream);
+  return quantizeOperand(x, engine_detail::operandOf(into), what, stream);
 }
 
 llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out,

@@ -1,6 +1,9 @@
 #pragma once
-// Private to the engine: how a workspace buffer grows.
+// Private to the engine: how a workspace buffer grows, and a quantized tensor's buffers as an operand.
 #include "fa4jit/runtime/device_objects.h"
+#include "fa4jit/runtime/engine.h"
+
+#include "engine/workspace_layout.h"
 
 namespace fa4jit::engine_detail {
 
@@ -17,6 +20,16 @@ inline llvm::Error ensureBytes(runtime::CudaDriver &driver, runtime::DeviceBuffe
     return grown.takeError();
   buffer = std::move(*grown);
   return zeroed ? buffer.fill(0) : llvm::Error::success();
+}
+
+// A QuantizedTensor's buffers as the operand the kernels take.
+inline QuantizedOperand operandOf(const QuantizedTensor &t) {
+  QuantizedOperand o;
+  o.format = t.format;
+  o.batch = t.batch, o.heads = t.heads, o.seqlen = t.seqlen, o.head_dim = t.head_dim;
+  o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
+  o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
+  return o;
 }
 
 } // namespace fa4jit::engine_detail
