@@ -8,7 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/fa4jit-out}; mkdir -p "$OUT"
-BIN=.device-carry
+BIN=${BIN:-.device-carry} # (or a smaller folder of the same binaries, to stay under the carry limit)
 export FA4JIT_CACHE_DIR=/tmp/fa4jit-cache
 export LD_LIBRARY_PATH="$PWD/$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # (libfa4jit.so.0 for the C API test)
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests run bench)

@@ -137,21 +137,31 @@ FA4JIT_HD float quotientByReciprocal(float x, float s, float r) {
 }
 
 // ---- E2M1 (FP4): sign in bit 3, magnitude code 0..7 = {0, .5, 1, 1.5, 2, 3, 4, 6} -------------
+// Magnitude code of |x| for x not NaN: round to nearest even on the grid, |x| > 5 (±Inf included)
+// saturating to 6. Below 1 the grid is every multiple of 0.5, which adding 2^22 (whose ulp is 0.5)
+// rounds to with FP32's own ties-to-even; from 1 it is one mantissa bit, rounded on the FP32 bits
+// as roundMagnitudeRne does (a carry bumps the exponent, so 1.75 gives 2). About nine operations
+// where comparing against the seven midpoints costs about twice that: the FP4 quantizers are bound
+// by instruction issue, not memory (`fa4jit jit-bench`, passes).
+FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) {
+#if defined(__CUDA_ARCH__)
+  const float y = fminf(fabsf(x), 6.0f);
+  const uint32_t below_one = floatAsBits(__fadd_rn(y, 0x1p22f)) - 0x4A800000u;
+#else
+  const float y = std::fmin(std::fabs(x), 6.0f);
+  const uint32_t below_one = floatAsBits(y + 0x1p22f) - 0x4A800000u;
+#endif
+  const uint32_t b = floatAsBits(y);
+  // 1.0 (0x3F800000) is code 2: (b >> 22) is 254 there, so the bias taken off is 252 << 22.
+  const uint32_t from_one = (b - (252u << 22) + 0x1FFFFFu + ((b >> 22) & 1u)) >> 22;
+  return y < 1.0f ? below_one : from_one;
+}
+
 FA4JIT_HD uint8_t floatToE2M1Soft(float x) {
   const uint32_t u = floatAsBits(x);
-  const uint32_t a = u & 0x7FFFFFFFu; // |x| as bits: ordered as the values are
-  if (a > 0x7F800000u)                // NaN: positive max, as the PTX conversion does
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) // NaN: positive max, as the PTX conversion does
     return 0x7u;
-  const uint32_t sign = (u >> 28) & 0x8u;
-  // Round to nearest even against the midpoints of {0, .5, 1, 1.5, 2, 3, 4, 6} (0.25, 0.75, 1.25,
-  // 1.75, 2.5, 3.5, 5): a tie goes to the even code (> at a midpoint whose lower neighbour is even,
-  // >= where the upper one is), and |x| > 5 (±Inf included) saturates to 6. Branch-free; equal to
-  // the PTX conversion for every FP32 input.
-  const uint32_t m = static_cast<uint32_t>(a > 0x3E800000u) + static_cast<uint32_t>(a >= 0x3F400000u) +
-                     static_cast<uint32_t>(a > 0x3FA00000u) + static_cast<uint32_t>(a >= 0x3FE00000u) +
-                     static_cast<uint32_t>(a > 0x40200000u) + static_cast<uint32_t>(a >= 0x40600000u) +
-                     static_cast<uint32_t>(a > 0x40A00000u);
-  return static_cast<uint8_t>(sign | m);
+  return static_cast<uint8_t>(((u >> 28) & 0x8u) | e2m1MagnitudeCode(x));
 }
 
 // Two values into one byte: `lo` in bits 0..3 (the element with the lower index), `hi` in 4..7.
@@ -165,6 +175,17 @@ FA4JIT_HD uint8_t floatsToE2M1x2(float lo, float hi) {
   return static_cast<uint8_t>(r);
 #else
   return static_cast<uint8_t>(floatToE2M1Soft(lo) | (floatToE2M1Soft(hi) << 4));
+#endif
+}
+
+// floatsToE2M1x2 for inputs known not to be NaN (the quantizers zero non-finite elements first):
+// the software path then skips the NaN test.
+FA4JIT_HD uint32_t finiteFloatsToE2M1x2(float lo, float hi) {
+#if FA4JIT_HAS_PTX_E2M1
+  return floatsToE2M1x2(lo, hi);
+#else
+  const uint32_t sign_lo = (floatAsBits(lo) >> 28) & 0x8u, sign_hi = (floatAsBits(hi) >> 24) & 0x80u;
+  return sign_lo | e2m1MagnitudeCode(lo) | sign_hi | (e2m1MagnitudeCode(hi) << 4);
 #endif
 }
 

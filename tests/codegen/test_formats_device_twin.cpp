@@ -30,6 +30,23 @@ TEST_CASE("Device software encoders equal the host library and the references", 
   CHECK(bad == 0);
 }
 
+TEST_CASE("The quantizers' E2M1 pair encoder equals the general one on every non-NaN input", "[formats][twin]") {
+  long bad = 0, visited = 0;
+  float previous = 0.0f;
+  fa4jit::test::forEachStructuredFloat([&](float x) {
+    if (std::isnan(x))
+      return;
+    ++visited;
+    // Each value beside the previous one, in both nibbles, so both signs meet in one byte.
+    bad += dev::finiteFloatsToE2M1x2(x, previous) != dev::floatsToE2M1x2(x, previous);
+    bad += dev::finiteFloatsToE2M1x2(previous, x) != dev::floatsToE2M1x2(previous, x);
+    bad += dev::e2m1MagnitudeCode(x) != (fa4jit::test::refE2M1(x) & 0x7u);
+    previous = -x;
+  });
+  CHECK(visited > 5000000);
+  CHECK(bad == 0);
+}
+
 TEST_CASE("Device decoders equal the host library for every pattern", "[formats][twin]") {
   const auto same = [](float a, float b) {
     return (std::isnan(a) && std::isnan(b)) || fa4jit::test::bitsOf(a) == fa4jit::test::bitsOf(b);

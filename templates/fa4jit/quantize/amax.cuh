@@ -29,34 +29,21 @@ template <class T> FA4JIT_DEVICE bool rowHasNonFinite(const QuantizeParams &p, i
   return bad;
 }
 
-// grid (amax_chunks, batch * heads), block T::kThreads.
-template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
-  using T = QuantizeTraits<C>;
-  constexpr int kVecPerRow = T::kHeadDim / T::kVec;
-  // Independent 16-byte loads in flight per thread: enough bytes in flight per SM to cover DRAM
-  // latency at full bandwidth.
-  constexpr int kUnroll = 4;
-  const int bh = blockIdx.y;
-  const int chunk = blockIdx.x;
-  const int rows_per_chunk = amaxRowsPerChunk(p.seqlen, p.amax_chunks);
-  const int64_t first = static_cast<int64_t>(chunk) * rows_per_chunk;
-  const int r0 = first < p.seqlen ? static_cast<int>(first) : p.seqlen;
-  const int r1 = r0 + rows_per_chunk < p.seqlen ? r0 + rows_per_chunk : p.seqlen;
-  const int n = (r1 - r0) * kVecPerRow;
-  const int64_t base = headOffset(p, bh) + static_cast<int64_t>(r0) * p.x_row_stride;
-  const bool vec_ok = vectorLoadsOk<T>(p);
-  const bool dense = p.x_row_stride == T::kHeadDim; // rows back to back: one flat run
-  float m = 0.0f;
-  bool bad = false;
+// Max |x| over the finite elements of vectors [0, n) of a chunk (vector i at element offset
+// vectorOffset(i)), and whether any element is NaN or Inf, with kUnroll vector loads in flight per
+// thread. Works for every input type and alignment.
+template <class T, int kUnroll, class Offset>
+FA4JIT_DEVICE void chunkAmaxFinite(const QuantizeParams &p, int64_t base, int n, bool vec_ok, Offset vectorOffset,
+                                   float &m, bool &bad) {
+  m = 0.0f;
+  bad = false;
   for (int i0 = threadIdx.x; i0 < n; i0 += T::kThreads * kUnroll) {
     float v[kUnroll][T::kVec];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int i = i0 + u * T::kThreads;
       if (i < n) {
-        const int64_t off = dense ? static_cast<int64_t>(i) * T::kVec
-                                  : static_cast<int64_t>(i / kVecPerRow) * p.x_row_stride + (i % kVecPerRow) * T::kVec;
-        loadRun<T, T::kVec>(p, base + off, vec_ok, v[u]);
+        loadRun<T, T::kVec>(p, base + vectorOffset(i), vec_ok, v[u]);
       } else {
 #pragma unroll
         for (int k = 0; k < T::kVec; ++k)
@@ -73,6 +60,77 @@ template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
         else
           bad = true;
       }
+  }
+}
+
+// The same for 16-byte-aligned BF16, on the bit patterns: with the sign cleared, BF16 bits are
+// ordered as the magnitudes are, so two per 32-bit word reduce with one packed 16-bit max, and the
+// raw words keep twice as many loads in flight in the same registers. A maximum at or above the
+// Inf pattern reveals a NaN or Inf; then the chunk is reduced again by chunkAmaxFinite.
+FA4JIT_DEVICE uint32_t maxU16x2(uint32_t a, uint32_t b) {
+#if __CUDA_ARCH__ >= 900
+  uint32_t r;
+  asm("max.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  return __vmaxu2(a, b);
+#endif
+}
+
+template <class T, class Offset>
+FA4JIT_DEVICE uint32_t chunkAmaxBf16Bits(const QuantizeParams &p, int64_t base, int n, Offset vectorOffset) {
+  constexpr int kUnroll = 8;
+  const uint4 *x = reinterpret_cast<const uint4 *>(reinterpret_cast<const uint16_t *>(p.x) + base);
+  uint32_t m2 = 0u;
+  for (int i0 = threadIdx.x; i0 < n; i0 += T::kThreads * kUnroll) {
+    uint4 w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int i = i0 + u * T::kThreads;
+      w[u] = i < n ? x[vectorOffset(i) / 8] : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u)
+      m2 = maxU16x2(maxU16x2(m2, maxU16x2(w[u].x & 0x7FFF7FFFu, w[u].y & 0x7FFF7FFFu)),
+                    maxU16x2(w[u].z & 0x7FFF7FFFu, w[u].w & 0x7FFF7FFFu));
+  }
+  return m2;
+}
+
+// grid (amax_chunks, batch * heads), block T::kThreads.
+template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  constexpr int kVecPerRow = T::kHeadDim / T::kVec;
+  const int bh = blockIdx.y;
+  const int chunk = blockIdx.x;
+  const int rows_per_chunk = amaxRowsPerChunk(p.seqlen, p.amax_chunks);
+  const int64_t first = static_cast<int64_t>(chunk) * rows_per_chunk;
+  const int r0 = first < p.seqlen ? static_cast<int>(first) : p.seqlen;
+  const int r1 = r0 + rows_per_chunk < p.seqlen ? r0 + rows_per_chunk : p.seqlen;
+  const int n = (r1 - r0) * kVecPerRow;
+  const int64_t base = headOffset(p, bh) + static_cast<int64_t>(r0) * p.x_row_stride;
+  const bool vec_ok = vectorLoadsOk<T>(p);
+  const bool dense = p.x_row_stride == T::kHeadDim; // rows back to back: one flat run
+  const int64_t row_stride = p.x_row_stride;
+  const auto vectorOffset = [dense, row_stride](int i) -> int64_t {
+    return dense ? static_cast<int64_t>(i) * T::kVec
+                 : static_cast<int64_t>(i / kVecPerRow) * row_stride + (i % kVecPerRow) * T::kVec;
+  };
+  float m = 0.0f;
+  bool bad = false;
+  if constexpr (T::kInputFp32) {
+    chunkAmaxFinite<T, 4>(p, base, n, vec_ok, vectorOffset, m, bad);
+  } else {
+    if (vec_ok) {
+      const uint32_t m2 = chunkAmaxBf16Bits<T>(p, base, n, vectorOffset);
+      const uint32_t bits = (m2 & 0xFFFFu) > (m2 >> 16) ? (m2 & 0xFFFFu) : (m2 >> 16);
+      m = bf16ToFloat(static_cast<uint16_t>(bits));
+      bad = bits >= 0x7F80u;
+    }
+    // Unaligned input, or a NaN/Inf somewhere in the chunk: the rare slow path, one load in
+    // flight (it must not raise the kernel's register count).
+    if (__syncthreads_or(!vec_ok || bad) != 0)
+      chunkAmaxFinite<T, 1>(p, base, n, vec_ok, vectorOffset, m, bad);
   }
   const bool any_bad = __syncthreads_or(bad) != 0;
   m = blockMax<T::kThreads>(m);

@@ -17,9 +17,10 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   float v[16];
   if (row < p.seqlen) {
     loadRun<T, 16>(p, headOffset(p, bh) + row * p.x_row_stride + blk * 16, vectorLoadsOk<T>(p), v);
-    zeroNonFinite(v);
   }
   const HeadAmax head = headAmax<T>(p, bh);
+  if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
+    zeroNonFinite(v);
   // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
   // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
   // like the host.
@@ -44,14 +45,13 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
       const float r = __frcp_rn(denom);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        w[i / 4] |= static_cast<uint32_t>(floatsToE2M1x2(quotientByReciprocal(v[2 * i], denom, r),
-                                                         quotientByReciprocal(v[2 * i + 1], denom, r)))
+        w[i / 4] |= finiteFloatsToE2M1x2(quotientByReciprocal(v[2 * i], denom, r),
+                                         quotientByReciprocal(v[2 * i + 1], denom, r))
                     << (8 * (i % 4));
     } else if (denom != 0.0f) {
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        w[i / 4] |= static_cast<uint32_t>(floatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)))
-                    << (8 * (i % 4));
+        w[i / 4] |= finiteFloatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)) << (8 * (i % 4));
     }
     uint8_t *dst = reinterpret_cast<uint8_t *>(p.payload) +
                    (static_cast<int64_t>(bh) * p.seqlen + row) * (T::kHeadDim / 2) + blk * 8;

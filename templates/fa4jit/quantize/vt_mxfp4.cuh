@@ -39,8 +39,7 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
   uint32_t w[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
   for (int i = 0; i < 16; ++i)
-    w[i / 4] |= static_cast<uint32_t>(floatsToE2M1x2(__fmul_rn(v[2 * i], inv), __fmul_rn(v[2 * i + 1], inv)))
-                << (8 * (i % 4));
+    w[i / 4] |= finiteFloatsToE2M1x2(__fmul_rn(v[2 * i], inv), __fmul_rn(v[2 * i + 1], inv)) << (8 * (i % 4));
   uint8_t *dst = reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * (skp / 2) +
                  (k0 + blk * 32) / 2;
   *reinterpret_cast<uint4 *>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
