@@ -48,7 +48,9 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
       for (int s : {1, 33, 128, 300}) {
         const dq::Grid3 n = dq::quantizeEncodeGrid(0, d, threads, 2, 3, s);
         // NVFP4: rows up to S padded to 128 (their scale bytes are zero padding).
-        CHECK(int64_t(n.x) * dq::nvfp4RowsPerCta(threads, d) == (s + 127) / 128 * 128);
+        const int64_t cta_rows = int64_t(dq::nvfp4RowsPerCta(threads, d)) * dq::kNvfp4TilesPerCta;
+        CHECK(int64_t(n.x) * cta_rows >= (s + 127) / 128 * 128);
+        CHECK(int64_t(n.x - 1) * cta_rows < (s + 127) / 128 * 128);
         CHECK(n.y == 6);
         const dq::Grid3 v = dq::quantizeEncodeGrid(1, d, threads, 2, 3, s);
         CHECK(int64_t(v.x) * dq::kVtKeyTile == dq::quantizePaddedKeys(s));

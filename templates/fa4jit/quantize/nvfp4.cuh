@@ -1,26 +1,60 @@
 #pragma once
 // Pass 2 for Q and K: NVFP4 rows (docs/NUMERICS.md §1), bit-identical to formats::quantizeNvfp4.
 // One thread per 16-element block: it owns one UE4M3 scale and 8 payload bytes, so the payload
-// store is one 8-byte vector and neighbouring threads write neighbouring bytes of a row.
+// store is one 8-byte vector and neighbouring threads write neighbouring bytes of a row. A CTA
+// encodes kNvfp4TilesPerCta row tiles of one head, one after the other.
 #include "fa4jit/quantize/amax.cuh"
 
 namespace fa4jit::device::quantize {
 
-// grid quantizeEncodeGrid (x over rows of S padded to 128, y = batch * heads), block T::kThreads.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// The 16 elements of one block as raw 16-byte vectors (two for BF16, four for FP32): held across
+// a tile's encoding in half the registers of the FP32 values.
+template <class T> using BlockVectors = uint4[T::kElemBytes];
+
+template <class T> FA4JIT_DEVICE void loadBlockVectors(const QuantizeParams &p, int64_t off, BlockVectors<T> &w) {
+  const uint4 *src = reinterpret_cast<const uint4 *>(reinterpret_cast<const uint8_t *>(p.x) + off * T::kElemBytes);
+#pragma unroll
+  for (int i = 0; i < T::kElemBytes; ++i)
+    w[i] = src[i];
+}
+
+template <class T> FA4JIT_DEVICE void unpackBlockVectors(const BlockVectors<T> &w, float (&v)[16]) {
+#pragma unroll
+  for (int i = 0; i < T::kElemBytes; ++i) {
+    const uint32_t words[4] = {w[i].x, w[i].y, w[i].z, w[i].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (T::kInputFp32) {
+        v[4 * i + j] = bitsAsFloat(words[j]);
+      } else {
+        v[8 * i + 2 * j] = bitsAsFloat(words[j] << 16);
+        v[8 * i + 2 * j + 1] = bitsAsFloat(words[j] & 0xFFFF0000u);
+      }
+    }
+  }
+}
+
+// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
+// block T::kThreads.
 template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
-  const int row = blockIdx.x * T::kRowsPerCta + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
+  const int padded_rows = (p.seqlen + 127) / 128 * 128;
+  const int first_row =
+      blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
   const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
-  // The block's values are loaded before the head's maximum is reduced (that reduction waits at
-  // CTA barriers, which loads cannot cross): both latencies overlap.
-  float v[16];
-  if (row < p.seqlen) {
-    loadRun<T, 16>(p, headOffset(p, bh) + row * p.x_row_stride + blk * 16, vectorLoadsOk<T>(p), v);
-  }
+  const bool vec_ok = vectorLoadsOk<T>(p);
+  const int64_t head_off = headOffset(p, bh);
+  const int64_t row_stride = p.x_row_stride;
+  const auto blockOffset = [=](int row) { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; };
+  // The first tile's values are loaded before the head's maximum is reduced (that reduction waits
+  // at CTA barriers, which loads cannot cross): both latencies overlap.
+  BlockVectors<T> next{};
+  if (vec_ok && first_row < p.seqlen)
+    loadBlockVectors<T>(p, blockOffset(first_row), next);
   const HeadAmax head = headAmax<T>(p, bh);
-  if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
-    zeroNonFinite(v);
   // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
   // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
   // like the host.
@@ -28,11 +62,30 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   if (!(g > 0.0f))
     g = 1.0f;
   const float six_g = __fmul_rn(6.0f, g);
-
   uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
-  const int64_t sf_off = scaleFactorOffset(row, blk, T::kBlocksPerRow);
-  if (row < p.seqlen) {
+  uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * (T::kHeadDim / 2);
+
+  for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
+    const int row = first_row + t * T::kRowsPerCta;
+    if (row >= padded_rows) // (whole tiles: kRowsPerCta divides 128)
+      break;
+    float v[16];
+    if (vec_ok) {
+      unpackBlockVectors<T>(next, v);
+      const int following = row + T::kRowsPerCta;
+      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
+        loadBlockVectors<T>(p, blockOffset(following), next);
+    } else if (row < p.seqlen) {
+      loadRun<T, 16>(p, blockOffset(row), false, v);
+    }
+    const int64_t sf_off = scaleFactorOffset(row, blk, T::kBlocksPerRow);
+    if (row >= p.seqlen) {
+      sf[sf_off] = 0; // padding rows of the last 128-row scale atom
+      continue;
+    }
+    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
+      zeroNonFinite(v);
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
@@ -53,12 +106,8 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
       for (int i = 0; i < 8; ++i)
         w[i / 4] |= finiteFloatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)) << (8 * (i % 4));
     }
-    uint8_t *dst = reinterpret_cast<uint8_t *>(p.payload) +
-                   (static_cast<int64_t>(bh) * p.seqlen + row) * (T::kHeadDim / 2) + blk * 8;
-    *reinterpret_cast<uint2 *>(dst) = make_uint2(w[0], w[1]);
+    *reinterpret_cast<uint2 *>(payload + static_cast<int64_t>(row) * (T::kHeadDim / 2) + blk * 8) = make_uint2(w[0], w[1]);
     sf[sf_off] = s;
-  } else if (row < (p.seqlen + 127) / 128 * 128) {
-    sf[sf_off] = 0; // padding rows of the last 128-row scale atom
   }
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0)
@@ -66,5 +115,7 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
   }
 }
+
+#endif // CUDA compilers
 
 } // namespace fa4jit::device::quantize

@@ -93,8 +93,12 @@ FA4JIT_HD constexpr int vtKeyAt(int pos, bool permuted) {
   return (pos & 16) + 2 * a + (b & 1) + (b >= 2 ? 8 : 0);
 }
 
-// Rows of x one CTA of the NVFP4 encode pass covers: one thread per 16-element block.
+// Rows of x one row tile of the NVFP4 encode pass covers: one thread per 16-element block.
 FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return threads / (head_dim / 16); }
+// Row tiles one NVFP4 encode CTA loops over: the head's maximum is reduced once for all of them,
+// and the next tile's loads are in flight while one is encoded (a CTA per tile spends most of its
+// life waiting on its loads and that reduction).
+constexpr int kNvfp4TilesPerCta = 4;
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
 FA4JIT_HD constexpr int vtDimsPerCta(int threads) { return threads / 4; }
 
@@ -104,15 +108,15 @@ struct Grid3 {
 
 FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
-// Grid of the encode pass (block = threads, no dynamic shared memory). One small tile per CTA:
-// measured faster than CTAs that loop over several with the next one's loads in flight, whose
-// extra registers cost more occupancy than the prefetch gains (`fa4jit jit-bench`, passes).
-//   NVFP4: x over rows (S padded to 128: padding rows' scale bytes are written too), y = B*H.
+// Grid of the encode pass (block = threads, no dynamic shared memory).
+//   NVFP4: x over groups of kNvfp4TilesPerCta row tiles (S padded to 128: padding rows' scale
+//          bytes are written too), y = B*H.
 //   V^T:   x over 128-key tiles, y over head-dim tiles, z = B*H.
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return format == 0
-             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, nvfp4RowsPerCta(threads, head_dim)),
+             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
+                             static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kNvfp4TilesPerCta),
                      batch * heads, 1}
              : Grid3{static_cast<int>(quantizePaddedKeys(seqlen) / kVtKeyTile), head_dim / vtDimsPerCta(threads),
                      batch * heads};
