@@ -53,7 +53,9 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
         CHECK(int64_t(n.x - 1) * cta_rows < (s + 127) / 128 * 128);
         CHECK(n.y == 6);
         const dq::Grid3 v = dq::quantizeEncodeGrid(1, d, threads, 2, 3, s);
-        CHECK(int64_t(v.x) * dq::kVtKeyTile == dq::quantizePaddedKeys(s));
+        const int64_t key_tiles = dq::quantizePaddedKeys(s) / dq::kVtKeyTile;
+        CHECK(int64_t(v.x) * dq::kVtTilesPerCta >= key_tiles);
+        CHECK(int64_t(v.x - 1) * dq::kVtTilesPerCta < key_tiles);
         CHECK(v.y * dq::vtDimsPerCta(threads) == d);
         CHECK(v.z == 6);
       }

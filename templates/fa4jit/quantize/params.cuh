@@ -99,6 +99,8 @@ FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return thre
 // and the next tile's loads are in flight while one is encoded (a CTA per tile spends most of its
 // life waiting on its loads and that reduction).
 constexpr int kNvfp4TilesPerCta = 4;
+// 128-key tiles one V^T encode CTA loops over, for the same reasons.
+constexpr int kVtTilesPerCta = 4;
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
 FA4JIT_HD constexpr int vtDimsPerCta(int threads) { return threads / 4; }
 
@@ -111,14 +113,14 @@ FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>(
 // Grid of the encode pass (block = threads, no dynamic shared memory).
 //   NVFP4: x over groups of kNvfp4TilesPerCta row tiles (S padded to 128: padding rows' scale
 //          bytes are written too), y = B*H.
-//   V^T:   x over 128-key tiles, y over head-dim tiles, z = B*H.
+//   V^T:   x over groups of kVtTilesPerCta 128-key tiles, y over head-dim tiles, z = B*H.
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return format == 0
              ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
                              static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kNvfp4TilesPerCta),
                      batch * heads, 1}
-             : Grid3{static_cast<int>(quantizePaddedKeys(seqlen) / kVtKeyTile), head_dim / vtDimsPerCta(threads),
+             : Grid3{ceilDiv(quantizePaddedKeys(seqlen) / kVtKeyTile, kVtTilesPerCta), head_dim / vtDimsPerCta(threads),
                      batch * heads};
 }
 

@@ -36,6 +36,75 @@ FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, 
   __syncthreads();
 }
 
+// The raw 16-byte vectors of one tile that a thread loads (its share of 128 keys x kDims), so the
+// next tile's loads can be in flight while one is encoded: four per thread for BF16 at every CTA
+// size.
+template <class T> constexpr int kVtVectorsPerThread = kVtKeyTile * (T::kDims / T::kVec) / T::kThreads;
+template <class T> using VtTileVectors = uint4[kVtVectorsPerThread<T>];
+
+// Loads keys [k0, k0 + 128) x head-dim rows [d0, d0 + kDims) of head bh as raw vectors (16-byte
+// aligned input only; keys past seqlen read as 0).
+template <class T>
+FA4JIT_DEVICE void loadVtTileVectors(const QuantizeParams &p, int bh, int k0, int d0, VtTileVectors<T> &w) {
+  constexpr int kVecPerRow = T::kDims / T::kVec;
+  const uint8_t *x = reinterpret_cast<const uint8_t *>(p.x);
+  const int64_t base = headOffset(p, bh) + d0;
+#pragma unroll
+  for (int j = 0; j < kVtVectorsPerThread<T>; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * T::kThreads;
+    const int key = i / kVecPerRow;
+    const int dv = (i % kVecPerRow) * T::kVec;
+    w[j] = k0 + key < p.seqlen
+               ? *reinterpret_cast<const uint4 *>(x + (base + static_cast<int64_t>(k0 + key) * p.x_row_stride + dv) *
+                                                          T::kElemBytes)
+               : make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
+// Writes loadVtTileVectors' vectors into the tile, transposed (non-finite elements as 0), then
+// waits for the CTA.
+template <class T> FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, float (*tile)[T::kTilePitch]) {
+  constexpr int kVecPerRow = T::kDims / T::kVec;
+#pragma unroll
+  for (int j = 0; j < kVtVectorsPerThread<T>; ++j) {
+    const int i = static_cast<int>(threadIdx.x) + j * T::kThreads;
+    const int key = i / kVecPerRow;
+    const int dv = (i % kVecPerRow) * T::kVec;
+    const uint32_t words[4] = {w[j].x, w[j].y, w[j].z, w[j].w};
+    float v[T::kVec];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if constexpr (T::kInputFp32) {
+        v[k] = bitsAsFloat(words[k]);
+      } else {
+        v[2 * k] = bitsAsFloat(words[k] << 16);
+        v[2 * k + 1] = bitsAsFloat(words[k] & 0xFFFF0000u);
+      }
+    }
+    zeroNonFinite(v);
+#pragma unroll
+    for (int k = 0; k < T::kVec; ++k)
+      tile[dv + k][key] = v[k];
+  }
+  __syncthreads();
+}
+
+// Stages key tile `k0` of a CTA's loop into `tile`: from the vectors loaded ahead into `next`
+// (then loads the following tile's, `k_next` < 0 for none), or, for input that 16-byte vectors
+// cannot read, straight from x. The leading barrier lets the previous tile's readers finish.
+template <class T>
+FA4JIT_DEVICE void stageVtTileAhead(const QuantizeParams &p, int bh, int k0, int k_next, int d0, bool vec_ok,
+                                    VtTileVectors<T> &next, float (*tile)[T::kTilePitch]) {
+  __syncthreads();
+  if (!vec_ok) {
+    stageVtTile<T>(p, bh, k0, d0, tile);
+    return;
+  }
+  storeVtTileVectors<T>(next, tile);
+  if (k_next >= 0)
+    loadVtTileVectors<T>(p, bh, k_next, d0, next);
+}
+
 // The 32 values of this thread's (row, block), in stored (possibly permuted) key order. Threads
 // of a warp read 32 consecutive rows: with the odd pitch every read is conflict-free.
 template <class T>

@@ -5,19 +5,25 @@
 
 namespace fa4jit::device::quantize {
 
-// grid (Skp / 128, head_dim / T::kDims, batch * heads), block T::kThreads.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// grid quantizeEncodeGrid (x over groups of kVtTilesPerCta key tiles, y over head-dim tiles,
+// z = batch * heads), block T::kThreads.
 template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   __shared__ float tile[T::kDims][T::kTilePitch];
   const int bh = blockIdx.z;
-  const int k0 = blockIdx.x * kVtKeyTile;
   const int d0 = blockIdx.y * T::kDims;
   const int64_t skp = quantizePaddedKeys(p.seqlen);
+  const int first_k = blockIdx.x * kVtTilesPerCta * kVtKeyTile;
+  const bool vec_ok = vectorLoadsOk<T>(p);
 
   // s_v = amax / 448 in FP32 (1 when that is 0), then one division per element as the host does
   // (by reciprocal and correction where that gives the same codes).
-  // The tile is staged before the head's maximum is reduced: both latencies overlap.
-  stageVtTile<T>(p, bh, k0, d0, tile);
+  // The first tile's loads are issued before the head's maximum is reduced: both latencies overlap.
+  VtTileVectors<T> next{};
+  if (vec_ok)
+    loadVtTileVectors<T>(p, bh, first_k, d0, next);
   const HeadAmax head = headAmax<T>(p, bh);
   float s_v = __fdiv_rn(head.amax, 448.0f);
   if (!(s_v > 0.0f))
@@ -27,28 +33,39 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
       reinterpret_cast<float *>(p.head_scalar)[bh] = s_v;
     writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
   }
+  const bool by_reciprocal = quotientByReciprocalOk(s_v); // (the E4M3 codes of the exact quotients, formats.cuh)
+  const float r = __frcp_rn(s_v);
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
-  float v[32];
-  readVtBlock<T>(tile, d - d0, blk, v);
-  uint32_t w[8];
-  if (quotientByReciprocalOk(s_v)) { // (the E4M3 codes of the exact quotients, formats.cuh)
-    const float r = __frcp_rn(s_v);
+  for (int t = 0; t < kVtTilesPerCta; ++t) {
+    const int k0 = first_k + t * kVtKeyTile;
+    if (k0 >= skp)
+      break;
+    const int k_next = t + 1 < kVtTilesPerCta && k0 + kVtKeyTile < skp ? k0 + kVtKeyTile : -1;
+    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile);
+    float v[32];
+    readVtBlock<T>(tile, d - d0, blk, v);
+    if (by_reciprocal) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i)
-      v[i] = quotientByReciprocal(v[i], s_v, r);
-  } else {
+      for (int i = 0; i < 32; ++i)
+        v[i] = quotientByReciprocal(v[i], s_v, r);
+    } else {
 #pragma unroll
-    for (int i = 0; i < 32; ++i)
-      v[i] = __fdiv_rn(v[i], s_v);
+      for (int i = 0; i < 32; ++i)
+        v[i] = __fdiv_rn(v[i], s_v);
+    }
+    uint32_t w[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
+             (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
+    uint8_t *dst =
+        reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
+    reinterpret_cast<uint4 *>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    reinterpret_cast<uint4 *>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
   }
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
-           (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
-  uint8_t *dst = reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
-  reinterpret_cast<uint4 *>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-  reinterpret_cast<uint4 *>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
 }
+
+#endif // CUDA compilers
 
 } // namespace fa4jit::device::quantize
