@@ -68,7 +68,15 @@ LoadResult DiskStore::load(llvm::StringRef key, bool touchLastUse) const {
   };
   if (!pathExists(dir))
     return {};
-  llvm::Expected<std::string> text = readWholeFile(dir + "/" + kManifestName, kMaxManifestBytes);
+  // The system layer loads only what root or this user wrote (fs_util.h); the user layer's root
+  // is this user's own private directory.
+  const auto read = [this](const std::string &path, uint64_t max_bytes) {
+    return writable_ ? readWholeFile(path, max_bytes) : readTrustedFile(path, max_bytes);
+  };
+  if (!writable_)
+    if (llvm::Error e = checkTrustedPath(root_, dir))
+      return corrupt(llvm::toString(std::move(e)));
+  llvm::Expected<std::string> text = read(dir + "/" + kManifestName, kMaxManifestBytes);
   if (!text)
     return corrupt(llvm::toString(text.takeError()));
   llvm::Expected<Manifest> manifest = parseManifest(*text);
@@ -82,7 +90,7 @@ LoadResult DiskStore::load(llvm::StringRef key, bool touchLastUse) const {
   entry->key = key.str();
   entry->layer = layer();
   for (const ManifestFile &f : manifest->files) {
-    llvm::Expected<std::string> data = readWholeFile(dir + "/" + f.name, f.size);
+    llvm::Expected<std::string> data = read(dir + "/" + f.name, f.size);
     if (!data)
       return corrupt(llvm::toString(data.takeError()));
     if (data->size() != f.size)

@@ -37,17 +37,39 @@ llvm::Error errnoError(llvm::StringRef what, llvm::StringRef path, int err) {
                                  path.str().c_str(), std::strerror(err));
 }
 
-llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxBytes) {
+namespace {
+
+// Owned by root or this user, writable by nobody else.
+llvm::Error checkTrustedOwner(const struct stat &st, llvm::StringRef path) {
+  if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    return llvm::createStringError(std::errc::permission_denied,
+                                   "not trusted: '%s' belongs to uid %u, neither root nor this user (uid %u)",
+                                   path.str().c_str(), unsigned(st.st_uid), unsigned(::geteuid()));
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return llvm::createStringError(std::errc::permission_denied,
+                                   "not trusted: '%s' is writable by group or others (mode %o)", path.str().c_str(),
+                                   unsigned(st.st_mode & 07777));
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::string> readRegularFile(llvm::StringRef path, uint64_t maxBytes, bool trusted) {
   // Non-blocking, so that a FIFO (or a device) in place of a file cannot hang the open; only a
   // regular file is read.
-  Fd f(openRetry(path.str(), O_RDONLY | O_NONBLOCK));
-  if (f.fd < 0)
+  Fd f(openRetry(path.str(), O_RDONLY | O_NONBLOCK | (trusted ? O_NOFOLLOW : 0)));
+  if (f.fd < 0) {
+    if (trusted && errno == ELOOP)
+      return llvm::createStringError(std::errc::permission_denied, "not trusted: '%s' is a symbolic link",
+                                     path.str().c_str());
     return errnoError("cannot open", path, errno);
+  }
   struct stat st;
   if (::fstat(f.fd, &st) != 0)
     return errnoError("cannot stat", path, errno);
   if (!S_ISREG(st.st_mode))
     return llvm::createStringError(std::errc::invalid_argument, "'%s' is not a regular file", path.str().c_str());
+  if (trusted)
+    if (llvm::Error e = checkTrustedOwner(st, path))
+      return e;
   std::string data;
   char buffer[1 << 16];
   for (;;) {
@@ -63,6 +85,46 @@ llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxByte
                                      static_cast<unsigned long long>(maxBytes));
     data.append(buffer, size_t(n));
   }
+}
+
+} // namespace
+
+llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxBytes) {
+  return readRegularFile(path, maxBytes, /*trusted=*/false);
+}
+
+llvm::Expected<std::string> readTrustedFile(llvm::StringRef path, uint64_t maxBytes) {
+  return readRegularFile(path, maxBytes, /*trusted=*/true);
+}
+
+llvm::Error checkTrustedPath(llvm::StringRef root, llvm::StringRef path) {
+  struct stat st;
+  if (::stat(root.str().c_str(), &st) != 0)
+    return errnoError("cannot inspect", root, errno);
+  if (llvm::Error e = checkTrustedOwner(st, root))
+    return e;
+  llvm::StringRef rest = path;
+  if (!rest.consume_front(root) || (!rest.empty() && !rest.startswith("/")))
+    return llvm::createStringError(std::errc::invalid_argument, "not trusted: '%s' is not under '%s'",
+                                   path.str().c_str(), root.str().c_str());
+  std::string at = root.str();
+  while (!rest.empty()) {
+    llvm::StringRef part;
+    std::tie(part, rest) = rest.ltrim('/').split('/');
+    if (part.empty())
+      break;
+    if (part == "..")
+      return llvm::createStringError(std::errc::invalid_argument, "not trusted: '%s' leaves '%s'", path.str().c_str(),
+                                     root.str().c_str());
+    at += "/" + part.str();
+    if (::lstat(at.c_str(), &st) != 0)
+      return errnoError("cannot inspect", at, errno);
+    if (S_ISLNK(st.st_mode))
+      return llvm::createStringError(std::errc::permission_denied, "not trusted: '%s' is a symbolic link", at.c_str());
+    if (llvm::Error e = checkTrustedOwner(st, at))
+      return e;
+  }
+  return llvm::Error::success();
 }
 
 llvm::Error writeFileDurably(llvm::StringRef path, llvm::StringRef bytes) {

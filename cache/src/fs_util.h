@@ -24,6 +24,15 @@ llvm::Error createPrivateDirectories(llvm::StringRef path);
 // belong to this user.
 llvm::Error checkPrivateDirectory(llvm::StringRef path, bool requireOwnedByUs);
 
+// The system layer's trust rule: only what root or this user wrote is loaded. `root` and every
+// path component below it down to `path` must be owned by root or this user and writable by
+// nobody else, and no component below `root` may be a symbolic link (anyone who could swap one
+// could plant a cubin). The error names the first component that breaks the rule.
+llvm::Error checkTrustedPath(llvm::StringRef root, llvm::StringRef path);
+// readWholeFile for a file under that rule: opened without following a symbolic link, and its
+// owner and mode checked on the open descriptor (no window between check and read).
+llvm::Expected<std::string> readTrustedFile(llvm::StringRef path, uint64_t maxBytes);
+
 bool pathExists(llvm::StringRef path);
 bool isDirectory(llvm::StringRef path);
 // Names in a directory, without "." and ".."; empty when it cannot be read.

@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <functional>
+#include <unistd.h>
 #include <map>
 #include <sys/stat.h>
 
@@ -93,6 +95,72 @@ TEST_CASE("the system layer is searched first and never written", "[cache]") {
   REQUIRE(ls.size() == 2);
   CHECK(ls[0].layer == Layer::System);
   CHECK(ls[1].layer == Layer::User);
+}
+
+TEST_CASE("the system layer loads only entries that root or this user wrote", "[cache]") {
+  // Each way another user could have written into a shipped entry: the entry must not load as
+  // `system` (the producer runs instead), and `verify` must count it bad without removing it.
+  struct Forgery {
+    const char *what;
+    std::function<void(const std::string &shard, const std::string &entry)> apply;
+    bool needs_root; // (chown to another user needs root)
+  };
+  const Forgery forgeries[] = {
+      {"a group-writable entry folder", [](const std::string &, const std::string &e) { ::chmod(e.c_str(), 0770); },
+       false},
+      {"an other-writable shard folder", [](const std::string &s, const std::string &) { ::chmod(s.c_str(), 0703); },
+       false},
+      {"a group-writable cubin",
+       [](const std::string &, const std::string &e) { ::chmod((e + "/kernel.cubin").c_str(), 0620); }, false},
+      {"a shard folder that is a symbolic link",
+       [](const std::string &s, const std::string &) {
+         REQUIRE(::rename(s.c_str(), (s + ".real").c_str()) == 0);
+         REQUIRE(::symlink((s + ".real").c_str(), s.c_str()) == 0);
+       },
+       false},
+      {"a cubin that is a symbolic link",
+       [](const std::string &, const std::string &e) {
+         REQUIRE(::rename((e + "/kernel.cubin").c_str(), (e + "/real.cubin").c_str()) == 0);
+         REQUIRE(::symlink((e + "/real.cubin").c_str(), (e + "/kernel.cubin").c_str()) == 0);
+       },
+       false},
+      {"a manifest owned by another user",
+       [](const std::string &, const std::string &e) { REQUIRE(::chown((e + "/manifest.json").c_str(), 65534, 65534) == 0); },
+       true},
+      {"an entry folder owned by another user",
+       [](const std::string &, const std::string &e) { REQUIRE(::chown(e.c_str(), 65534, 65534) == 0); }, true},
+  };
+  int tried = 0;
+  for (const Forgery &f : forgeries) {
+    if (f.needs_root && ::geteuid() != 0)
+      continue;
+    ++tried;
+    INFO(f.what);
+    ScratchDir dir;
+    const std::string system = dir.sub("system");
+    const CacheKey shipped = sampleKey("shipped");
+    REQUIRE(static_cast<bool>(KernelCache::open(userConfig(system))->publish(shipped, sampleFiles("shipped"))));
+    const std::string entry = entryPath(system, shipped.digest);
+    f.apply(system + "/" + shipped.digest.substr(0, 2), entry);
+    CacheConfig config = userConfig(dir.sub("user"));
+    config.system_dir = system;
+    auto cache = KernelCache::open(config);
+    REQUIRE(cache->stat().system.available);
+    VerifyReport report = cache->verify({});
+    REQUIRE(report.bad.size() == 1);
+    CHECK(report.bad[0].layer == Layer::System);
+    CHECK_THAT(report.bad[0].problem, Catch::Contains("not trusted"));
+    bool produced = false;
+    auto e = cache->getOrCreate(shipped, [&] {
+      produced = true;
+      return llvm::Expected<EntryFiles>(sampleFiles("shipped"));
+    });
+    REQUIRE(static_cast<bool>(e));
+    CHECK(produced);
+    CHECK((*e)->layer == Layer::Produced);
+    CHECK(::access((entry + "/manifest.json").c_str(), F_OK) == 0); // (never removed)
+  }
+  CHECK(tried >= 5);
 }
 
 TEST_CASE("an unwritable user directory degrades to memory with one warning", "[cache]") {

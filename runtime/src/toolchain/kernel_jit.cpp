@@ -151,6 +151,14 @@ llvm::Expected<CompiledKernelPtr> KernelJit::build(const KernelSpec &spec) {
   auto info = readCubinInfo(result->cubin);
   if (!info)
     return info.takeError();
+  // An entry is found by the hash of its source, but its cubin is only what its writer put there:
+  // it must define every entry point that source declares, or it is not this kernel.
+  for (const EntryPoint &ep : emitted->entries)
+    if (!info->find(ep.name))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "cache entry %s (%s layer) is not trusted: its cubin lacks the entry point %s; "
+                                     "'fa4jit cache verify --fix' removes damaged user entries",
+                                     key.digest.c_str(), cache::layerName(result->layer), ep.name.c_str());
   result->info = std::move(*info);
   addPtxasSpillCounts(result->compile_log, result->info);
   return CompiledKernelPtr(std::move(result));
