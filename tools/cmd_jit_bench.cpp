@@ -183,8 +183,8 @@ int runJitBench(int argc, char **argv) {
     for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
       // Output bytes: payload + scales (NVFP4/MXFP4 ~ 4.5 bits/elem, FP8 8 bits).
       const double outBytes = f == QuantFormat::Fp8PerHead ? elems : elems * 0.5 + elems / (f == QuantFormat::Nvfp4 ? 16 : 32);
-      QuantizedTensor out; // (its buffers are reused by every timed call, as a forward reuses its workspace)
-      const double ms = timeMs([&] { llvm::consumeError(eng.quantize(desc, f, out, "x")); });
+      QuantizedTensor quantized; // (its buffers are reused by every timed call, as a forward reuses its workspace)
+      const double ms = timeMs([&] { llvm::consumeError(eng.quantize(desc, f, quantized, "x")); });
       const double tbs = (elems * 2.0 + outBytes) / (ms * 1e-3) / 1e12;
       rows += fmt::format("{}{{\"format\":\"{}\",\"ms\":{:.4f},\"tb_s\":{:.3f},\"fraction_of_copy\":{:.3f}}}",
                           rows.empty() ? "" : ",", toString(f), ms, tbs, tbs / copyTBs);
@@ -198,8 +198,8 @@ int runJitBench(int argc, char **argv) {
       const double in_bytes = 2.0 * pb * ph * ps * D;
       TensorDesc px = TensorDesc::contiguous(x->address(), DType::BF16, pb, ph, ps, D);
       for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
-        QuantizedTensor out;
-        if (auto e = eng.quantize(px, f, out, "x"))
+        QuantizedTensor passOut;
+        if (auto e = eng.quantize(px, f, passOut, "x"))
           return fail(llvm::toString(std::move(e)));
         for (int threads : {128, 256, 512}) {
           KernelSpec qs = defaultQuantizeSpec(f, D, eng.target());
@@ -217,10 +217,10 @@ int runJitBench(int argc, char **argv) {
           if (!encode)
             return fail(llvm::toString(encode.takeError()));
           dq::QuantizeParams p{};
-          p.x = px.data, p.payload = out.payload.address();
-          p.scales = f == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
-          p.head_scalar = out.head_scalar.address(), p.amax_partial = out.amax_partial.address();
-          p.nonfinite_rows = out.nonfinite_rows.address();
+          p.x = px.data, p.payload = passOut.payload.address();
+          p.scales = f == QuantFormat::Fp8PerHead ? 0 : passOut.scales.address();
+          p.head_scalar = passOut.head_scalar.address(), p.amax_partial = passOut.amax_partial.address();
+          p.nonfinite_rows = passOut.nonfinite_rows.address();
           p.x_batch_stride = px.stride[0], p.x_head_stride = px.stride[1], p.x_row_stride = px.stride[2];
           p.batch = pb, p.heads = ph, p.seqlen = ps, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, pb * ph, ps);
           void *args[] = {&p};

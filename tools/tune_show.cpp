@@ -66,14 +66,26 @@ json::Value recordJson(const cache::TuningRecord &r, bool with_candidates) {
 int showTuningDatabase(const cache::TuningDbConfig &config, bool as_json, bool candidates) {
   json::Array all;
   bool any = false;
+  bool damaged = false; // a file or record that lookups ignore: the listing is not the whole truth
   for (const auto &[layer, dir] : {std::pair<const char *, std::string>{"system", config.system_dir},
                                    std::pair<const char *, std::string>{"user", config.user_dir}}) {
     if (dir.empty())
       continue;
     for (const std::string &path : cache::tuningFilesIn(dir)) {
-      auto file = cache::readTuningFile(path); // a corrupt file has warned once and is skipped
-      if (!file)
+      std::string problem;
+      auto file = cache::readTuningFile(path, &problem); // (a corrupt file has warned once)
+      if (!file) {
+        if (!problem.empty()) {
+          std::fprintf(stderr, "fa4jit tune --show: %s layer: %s: %s\n", layer, path.c_str(), problem.c_str());
+          damaged = true;
+        }
         continue;
+      }
+      for (const auto &[k, r] : file->rejected) {
+        std::fprintf(stderr, "fa4jit tune --show: %s layer: %s: record %s ignored: %s\n", layer, path.c_str(),
+                     k.c_str(), r.reason.c_str());
+        damaged = true;
+      }
       any = true;
       if (!as_json)
         std::printf("%s layer: %s\n  device %s (%d SMs), %zu records\n\n  %-42s %-44s %9s %9s %7s %5s %s\n", layer,
@@ -108,7 +120,7 @@ int showTuningDatabase(const cache::TuningDbConfig &config, bool as_json, bool c
   else if (!any)
     std::printf("no tuning records in %s%s%s\n", config.user_dir.empty() ? "(no user cache)" : config.user_dir.c_str(),
                 config.system_dir.empty() ? "" : " or ", config.system_dir.c_str());
-  return 0;
+  return damaged ? 1 : 0;
 }
 
 } // namespace fa4jit::tools

@@ -15,6 +15,7 @@ double tunedSpeedup(const cache::TuningRecord &r);
 llvm::json::Value recordJson(const cache::TuningRecord &r, bool with_candidates);
 
 // `fa4jit tune --show [--json]`: every tuning file in the user and system tuning directories.
+// Exits 1 when a file or a record cannot be used (each named on stderr), else 0.
 int showTuningDatabase(const cache::TuningDbConfig &config, bool json, bool candidates);
 
 } // namespace fa4jit::tools

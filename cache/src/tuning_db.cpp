@@ -6,9 +6,12 @@
 
 #include "fa4jit/logging/log.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <set>
 #include <unistd.h>
 
@@ -19,35 +22,64 @@ namespace {
 constexpr uint64_t kMaxTuningFileBytes = uint64_t(64) << 20;
 
 // One warning per damaged file and process, however many databases or lookups read it.
-void warnCorruptOnce(const std::string &path, const std::string &why) {
+void warnOnce(const std::string &path, const std::string &message) {
   static std::mutex mutex;
   static std::set<std::string> warned;
   std::lock_guard<std::mutex> lock(mutex);
   if (warned.insert(path).second)
-    logging::logger().warn("fa4jit tuning: ignoring corrupt tuning database {} ({}); its shapes fall back to the heuristic "
-                 "until they are tuned again",
-                 path, why);
+    logging::logger().warn("{}", message);
 }
 
-enum class ReadStatus { Missing, Ok, Skipped };
+void warnCorruptOnce(const std::string &path, const std::string &why) {
+  warnOnce(path, fmt::format("fa4jit tuning: ignoring corrupt tuning database {} ({}); its shapes fall back to the "
+                             "heuristic until they are tuned again",
+                             path, why));
+}
 
-// Reads and parses a file; a corrupt one warns once, another schema is skipped quietly (debug).
-ReadStatus readFile(const std::string &path, TuningFile &out) {
+std::string describeRejected(const TuningFile &f) {
+  std::string out;
+  for (const auto &[k, r] : f.rejected)
+    out += (out.empty() ? "" : "; ") + k + ": " + r.reason;
+  return out;
+}
+
+enum class ReadStatus { Missing, Ok, Skipped, Corrupt };
+
+// Reads and parses a file of the layer whose folder is `dir` (owned by this user when `ours`). A
+// corrupt or untrusted file warns once; another schema is skipped quietly (debug); rejected
+// records are named in one warning and the rest is Ok. `problem` receives what was wrong.
+ReadStatus readFile(const std::string &dir, bool ours, const std::string &path, TuningFile &out,
+                    std::string *problem = nullptr) {
   if (!pathExists(path))
     return ReadStatus::Missing;
-  auto text = readWholeFile(path, kMaxTuningFileBytes);
-  if (!text) {
-    warnCorruptOnce(path, llvm::toString(text.takeError()));
-    return ReadStatus::Skipped;
-  }
+  auto fail = [&](std::string why, ReadStatus status) {
+    warnCorruptOnce(path, why);
+    if (problem)
+      *problem = std::move(why);
+    return status;
+  };
+  // The kernel cache's folder rule: a tuning file others may replace picks the kernels we run.
+  if (llvm::Error e = checkPrivateDirectory(dir, ours))
+    return fail(llvm::toString(std::move(e)), ReadStatus::Skipped);
+  auto text = readTrustedFile(path, kMaxTuningFileBytes);
+  if (!text)
+    return fail(llvm::toString(text.takeError()), ReadStatus::Skipped);
   auto parsed = parseTuningFile(*text, path);
   if (!parsed) {
     llvm::Error e = parsed.takeError();
-    if (isSchemaMismatch(e))
+    if (isSchemaMismatch(e)) {
       logging::logger().debug("fa4jit tuning: skipping {}", llvm::toString(std::move(e)));
-    else
-      warnCorruptOnce(path, llvm::toString(std::move(e)));
-    return ReadStatus::Skipped;
+      return ReadStatus::Skipped;
+    }
+    return fail(llvm::toString(std::move(e)), ReadStatus::Corrupt);
+  }
+  if (!parsed->rejected.empty()) {
+    const std::string why = describeRejected(*parsed);
+    warnOnce(path, fmt::format("fa4jit tuning: {}: ignoring {} record(s), which fall back to the heuristic and are kept "
+                               "in the file until tuned again: {}",
+                               path, parsed->rejected.size(), why));
+    if (problem)
+      *problem = why;
   }
   out = std::move(*parsed);
   return ReadStatus::Ok;
@@ -94,9 +126,9 @@ bool TuningDb::current(const TuningRecord &r) const {
 void TuningDb::ensureLoaded() const {
   if (loaded_)
     return;
-  auto load = [&](const std::string &path) -> std::unique_ptr<TuningFile> {
+  auto load = [&](const std::string &dir, bool ours, const std::string &path) -> std::unique_ptr<TuningFile> {
     TuningFile f;
-    if (path.empty() || readFile(path, f) != ReadStatus::Ok)
+    if (path.empty() || readFile(dir, ours, path, f) != ReadStatus::Ok)
       return nullptr;
     // A file copied from another device (same slug by accident) is not ours.
     if (f.device_name != identity_.device_name || f.sm_count != identity_.sm_count) {
@@ -105,8 +137,8 @@ void TuningDb::ensureLoaded() const {
     }
     return std::make_unique<TuningFile>(std::move(f));
   };
-  system_ = load(systemFile());
-  user_ = load(userFile());
+  system_ = load(config_.system_dir, false, systemFile());
+  user_ = load(config_.user_dir, true, userFile());
   loaded_ = true;
 }
 
@@ -169,6 +201,8 @@ llvm::Error TuningDb::store(TuningRecord record) {
   }
   if (llvm::Error e = createPrivateDirectories(config_.user_dir))
     return e;
+  if (llvm::Error e = checkPrivateDirectory(config_.user_dir, /*requireOwnedByUs=*/true))
+    return e;
   const std::string path = userFile();
   // The lock serializes writers across processes (flock) and threads of this one (the mutex
   // above); readers never lock: they see the old or the new file, never a partial one.
@@ -176,19 +210,32 @@ llvm::Error TuningDb::store(TuningRecord record) {
   if (!fileLock)
     return fileLock.takeError();
   TuningFile merged;
-  if (readFile(path, merged) != ReadStatus::Ok || merged.device_name != identity_.device_name ||
-      merged.sm_count != identity_.sm_count) {
+  const ReadStatus status = readFile(config_.user_dir, true, path, merged);
+  const bool usable =
+      status == ReadStatus::Ok && merged.device_name == identity_.device_name && merged.sm_count == identity_.sm_count;
+  if (status != ReadStatus::Missing && !usable) {
+    // A file this process cannot merge into (corrupt, another schema, another device's) is moved
+    // aside, never overwritten: its records stay on disk for a person or another fa4jit to read.
+    const std::string aside = path + ".corrupt-" + std::to_string(static_cast<long long>(std::time(nullptr)));
+    if (::rename(path.c_str(), aside.c_str()) != 0)
+      return errnoError("cannot move aside the unusable tuning database", path, errno);
+    logging::logger().warn("fa4jit tuning: moved the tuning database {}, which this fa4jit cannot merge into, aside "
+                           "to {}",
+                           path, aside);
+  }
+  if (!usable) {
     merged = TuningFile{};
     merged.device_name = identity_.device_name;
     merged.sm_count = identity_.sm_count;
   }
+  merged.rejected.erase(k);
   merged.records[k] = std::move(record);
   if (llvm::Error e = publishAtomically(config_.user_dir, path, serializeTuningFile(merged)))
     return e;
   user_ = std::make_unique<TuningFile>(std::move(merged));
   if (!loaded_) {
     TuningFile sys;
-    if (!systemFile().empty() && readFile(systemFile(), sys) == ReadStatus::Ok &&
+    if (!systemFile().empty() && readFile(config_.system_dir, false, systemFile(), sys) == ReadStatus::Ok &&
         sys.device_name == identity_.device_name && sys.sm_count == identity_.sm_count)
       system_ = std::make_unique<TuningFile>(std::move(sys));
     loaded_ = true;
@@ -212,9 +259,11 @@ std::vector<ListedRecord> TuningDb::list() const {
   return out;
 }
 
-std::optional<TuningFile> readTuningFile(const std::string &path) {
+std::optional<TuningFile> readTuningFile(const std::string &path, std::string *problem) {
   TuningFile f;
-  if (readFile(path, f) != ReadStatus::Ok)
+  const llvm::StringRef dir = llvm::StringRef(path).rsplit('/').first;
+  // (a folder of this user's or root's; whether it must be this user's is the caller's layer rule)
+  if (readFile(dir.str(), false, path, f, problem) != ReadStatus::Ok)
     return std::nullopt;
   return f;
 }

@@ -1,12 +1,15 @@
 // JSON form of a tuning database file (tuning_db.h):
 //   {"schema": 1, "device": {"name", "sm_count"}, "records": {"<key>": record, ...},
 //    "sha256": hex of the compact JSON of {"device", "records", "schema"}}
-// The checksum catches a damaged number that still parses; llvm::json prints object keys sorted
-// and doubles with round-trip precision, so re-printing what was read reproduces the hashed text.
+// and each record carries "sha256", the hex of its own compact JSON without that member. The
+// checksums catch a damaged number that still parses; the record's own lets the intact records of
+// a damaged file be kept. llvm::json prints object keys sorted and doubles with round-trip
+// precision, so re-printing what was read reproduces the hashed text.
 #include "fa4jit/cache/sha256.h"
 #include "fa4jit/codegen/json_limits.h"
 #include "fa4jit/cache/tuning_db.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -81,16 +84,41 @@ json::Value toJSON(const TuningRecord &r) {
   };
 }
 
-json::Object content(const TuningFile &f) {
-  json::Object records;
-  for (const auto &[k, r] : f.records)
-    records[k] = toJSON(r);
-  return json::Object{{"schema", f.schema},
-                      {"device", json::Object{{"name", f.device_name}, {"sm_count", f.sm_count}}},
-                      {"records", std::move(records)}};
+std::string compact(const json::Value &v) { return llvm::formatv("{0}", v).str(); }
+
+// A record's own checksum: over its compact JSON without the "sha256" member.
+std::string recordChecksum(json::Object record) {
+  record.erase("sha256");
+  return sha256Hex(compact(json::Value(std::move(record))));
 }
 
-std::string compact(const json::Value &v) { return llvm::formatv("{0}", v).str(); }
+json::Object content(const TuningFile &f) {
+  json::Object records;
+  for (const auto &[k, r] : f.records) {
+    json::Value v = toJSON(r);
+    json::Object *o = v.getAsObject();
+    (*o)["sha256"] = recordChecksum(*o);
+    records[k] = std::move(v);
+  }
+  // Rejected records stay apart from the good ones, with the reason, so that rewriting the file
+  // (and its checksum) never turns one into a record that lookups would trust.
+  json::Object rejected;
+  for (const auto &[k, r] : f.rejected) {
+    if (f.records.count(k)) // (tuned again: the new record replaces it)
+      continue;
+    auto raw = json::parse(r.json);
+    json::Value kept = raw ? std::move(*raw) : json::Value(r.json);
+    if (!raw)
+      llvm::consumeError(raw.takeError());
+    rejected[k] = json::Object{{"reason", r.reason}, {"record", std::move(kept)}};
+  }
+  json::Object o{{"schema", f.schema},
+                 {"device", json::Object{{"name", f.device_name}, {"sm_count", f.sm_count}}},
+                 {"records", std::move(records)}};
+  if (!rejected.empty())
+    o["rejected"] = std::move(rejected);
+  return o;
+}
 
 // Field readers: each error names the JSON path.
 class Reader {
@@ -250,6 +278,19 @@ llvm::Expected<TuningRecord> parseRecord(const Reader &rd, const json::Value &v,
     return rd.err(where + ".winner", std::to_string(r.winner) + " is not a successfully timed candidate");
   if (r.heuristic < -1 || r.heuristic >= int(r.candidates.size()))
     return rd.err(where + ".heuristic", std::to_string(r.heuristic) + " is out of range");
+  // A spec that parses can still be one no kernel may be built from (block_m 1,000,000), or
+  // another shape's: the winner would be compiled and launched for this key.
+  for (size_t i = 0; i < r.candidates.size(); ++i)
+    if (llvm::Error e = validateSpec(r.candidates[i].spec))
+      return rd.err(where + ".candidates[" + std::to_string(i) + "].spec", llvm::toString(std::move(e)));
+  const KernelSpec &w = r.candidates[size_t(r.winner)].spec;
+  if (w.family != r.key.family || w.target != r.key.target ||
+      (w.family == KernelFamily::AttentionForward &&
+       (w.attention.route != r.key.route || w.attention.head_dim != r.key.head_dim ||
+        w.attention.causal != r.key.causal)))
+    return rd.err(where + ".winner", "its spec (" + std::string(toString(w.attention.route)) + ", d" +
+                                         std::to_string(w.attention.head_dim) + ", " + toString(w.target) +
+                                         ") is not one for the record's key " + r.key.str());
   return r;
 }
 
@@ -316,8 +357,8 @@ llvm::Expected<TuningFile> parseTuningFile(llvm::StringRef text, llvm::StringRef
     return rd.err("sha256", "missing or not a string");
   const std::string expected = sum->str();
   root->erase("sha256");
-  if (sha256Hex(compact(*parsed)) != expected)
-    return rd.err("sha256", "checksum mismatch (the file was damaged or edited by hand)");
+  // A damaged file keeps the records whose own checksum still holds.
+  const bool intact = sha256Hex(compact(*parsed)) == expected;
   TuningFile f;
   f.schema = int(*schema);
   auto device = rd.object(root->get("device"), "device");
@@ -329,13 +370,35 @@ llvm::Expected<TuningFile> parseTuningFile(llvm::StringRef text, llvm::StringRef
   if (!records)
     return records.takeError();
   for (const auto &[name, value] : **records) {
+    auto reject = [&](std::string why) { f.rejected[name.str()] = {std::move(why), compact(value)}; };
+    if (!intact) {
+      const json::Object *o = value.getAsObject();
+      auto own = o ? o->getString("sha256") : llvm::None;
+      if (!own || recordChecksum(*o) != own->str()) {
+        reject("damaged: the file's checksum and the record's own do not match");
+        continue;
+      }
+    }
     auto r = parseRecord(rd, value, "records." + name.str());
-    if (!r)
-      return r.takeError();
-    if (r->key.str() != name.str())
-      return rd.err("records." + name.str(), "key does not match the record's key " + r->key.str());
+    if (!r) {
+      reject(llvm::toString(r.takeError()));
+      continue;
+    }
+    if (r->key.str() != name.str()) {
+      reject("filed under " + name.str() + " but its key is " + r->key.str());
+      continue;
+    }
     f.records.emplace(name.str(), std::move(*r));
   }
+  if (const json::Object *kept = root->getObject("rejected"))
+    for (const auto &[name, value] : *kept) {
+      const json::Object *o = value.getAsObject();
+      auto reason = o ? o->getString("reason") : llvm::None;
+      const json::Value *raw = o ? o->get("record") : nullptr;
+      if (!f.records.count(name.str()))
+        f.rejected[name.str()] = {reason ? reason->str() : std::string("rejected earlier"),
+                                  raw ? compact(*raw) : compact(value)};
+    }
   return f;
 }
 

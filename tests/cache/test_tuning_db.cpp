@@ -13,6 +13,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <functional>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,39 +177,146 @@ TEST_CASE("a file of another schema version is skipped without a warning", "[tun
   CHECK(warnings.warnings() == 0);
 }
 
-TEST_CASE("a corrupt file is ignored with one warning and replaced by the next store", "[tuning]") {
-  for (const char *damage : {"truncate", "bitflip"}) {
-    DYNAMIC_SECTION(damage) {
-      ScratchDir dir;
-      TuningDb db({userDirOf(dir), "", true}, identity());
-      REQUIRE_SUCCESS(db.store(record(key(4096))));
-      std::string text = fa4jit::cache::test::readFile(db.userFile());
-      if (std::string(damage) == "truncate") {
-        text.resize(text.size() / 2);
-      } else {
-        // Still valid JSON with a plausible number: only the checksum can tell.
-        const size_t at = text.find("\"median_ms\": 1.25");
-        REQUIRE(at != std::string::npos);
-        text.replace(at, 17, "\"median_ms\": 1.26");
-        auto still_json = llvm::json::parse(text);
-        REQUIRE_OK(still_json);
-      }
-      fa4jit::cache::test::writeFile(db.userFile(), text);
-      WarningCounter warnings;
-      TuningDb a({userDirOf(dir), "", true}, identity());
-      TuningDb b({userDirOf(dir), "", true}, identity());
-      CHECK_FALSE(a.lookup(key(4096)));
-      CHECK_FALSE(b.lookup(key(4096)));
-      a.reload();
-      CHECK_FALSE(a.lookup(key(4096)));
-      CHECK(warnings.warnings() == 1);
-      CHECK(warnings.last().find(db.userFile()) != std::string::npos);
-      REQUIRE_SUCCESS(a.store(record(key(8192))));
-      TuningDb c({userDirOf(dir), "", true}, identity());
-      CHECK(c.lookup(key(8192)));
-      CHECK(warnings.warnings() == 1);
-    }
+TEST_CASE("a file that is not JSON is ignored with one warning and moved aside by the next store", "[tuning]") {
+  ScratchDir dir;
+  TuningDb db({userDirOf(dir), "", true}, identity());
+  REQUIRE_SUCCESS(db.store(record(key(4096))));
+  std::string text = fa4jit::cache::test::readFile(db.userFile());
+  text.resize(text.size() / 2);
+  fa4jit::cache::test::writeFile(db.userFile(), text);
+  WarningCounter warnings;
+  TuningDb a({userDirOf(dir), "", true}, identity());
+  TuningDb b({userDirOf(dir), "", true}, identity());
+  CHECK_FALSE(a.lookup(key(4096)));
+  CHECK_FALSE(b.lookup(key(4096)));
+  a.reload();
+  CHECK_FALSE(a.lookup(key(4096)));
+  CHECK(warnings.warnings() == 1);
+  CHECK(warnings.last().find(db.userFile()) != std::string::npos);
+  REQUIRE_SUCCESS(a.store(record(key(8192))));
+  CHECK(warnings.warnings() == 2); // (the move aside, named)
+  const std::string aside = warnings.last().substr(warnings.last().find(db.userFile() + ".corrupt-"));
+  CHECK(fa4jit::cache::test::readFile(aside) == text); // nothing lost
+  TuningDb c({userDirOf(dir), "", true}, identity());
+  CHECK(c.lookup(key(8192)));
+  CHECK(warnings.warnings() == 2);
+}
+
+TEST_CASE("a damaged record is ignored alone, named once, and kept in the file", "[tuning]") {
+  ScratchDir dir;
+  TuningDb db({userDirOf(dir), "", true}, identity());
+  for (int bucket : {1024, 4096, 16384})
+    REQUIRE_SUCCESS(db.store(record(key(bucket))));
+  // Still valid JSON with a plausible number: only the checksums can tell which record it hit.
+  std::string text = fa4jit::cache::test::readFile(db.userFile());
+  const size_t s4096 = text.find("\"attention/sm_90a/directp/d128/c0/s4096\"");
+  REQUIRE(s4096 != std::string::npos);
+  const size_t at = text.find("\"median_ms\": 1.25", s4096);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 17, "\"median_ms\": 1.05");
+  REQUIRE_OK(llvm::json::parse(text));
+  fa4jit::cache::test::writeFile(db.userFile(), text);
+
+  WarningCounter warnings;
+  TuningDb a({userDirOf(dir), "", true}, identity());
+  CHECK(a.lookup(key(1024)));
+  CHECK(a.lookup(key(16384)));
+  CHECK_FALSE(a.lookup(key(4096)));
+  CHECK(warnings.warnings() == 1);
+  CHECK_THAT(warnings.last(), Catch::Contains("s4096") && Catch::Contains("damaged") && Catch::Contains("kept"));
+  std::string problem;
+  auto read = readTuningFile(db.userFile(), &problem);
+  REQUIRE(read);
+  CHECK(read->records.size() == 2);
+  CHECK(read->rejected.size() == 1);
+  CHECK_THAT(problem, Catch::Contains("s4096"));
+
+  // Another key's store keeps the good records and the damaged one, which stays rejected.
+  REQUIRE_SUCCESS(a.store(record(key(65536))));
+  const std::string after = fa4jit::cache::test::readFile(db.userFile());
+  CHECK(after.find("1.05") != std::string::npos);
+  TuningDb b({userDirOf(dir), "", true}, identity());
+  CHECK(b.lookup(key(1024)));
+  CHECK(b.lookup(key(16384)));
+  CHECK(b.lookup(key(65536)));
+  CHECK_FALSE(b.lookup(key(4096)));
+  // Tuning the key again replaces it.
+  REQUIRE_SUCCESS(b.store(record(key(4096), 64)));
+  TuningDb c({userDirOf(dir), "", true}, identity());
+  auto again = c.lookup(key(4096));
+  REQUIRE(again);
+  CHECK(again->winnerResult().spec.attention.tile.shape.block_n == 64);
+  REQUIRE(readTuningFile(db.userFile()));
+  CHECK(readTuningFile(db.userFile())->rejected.empty());
+}
+
+TEST_CASE("records whose specs fail validation or belong to another key are rejected", "[tuning]") {
+  struct Case {
+    const char *what;
+    std::function<void(TuningRecord &)> spoil;
+    const char *reason;
+  };
+  const Case cases[] = {
+      {"block_m 1,000,000", [](TuningRecord &r) { r.candidates[1].spec.attention.tile.shape.block_m = 1000000; },
+       "candidates[1].spec"},
+      {"warps 99,999", [](TuningRecord &r) { r.candidates[0].spec.attention.tile.shape.warps = 99999; },
+       "candidates[0].spec"},
+      {"a winner of another head dim",
+       [](TuningRecord &r) {
+         r.candidates[1].spec = withAttentionSchedule(defaultAttentionSpec(Route::DirectP, 64, false, Target::Sm90a),
+                                                      AttentionSchedule::MmaSync);
+       },
+       "not one for the record's key"},
+  };
+  for (const Case &c : cases) {
+    INFO(c.what);
+    TuningFile f;
+    f.device_name = "NVIDIA H200";
+    f.sm_count = 132;
+    TuningRecord good = record(key(1024)), bad = record(key(4096));
+    good.identity = bad.identity = identity();
+    c.spoil(bad);
+    f.records[good.key.str()] = good;
+    f.records[bad.key.str()] = bad;
+    auto back = parseTuningFile(serializeTuningFile(f), "mem.json"); // (checksums intact)
+    REQUIRE_OK(back);
+    CHECK(back->records.count(good.key.str()) == 1);
+    CHECK(back->records.count(bad.key.str()) == 0);
+    REQUIRE(back->rejected.count(bad.key.str()) == 1);
+    CHECK_THAT(back->rejected.at(bad.key.str()).reason, Catch::Contains(c.reason));
   }
+}
+
+TEST_CASE("tuning folders that others may write are refused like the kernel cache's", "[tuning]") {
+  ScratchDir dir;
+  const std::string user = userDirOf(dir), sys = dir.sub("system/tuning");
+  {
+    TuningDb writer({user, "", true}, identity());
+    REQUIRE_SUCCESS(writer.store(record(key(4096))));
+    TuningDb shipping({sys, "", true}, identity());
+    REQUIRE_SUCCESS(shipping.store(record(key(1024))));
+  }
+  REQUIRE(::chmod(user.c_str(), 0777) == 0);
+  REQUIRE(::chmod(sys.c_str(), 0775) == 0);
+  WarningCounter warnings;
+  TuningDb db({user, sys, true}, identity());
+  CHECK_FALSE(db.lookup(key(4096)));
+  CHECK_FALSE(db.lookup(key(1024)));
+  CHECK(warnings.warnings() == 2);
+  CHECK_THAT(warnings.last(), Catch::Contains("writable by group or others"));
+  llvm::Error e = db.store(record(key(8192)));
+  REQUIRE(static_cast<bool>(e));
+  CHECK_THAT(llvm::toString(std::move(e)), Catch::Contains("writable by group or others"));
+  // A tuning file that is a symbolic link is not read either.
+  REQUIRE(::chmod(user.c_str(), 0700) == 0);
+  const std::string file = user + "/nvidia-h200-132sm.json";
+  REQUIRE(::rename(file.c_str(), (user + "/elsewhere.json").c_str()) == 0);
+  REQUIRE(::symlink((user + "/elsewhere.json").c_str(), file.c_str()) == 0);
+  TuningDb linked({user, "", true}, identity());
+  CHECK_FALSE(linked.lookup(key(4096)));
+  std::string problem; // (the path has warned already: once per file and process)
+  CHECK_FALSE(readTuningFile(file, &problem));
+  CHECK_THAT(problem, Catch::Contains("symbolic link"));
 }
 
 TEST_CASE("the read-only system layer is searched first and never written", "[tuning]") {

@@ -5,7 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using fa4jit::testing::runFa4jit;
 using fa4jit::testing::Stderr;
@@ -44,4 +48,27 @@ TEST_CASE("compile --bundle into a directory that cannot hold a cache fails", "[
   const auto r = runFa4jit(kSmall + "--bundle /proc/self/fa4jit-bundle", Stderr::Merge);
   CHECK(r.status != 0);
   CHECK(r.out.find("--bundle /proc/self/fa4jit-bundle") != std::string::npos);
+}
+
+TEST_CASE("tune --show exits non-zero on a tuning file it cannot use, naming it", "[cli][tune]") {
+  char pattern[] = "/tmp/fa4jit-tune-show.XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  const std::string root = pattern, tuning = root + "/tuning";
+  REQUIRE(::mkdir(tuning.c_str(), 0700) == 0);
+  ::setenv("FA4JIT_CACHE_DIR", root.c_str(), 1);
+  const auto empty = runFa4jit("tune --show", Stderr::Merge);
+  CHECK(empty.status == 0);
+  std::FILE *f = std::fopen((tuning + "/nvidia-h200-132sm.json").c_str(), "w");
+  REQUIRE(f != nullptr);
+  std::fputs("{\"schema\": 1, \"records\": {", f); // (cut short)
+  std::fclose(f);
+  const auto bad = runFa4jit("tune --show", Stderr::Merge);
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("nvidia-h200-132sm.json") != std::string::npos);
+  const auto json = runFa4jit("tune --show --json", Stderr::Merge);
+  CHECK(json.status == 1);
+  ::unsetenv("FA4JIT_CACHE_DIR");
+  std::remove((tuning + "/nvidia-h200-132sm.json").c_str());
+  ::rmdir(tuning.c_str());
+  ::rmdir(root.c_str());
 }

@@ -7,9 +7,13 @@
 // carries the identity it was measured under (driver, NVRTC, fa4jit version); a record whose
 // identity differs from this process's is skipped, never trusted (FlashInfer skips on any
 // mismatch). Writes lock the file, re-read it, merge and publish atomically (temp + fsync +
-// rename), so several processes tuning at once lose nothing. A corrupt file (bad JSON, wrong
-// shape, checksum mismatch) is ignored with one warning per path and process; a file of another
-// schema version is skipped.
+// rename), so several processes tuning at once lose nothing. A bad record is ignored, named in one
+// warning per path and process, and kept in the file; a file that cannot be read as a whole (bad
+// JSON, wrong shape) is ignored with one warning, and the next store moves it aside to
+// <file>.corrupt-<unix time> before writing a new one. A file of another schema version is skipped.
+// Directories follow the kernel cache's rules: one that group or others may write is refused (the
+// user's must also be the user's own), and a tuning file must be a regular file, not a symbolic
+// link, owned by root or this user and writable by nobody else.
 #include "fa4jit/codegen/spec.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -91,15 +95,26 @@ struct TuningRecord {
 enum class TuningLayer { System, User, Memory };
 const char *toString(TuningLayer layer);
 
+// A record the reader cannot use: why, and its JSON as read, which the next store writes back
+// unchanged (a rejected record is never dropped; tuning that key again replaces it).
+struct RejectedRecord {
+  std::string reason;
+  std::string json;
+};
+
 struct TuningFile {
   int schema = kTuningSchemaVersion;
   std::string device_name;
   int sm_count = 0;
-  std::map<std::string, TuningRecord> records; // by TuningKey::str()
+  std::map<std::string, TuningRecord> records;    // by TuningKey::str()
+  std::map<std::string, RejectedRecord> rejected; // by the key it was filed under
 };
 
-// Serialization (stable key order, checksum over the content). parseTuningFile's errors say what
-// is wrong and where; a file of another schema is an error starting "schema".
+// Serialization (stable key order, a checksum over the whole content and one per record).
+// parseTuningFile's errors say what is wrong and where; a file of another schema is an error
+// starting "schema". A record is rejected, alone, when it does not parse, when its specs fail
+// validation or do not match its key, or when the file's checksum fails and the record's own
+// does too (a damaged or hand-edited record; the intact ones are kept).
 std::string serializeTuningFile(const TuningFile &file);
 llvm::Expected<TuningFile> parseTuningFile(llvm::StringRef text, llvm::StringRef path);
 // True when the error from parseTuningFile was a schema-version mismatch (skip, do not warn).
@@ -159,9 +174,9 @@ private:
   std::map<std::string, TuningRecord> memory_;
 };
 
-// Reads one tuning file for inspection. nullopt when it does not exist; a corrupt file warns once
-// (as lookups do) and yields nullopt.
-std::optional<TuningFile> readTuningFile(const std::string &path);
+// Reads one tuning file for inspection. nullopt when it does not exist; a corrupt or untrusted
+// file warns once (as lookups do), yields nullopt and, with `problem`, says why.
+std::optional<TuningFile> readTuningFile(const std::string &path, std::string *problem = nullptr);
 // Every "*.json" tuning file in a directory (sorted).
 std::vector<std::string> tuningFilesIn(const std::string &dir);
 
