@@ -6,6 +6,9 @@
 #include <llvm/Support/Path.h>
 #include <llvm/Support/Program.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 using namespace fa4jit::runtime;
 
 namespace {
@@ -118,4 +121,54 @@ TEST_CASE("an unwritable repro dir is reported, not fatal", "[runtime][nvrtc]") 
   const std::string message = llvm::toString(result.takeError());
   CHECK_THAT(message, Catch::Contains("NVRTC_ERROR_COMPILATION"));
   CHECK_THAT(message, Catch::Contains("reproducer not written"));
+}
+
+TEST_CASE("the reproducer follows the cache's folder rules", "[runtime][nvrtc]") {
+  llvm::SmallString<128> base;
+  REQUIRE(!llvm::sys::fs::createUniqueDirectory("fa4jit-repro-rules", base));
+  const std::string root = std::string(base.str());
+  CompileRequest r;
+  r.name = "rules.cu";
+  r.source = "this does not compile\n";
+  auto messageFor = [&](const std::string &repro_dir) {
+    CompilerConfig config;
+    config.repro_dir = repro_dir;
+    auto result = compile(r, config);
+    REQUIRE(!result);
+    return llvm::toString(result.takeError());
+  };
+  // Written: private folders, a 0600 source and a 0700 script.
+  const std::string ok = messageFor(root + "/ok");
+  const std::string dir = between(ok, "reproducer: ", " (run repro.sh)");
+  REQUIRE(!dir.empty());
+  struct stat st;
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  REQUIRE(::stat((dir + "/include/fa4jit").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  REQUIRE(::stat((dir + "/rules.cu").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  REQUIRE(::stat((dir + "/repro.sh").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+
+  // Refused: under a folder others may write (a cache root the cache refuses), through a
+  // symbolic link, and a script that is a link to elsewhere.
+  const std::string open_folder = root + "/open";
+  REQUIRE(::mkdir(open_folder.c_str(), 0777) == 0);
+  REQUIRE(::chmod(open_folder.c_str(), 0777) == 0);
+  const std::string under_open = messageFor(open_folder + "/repro");
+  CHECK_THAT(under_open, Catch::Contains("reproducer not written") && Catch::Contains("writable by group or others"));
+  CHECK(::access((open_folder + "/repro").c_str(), F_OK) != 0);
+
+  REQUIRE(::symlink((root + "/ok").c_str(), (root + "/link").c_str()) == 0);
+  CHECK_THAT(messageFor(root + "/link"), Catch::Contains("reproducer not written") && Catch::Contains("symbolic link"));
+
+  const std::string target = root + "/elsewhere.sh";
+  REQUIRE(::unlink((dir + "/repro.sh").c_str()) == 0);
+  REQUIRE(::symlink(target.c_str(), (dir + "/repro.sh").c_str()) == 0);
+  CHECK_THAT(messageFor(root + "/ok"), Catch::Contains("reproducer not written") && Catch::Contains("symbolic link"));
+  CHECK(::access(target.c_str(), F_OK) != 0);
+
+  CHECK_THAT(messageFor("relative/repro"), Catch::Contains("not an absolute path"));
+  llvm::sys::fs::remove_directories(root);
 }

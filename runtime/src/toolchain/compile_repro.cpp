@@ -9,23 +9,111 @@
 #include <llvm/Support/SHA256.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fa4jit::runtime::detail {
 namespace {
 
-llvm::Error writeFile(const llvm::Twine &path, llvm::StringRef contents) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(llvm::sys::path::parent_path(path.str())))
-    return llvm::createStringError(ec, "cannot create directory for %s: %s", path.str().c_str(),
-                                   ec.message().c_str());
-  std::error_code ec;
-  llvm::raw_fd_ostream out(path.str(), ec);
-  if (ec)
-    return llvm::createStringError(ec, "cannot write %s: %s", path.str().c_str(), ec.message().c_str());
+// The reproducer follows the kernel cache's rules, since the error message tells the user to run
+// its script: its folders are 0700 and this user's, nothing is written through a symbolic link,
+// and no folder above it may be written by others without the sticky bit (a folder the cache
+// refuses, such as a world-writable cache root, is refused here too).
+llvm::Error refuse(const std::string &path, const char *why) {
+  return llvm::createStringError(std::errc::permission_denied, "refusing reproducer path %s: %s", path.c_str(), why);
+}
+
+// Every existing folder above `dir` (followed, as the user names it).
+llvm::Error checkAncestors(const std::string &dir) {
+  llvm::StringRef rest(dir);
+  std::string at;
+  while (!rest.empty()) {
+    llvm::StringRef part;
+    std::tie(part, rest) = rest.ltrim('/').split('/');
+    if (part.empty() || rest.ltrim('/').empty())
+      break; // (the last component is `dir` itself)
+    at += "/" + part.str();
+    struct stat st;
+    if (::stat(at.c_str(), &st) != 0)
+      break; // (created below, private)
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+      return refuse(at, "it is writable by group or others without the sticky bit");
+  }
+  return llvm::Error::success();
+}
+
+// mkdir (0700) of one folder, or the checks of an existing one: a real folder, not a symbolic
+// link, owned by this user and writable by nobody else.
+llvm::Error privateFolder(const std::string &path) {
+  if (::mkdir(path.c_str(), 0700) == 0)
+    return llvm::Error::success();
+  if (errno != EEXIST)
+    return llvm::createStringError(std::error_code(errno, std::generic_category()), "cannot create %s: %s",
+                                   path.c_str(), std::strerror(errno));
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0)
+    return llvm::createStringError(std::error_code(errno, std::generic_category()), "cannot inspect %s",
+                                   path.c_str());
+  if (S_ISLNK(st.st_mode))
+    return refuse(path, "it is a symbolic link");
+  if (!S_ISDIR(st.st_mode))
+    return refuse(path, "it is not a folder");
+  if (st.st_uid != ::geteuid())
+    return refuse(path, "it belongs to another user");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return refuse(path, "it is writable by group or others");
+  return llvm::Error::success();
+}
+
+// The private folders from `root` (absolute, its ancestors checked) down to `path`'s parent.
+llvm::Error privateFolders(const std::string &root, llvm::StringRef relative_dir) {
+  // The root's own missing ancestors are created 0700 as well.
+  std::string at;
+  llvm::StringRef rest(root);
+  while (!rest.empty()) {
+    llvm::StringRef part;
+    std::tie(part, rest) = rest.ltrim('/').split('/');
+    if (part.empty())
+      break;
+    at += "/" + part.str();
+    struct stat st;
+    if (rest.ltrim('/').empty() || ::stat(at.c_str(), &st) != 0)
+      if (llvm::Error e = privateFolder(at))
+        return e;
+  }
+  at = root;
+  rest = relative_dir;
+  while (!rest.empty()) {
+    llvm::StringRef part;
+    std::tie(part, rest) = rest.split('/');
+    if (part.empty() || part == "." || part == "..")
+      return refuse(root + "/" + relative_dir.str(), "it is not a plain relative path");
+    at += "/" + part.str();
+    if (llvm::Error e = privateFolder(at))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+// Creates or replaces one file of the reproducer (never through a symbolic link).
+llvm::Error writeFile(const std::string &path, llvm::StringRef contents, mode_t mode) {
+  int fd;
+  do
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0)
+    return errno == ELOOP ? refuse(path, "it is a symbolic link")
+                          : llvm::createStringError(std::error_code(errno, std::generic_category()),
+                                                    "cannot write %s: %s", path.c_str(), std::strerror(errno));
+  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
   out << contents;
   out.close();
   if (out.has_error())
-    return llvm::createStringError(out.error(), "cannot write %s", path.str().c_str());
+    return llvm::createStringError(out.error(), "cannot write %s", path.c_str());
+  ::chmod(path.c_str(), mode); // (an older file of the same name keeps its mode through O_TRUNC)
   return llvm::Error::success();
 }
 
@@ -73,13 +161,23 @@ llvm::Expected<std::string> writeReproducer(const FailedCompile &failure, const 
     sha.update(o + "\n");
   std::string digest = llvm::toHex(sha.final(), /*LowerCase=*/true).substr(0, 12);
   std::string stem = llvm::sys::path::stem(req.name).str();
-  llvm::SmallString<256> dir(repro_dir);
-  llvm::sys::path::append(dir, stem + "-" + digest);
+  llvm::SmallString<256> root(repro_dir);
+  llvm::sys::path::remove_dots(root, /*remove_dot_dot=*/true);
+  if (!llvm::sys::path::is_absolute(root))
+    return refuse(repro_dir, "it is not an absolute path");
+  const std::string folder = stem + "-" + digest;
+  if (llvm::Error e = checkAncestors(std::string(root.str())))
+    return e;
+  if (llvm::Error e = privateFolders(std::string(root.str()), folder))
+    return e;
+  const std::string dir = std::string(root.str()) + "/" + folder;
 
-  auto write = [&](llvm::StringRef relative, llvm::StringRef contents) {
-    llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, relative);
-    return writeFile(path, contents);
+  auto write = [&](llvm::StringRef relative, llvm::StringRef contents, mode_t mode = 0600) -> llvm::Error {
+    const llvm::StringRef parent = llvm::sys::path::parent_path(relative, llvm::sys::path::Style::posix);
+    if (!parent.empty())
+      if (llvm::Error e = privateFolders(dir, parent))
+        return e;
+    return writeFile(dir + "/" + relative.str(), contents, mode);
   };
   std::string sourceFile = llvm::sys::path::filename(req.name).str();
   if (llvm::Error e = write(sourceFile, req.source))
@@ -112,12 +210,9 @@ llvm::Expected<std::string> writeReproducer(const FailedCompile &failure, const 
     script += " " + shellQuote(f);
   script += " -I include -o " + shellQuote(llvm::sys::path::stem(sourceFile).str() + ".cubin") + " " +
             shellQuote(sourceFile) + " \"$@\"\n";
-  if (llvm::Error e = write("repro.sh", script))
+  if (llvm::Error e = write("repro.sh", script, 0700))
     return e;
-  llvm::SmallString<256> scriptPath(dir);
-  llvm::sys::path::append(scriptPath, "repro.sh");
-  ::chmod(scriptPath.c_str(), 0755);
-  return std::string(dir.str());
+  return dir;
 }
 
 llvm::Error compileError(const FailedCompile &failure, const std::string &repro_dir) {
