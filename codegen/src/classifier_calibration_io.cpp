@@ -104,6 +104,22 @@ llvm::Expected<CalibrationScores> parseCalibrationScores(llvm::StringRef text, l
   if (!in_scores || cal.scores.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: no score rows",
                                    source.str().c_str());
+  // Logits this large in the exp2 domain make every row one-hot (keys more than ~150 below a
+  // row's maximum have P = 0 in FP32): a fit to them is meaningless, so they are an error, not a
+  // useless answer. Usually the scores are already scaled, or softmax_scale is off by orders of
+  // magnitude.
+  const double scale = calibrationSoftmaxScale(cal);
+  for (std::size_t i = 0; i < cal.scores.size(); ++i) {
+    const double t = static_cast<double>(cal.scores[i]) * scale * M_LOG2E;
+    if (std::isfinite(cal.scores[i]) && std::fabs(t) > kMaxCalibrationLogit)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "%s: row %zu, key %zu: score %g times softmax_scale %g is %g in the exp2 domain, beyond +-%g: every row "
+          "would be one-hot and no classifier can be fitted; check softmax_scale and whether the scores are already "
+          "scaled",
+          source.str().c_str(), i / std::size_t(cal.seqlen) + 1, i % std::size_t(cal.seqlen) + 1,
+          double(cal.scores[i]), scale, t, kMaxCalibrationLogit);
+  }
   return cal;
 }
 

@@ -32,9 +32,13 @@ llvm::Expected<ScoreRows> sampleGaussianScores(const GaussianScoreModel &model) 
   return out;
 }
 
+double calibrationSoftmaxScale(const CalibrationScores &cal) {
+  return cal.softmax_scale != 0.0f ? static_cast<double>(cal.softmax_scale)
+                                   : 1.0 / std::sqrt(static_cast<double>(cal.head_dim));
+}
+
 ScoreRows scoresFromCalibration(const CalibrationScores &cal) {
-  const double scale = cal.softmax_scale != 0.0f ? static_cast<double>(cal.softmax_scale)
-                                                 : 1.0 / std::sqrt(static_cast<double>(cal.head_dim));
+  const double scale = calibrationSoftmaxScale(cal);
   ScoreRows out;
   out.row_length = cal.seqlen;
   out.t.resize(cal.scores.size());

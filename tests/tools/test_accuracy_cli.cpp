@@ -121,6 +121,19 @@ TEST_CASE("accuracy --calibrate fits coefficients from captured scores", "[cli][
   INFO(r.out);
   CHECK(r.status != 0);
   CHECK_THAT(r.out, Catch::Contains(bad + ":6: score 2 is NaN"));
+  // Logits that make every row one-hot: an error, not a useless fit.
+  const std::string huge = tempFile("huge.cal", "fa4jit-calibration 1\nhead_dim 64\nseqlen 2\nscores\n1 3e38\n");
+  const Run h = runCli("--calibrate " + huge);
+  INFO(h.out);
+  CHECK(h.status != 0);
+  CHECK_THAT(h.out, Catch::Contains("row 1, key 2") && Catch::Contains("one-hot"));
+  const std::string scaled =
+      tempFile("scale.cal", "fa4jit-calibration 1\nhead_dim 64\nseqlen 2\nsoftmax_scale 1e30\nscores\n1 2\n");
+  const Run sc = runCli("--calibrate " + scaled);
+  CHECK(sc.status != 0);
+  CHECK_THAT(sc.out, Catch::Contains("softmax_scale"));
   std::remove(good.c_str());
   std::remove(bad.c_str());
+  std::remove(huge.c_str());
+  std::remove(scaled.c_str());
 }

@@ -55,6 +55,12 @@ struct CalibrationScores {
 // `source` names the text in error messages (a file path).
 llvm::Expected<CalibrationScores> parseCalibrationScores(llvm::StringRef text, llvm::StringRef source);
 llvm::Expected<CalibrationScores> readCalibrationFile(const std::string &path);
+// The softmax scale of a calibration: its softmax_scale, else 1/sqrt(head_dim).
+double calibrationSoftmaxScale(const CalibrationScores &cal);
+// The largest |score * scale * log2 e| a calibration may hold (parseCalibrationScores refuses
+// more): 2^16, far beyond the ~150 past which exp2 underflows, far below what makes rows one-hot
+// by mistake (a softmax scale of 1e30, scores of 3e38).
+inline constexpr double kMaxCalibrationLogit = 65536.0;
 ScoreRows scoresFromCalibration(const CalibrationScores &cal);
 
 enum class FitObjective : uint8_t { RelativeSquaredError, Cosine };
