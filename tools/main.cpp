@@ -3,6 +3,7 @@
 #include "subcommands.h"
 
 #include "fa4jit/runtime/config.h"
+#include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/logging/log.h"
 
@@ -14,11 +15,15 @@ int main(int argc, char **argv) {
   using namespace fa4jit::tools;
   const auto &table = subcommands();
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::printf("fa4jit: JIT FP4/FP8 FlashAttention kernels (Direct-P)\n\nusage: fa4jit <command> [options]\n\ncommands:\n");
+    std::printf("fa4jit: JIT FP4/FP8 FlashAttention kernels (Direct-P)\n\nusage: fa4jit <command> [options] | fa4jit --version\n\ncommands:\n");
     for (const auto &c : table)
       std::printf("  %-10s %s\n", c.name, c.summary);
     std::printf("\n'fa4jit <command> --help' describes a command.\n");
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version")) {
+    std::printf("fa4jit %s\n", fa4jit::libraryVersion());
+    return 0;
   }
   // FA4JIT_LOG_LEVEL for every command, on stderr (stdout stays parseable with --json); a bad
   // value is the command's own error to report, when it loads the configuration.

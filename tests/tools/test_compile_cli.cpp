@@ -72,3 +72,10 @@ TEST_CASE("tune --show exits non-zero on a tuning file it cannot use, naming it"
   ::rmdir(tuning.c_str());
   ::rmdir(root.c_str());
 }
+
+TEST_CASE("fa4jit --version prints the library version and exits 0", "[cli]") {
+  const auto r = runFa4jit("--version", Stderr::Merge);
+  CHECK(r.status == 0);
+  CHECK(r.out.rfind("fa4jit ", 0) == 0);
+  CHECK(r.out.find('.') != std::string::npos);
+}

@@ -15,10 +15,6 @@ struct fa4jit_quantized {
   fa4jit::QuantizedTensor tensor;
 };
 
-namespace fa4jit {
-const char *libraryVersion();
-}
-
 namespace {
 
 thread_local std::string lastError;

@@ -31,6 +31,10 @@
 
 namespace fa4jit {
 
+// The library's version (the CMake project version), as fa4jit_version() and `fa4jit --version`
+// report it and tuning records store it.
+const char *libraryVersion();
+
 namespace device::attention {
 struct AttentionParams; // templates/fa4jit/attention/params.cuh
 }
