@@ -142,6 +142,7 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
     total -= s.bytes;
     ++report.entries_removed;
     report.bytes_removed += s.bytes;
+    report.removed_keys.push_back(s.key);
   }
   report.entries_after = report.entries_before - report.entries_removed;
   report.bytes_after = total;

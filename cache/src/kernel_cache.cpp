@@ -172,7 +172,7 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(*files), user.get());
   lock.reset();
   if (stored && user && userStore())
-    user->prune(config_.max_bytes);
+    pruneAfterPublish(*user);
   return stored;
 }
 
@@ -200,14 +200,32 @@ llvm::Expected<EntryPtr> KernelCache::storeProduced(const CacheKey &key, EntryFi
       std::lock_guard<std::mutex> state(stateMutex_);
       hook = hook_;
     }
-    if (llvm::Error e = user->publishLocked(key, files, hook))
+    if (llvm::Error e = user->publishLocked(key, files, hook)) {
       degrade(llvm::toString(std::move(e)));
+    } else {
+      std::lock_guard<std::mutex> state(stateMutex_);
+      written_.insert(key.digest);
+    }
   }
   auto entry = std::make_shared<CacheEntry>();
   entry->key = key.digest;
   entry->files = std::move(files);
   entry->layer = Layer::Produced;
   return remember(std::move(entry));
+}
+
+void KernelCache::pruneAfterPublish(const DiskStore &user) {
+  const PruneReport report = user.prune(config_.max_bytes);
+  std::lock_guard<std::mutex> state(stateMutex_);
+  for (const std::string &k : report.removed_keys) {
+    if (!written_.count(k) || thrash_warned_)
+      continue;
+    thrash_warned_ = true;
+    logging::logger().warn("fa4jit cache: the size cap of {} bytes (FA4JIT_CACHE_MAX_BYTES) evicted kernel {}, which "
+                           "this process compiled: the cap is smaller than the kernels in use, so runs compile "
+                           "them again; raise it",
+                           config_.max_bytes, k.substr(0, 16));
+  }
 }
 
 llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles files) {
@@ -217,7 +235,7 @@ llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles fi
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(files), user.get());
   lock.reset();
   if (stored && user && userStore())
-    user->prune(config_.max_bytes);
+    pruneAfterPublish(*user);
   return stored;
 }
 

@@ -67,6 +67,34 @@ TEST_CASE("publishing past the cap evicts the least recently used entries", "[ca
   }
 }
 
+TEST_CASE("a cap smaller than the working set warns once, when it evicts what this process wrote", "[cache]") {
+  ScratchDir dir;
+  {
+    auto probe = KernelCache::open(userConfig(dir.sub("probe")));
+    REQUIRE(static_cast<bool>(probe->publish(sampleKey("p"), sampleFiles("p", 4000))));
+  }
+  const uint64_t one = entryBytes(dir.sub("probe"), sampleKey("p"));
+  CacheConfig config = userConfig(dir.sub("cache"));
+  config.max_bytes = one + one / 2; // room for one of the ten
+  WarningCounter warnings;
+  {
+    auto cache = KernelCache::open(config);
+    for (int i = 0; i < 10; ++i) {
+      const std::string name = "w" + std::to_string(i);
+      auto e = cache->getOrCreate(sampleKey(name), [&] { return llvm::Expected<EntryFiles>(sampleFiles(name, 4000)); });
+      REQUIRE(static_cast<bool>(e));
+    }
+  }
+  CHECK(warnings.warnings() == 1);
+  CHECK_THAT(warnings.last(), Catch::Contains("FA4JIT_CACHE_MAX_BYTES") && Catch::Contains("raise it"));
+  // Another process evicting those entries is ordinary LRU, not thrashing: no warning.
+  {
+    auto cache = KernelCache::open(config);
+    REQUIRE(static_cast<bool>(cache->publish(sampleKey("x"), sampleFiles("x", 4000))));
+  }
+  CHECK(warnings.warnings() == 1);
+}
+
 TEST_CASE("prune to an explicit size and clear report what they removed", "[cache]") {
   ScratchDir dir;
   std::string root = dir.sub("cache");

@@ -81,6 +81,7 @@ struct PruneReport {
   uint64_t bytes_after = 0;
   uint64_t temp_dirs_removed = 0;
   uint64_t skipped_busy = 0; // entries whose lock another process held
+  std::vector<std::string> removed_keys; // the entries removed, oldest use first
 };
 
 } // namespace fa4jit::cache

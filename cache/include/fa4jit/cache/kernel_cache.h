@@ -15,6 +15,9 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <string>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,17 +75,22 @@ private:
   EntryPtr recheckLocked(const DiskStore &user, llvm::StringRef digest);
   // With the key locked when user is set.
   llvm::Expected<EntryPtr> storeProduced(const CacheKey &key, EntryFiles files, const DiskStore *user);
+  // The size cap's prune after a publish; warns once when it evicts an entry this process wrote
+  // (the cap is smaller than the working set: every run would compile again).
+  void pruneAfterPublish(const DiskStore &user);
 
   CacheConfig config_;
   std::unique_ptr<MemoryLayer> memory_;
   std::unique_ptr<KeyMutexes> keyMutexes_;
   std::shared_ptr<const DiskStore> system_;
   std::string system_reason_;
-  mutable std::mutex stateMutex_; // guards user_, degraded_reason_, warned_, hook_
+  mutable std::mutex stateMutex_; // guards user_, degraded_reason_, warned_, hook_, written_, thrash_warned_
   std::shared_ptr<const DiskStore> user_;
   std::string degraded_reason_;
   bool warned_ = false;
   PublishHook hook_;
+  std::set<std::string> written_; // keys this process published to the user layer
+  bool thrash_warned_ = false;
   struct AtomicCounters {
     std::atomic<uint64_t> memory_hits{0}, system_hits{0}, user_hits{0}, misses{0}, produced{0}, corrupt_removed{0};
   };
