@@ -114,6 +114,27 @@ FA4JIT_DEVICE void readVtBlock(const float (*tile)[T::kTilePitch], int d, int bl
     v[pos] = tile[d][blk * 32 + vtKeyAt(pos, T::kPermuted)];
 }
 
+// The loop of a V^T encode CTA: for each of its (up to) kVtTilesPerCta key tiles, stages the tile
+// (the next one's loads then in flight) and calls encode(k0, v) with this thread's 32 values of
+// its (head-dim row, 32-key block), in stored key order.
+template <class T, class Encode>
+FA4JIT_DEVICE void forEachVtTile(const QuantizeParams &p, int bh, int first_k, int d0, bool vec_ok,
+                                 VtTileVectors<T> &next, float (*tile)[T::kTilePitch], Encode &&encode) {
+  const int64_t skp = quantizePaddedKeys(p.seqlen);
+  const int row = static_cast<int>(threadIdx.x) % T::kDims;
+  const int blk = static_cast<int>(threadIdx.x) / T::kDims;
+  for (int t = 0; t < kVtTilesPerCta; ++t) {
+    const int k0 = first_k + t * kVtKeyTile;
+    if (k0 >= skp)
+      break;
+    const int k_next = t + 1 < kVtTilesPerCta && k0 + kVtKeyTile < skp ? k0 + kVtKeyTile : -1;
+    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile);
+    float v[32];
+    readVtBlock<T>(tile, row, blk, v);
+    encode(k0, v);
+  }
+}
+
 // The scale bytes of head-dim rows [head_dim, 128) (only head_dim 64 has them) for this tile's 4
 // scale columns: the SF layout pads rows to a multiple of 128 with zeros.
 template <class T> FA4JIT_DEVICE void zeroVtScalePadding(uint8_t *sf, int k0, int scale_cols) {

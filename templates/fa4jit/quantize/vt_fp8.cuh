@@ -37,14 +37,7 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   const float r = __frcp_rn(s_v);
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
-  for (int t = 0; t < kVtTilesPerCta; ++t) {
-    const int k0 = first_k + t * kVtKeyTile;
-    if (k0 >= skp)
-      break;
-    const int k_next = t + 1 < kVtTilesPerCta && k0 + kVtKeyTile < skp ? k0 + kVtKeyTile : -1;
-    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile);
-    float v[32];
-    readVtBlock<T>(tile, d - d0, blk, v);
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, [&](int k0, float (&v)[32]) {
     if (by_reciprocal) {
 #pragma unroll
       for (int i = 0; i < 32; ++i)
@@ -63,7 +56,7 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
         reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
     reinterpret_cast<uint4 *>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
     reinterpret_cast<uint4 *>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
-  }
+  });
 }
 
 #endif // CUDA compilers

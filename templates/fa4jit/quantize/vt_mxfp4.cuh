@@ -35,14 +35,7 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
   uint8_t *payload_row = reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * (skp / 2);
-  for (int t = 0; t < kVtTilesPerCta; ++t) {
-    const int k0 = first_k + t * kVtKeyTile;
-    if (k0 >= skp)
-      break;
-    const int k_next = t + 1 < kVtTilesPerCta && k0 + kVtKeyTile < skp ? k0 + kVtKeyTile : -1;
-    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile);
-    float v[32];
-    readVtBlock<T>(tile, d - d0, blk, v);
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, [&](int k0, float (&v)[32]) {
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 32; ++i)
@@ -56,7 +49,7 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
     *reinterpret_cast<uint4 *>(payload_row + (k0 + blk * 32) / 2) = make_uint4(w[0], w[1], w[2], w[3]);
     sf[scaleFactorOffset(d, k0 / 32 + blk, scale_cols)] = exponentToUE8M0(e);
     zeroVtScalePadding<T>(sf, k0, scale_cols);
-  }
+  });
 }
 
 #endif // CUDA compilers
