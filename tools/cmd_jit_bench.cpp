@@ -191,7 +191,7 @@ int runJitBench(int argc, char **argv) {
     }
     // Each pass alone, per CTA size, at the 4k-key shape of `fa4jit bench` (D 128): where the
     // quantizers' time goes.
-    std::string passes;
+    std::string passes, calls;
     {
       namespace dq = device::quantize;
       const int pb = 8, ph = 16, ps = 4096;
@@ -201,6 +201,13 @@ int runJitBench(int argc, char **argv) {
         QuantizedTensor passOut;
         if (auto e = eng.quantize(px, f, passOut, "x"))
           return fail(llvm::toString(std::move(e)));
+        { // the whole call, as the engine runs it (NVFP4: the fused pass)
+          const double ms = timeMs([&] { llvm::consumeError(eng.quantize(px, f, passOut, "x")); });
+          const double out_bytes = f == QuantFormat::Fp8PerHead ? in_bytes / 2 : in_bytes / 4 + in_bytes / 64;
+          const double tbs = (in_bytes + out_bytes) / (ms * 1e-3) / 1e12;
+          calls += fmt::format("{}{{\"format\":\"{}\",\"ms\":{:.4f},\"tb_s\":{:.3f},\"fraction_of_copy\":{:.3f}}}",
+                               calls.empty() ? "" : ",", toString(f), ms, tbs, tbs / copyTBs);
+        }
         for (int threads : {128, 256, 512}) {
           KernelSpec qs = defaultQuantizeSpec(f, D, eng.target());
           qs.quantize.threads = threads;
@@ -240,10 +247,10 @@ int runJitBench(int argc, char **argv) {
         }
       }
     }
-    quant = fmt::format("{{\"shape\":[{},{},{},{}],\"copy_tb_s\":{:.3f},\"note\":\"both passes, into reused "
-                        "buffers, as a forward runs them\",\"formats\":[{}],\"passes_shape\":[8,16,4096,128],"
-                        "\"passes\":[{}]}}",
-                        B, H, S, D, copyTBs, rows, passes);
+    quant = fmt::format("{{\"shape\":[{},{},{},{}],\"copy_tb_s\":{:.3f},\"note\":\"Engine::quantize into reused "
+                        "buffers, as a forward runs it\",\"formats\":[{}],\"passes_shape\":[8,16,4096,128],"
+                        "\"calls\":[{}],\"passes\":[{}]}}",
+                        B, H, S, D, copyTBs, rows, calls, passes);
   }
   const std::string json =
       fmt::format("{{\"target\":\"{}\",\"cold_compile_s\":{:.4f},\"nvrtc_s\":{:.4f},\"memory_hit_us\":{:.3f},"

@@ -184,13 +184,14 @@ DimensionSplit quantizeSplit(const KernelSpec &spec) {
       {"input_fp32", "bool", boolText(q.input_fp32), q.input_fp32 ? "fp32 input" : "bf16 input"},
       {"keys_permuted16", "bool", boolText(q.keys_permuted16), q.keys_permuted16 ? "Hopper register-P key order" : ""},
       {"head_dim", "int", intText(q.head_dim), ""},
-      {"threads", "int", intText(q.threads), "CTA size of both passes"},
+      {"threads", "int", intText(q.threads), "CTA size of every pass"},
   };
   d.runtime = {
       {"x", "input [B, H, S, D] device address, head dim contiguous"},
       {"payload, scales, head_scalar", "outputs (layouts in fa4jit/quantize/params.cuh)"},
       {"amax_partial, amax_chunks", "per-head partial maxima workspace [B*H][amax_chunks]"},
-      {"nonfinite", "int32 flag the caller zeroes; 1 after the passes if x held NaN or Inf"},
+      {"nonfinite_rows", "first non-finite row of each head and the row bitmask (outputs)"},
+      {"sync", "MXFP4 only: 0 (two passes) or per-head words that make the encode pass enough"},
       {"x_batch_stride, x_head_stride, x_row_stride", "strides of x in elements"},
       {"batch, heads, seqlen", "B, H, S"},
   };

@@ -15,9 +15,11 @@ DTYPE_BF16, DTYPE_F32 = 0, 1
 FORMAT_NVFP4, FORMAT_MXFP4, FORMAT_FP8 = 0, 1, 2
 
 
+Shape4 = ctypes.c_int64 * 4
+
+
 class Tensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int32),
-                ("shape", ctypes.c_int64 * 4), ("stride", ctypes.c_int64 * 4)]
+    _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int32), ("shape", Shape4), ("stride", Shape4)]
 
 
 class ForwardArgs(ctypes.Structure):

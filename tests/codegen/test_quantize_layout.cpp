@@ -59,6 +59,7 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
         CHECK(v.y * dq::vtDimsPerCta(threads) == d);
         CHECK(v.z == 6);
       }
+  CHECK(dq::quantizeSyncWords(7) == 7 * dq::kSyncWordsPerHead); // (one-pass MXFP4: per head)
   CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1) == 1);
   CHECK(dq::quantizeDefaultAmaxChunks(1, 1, 1 << 20) == 4096);   // 256 rows each
   CHECK(dq::quantizeDefaultAmaxChunks(64, 64, 4096) == 16);      // (many heads: by rows)

@@ -119,6 +119,24 @@ def main():
     host_us = (time.perf_counter() - t0) / n * 1e6
     torch.cuda.synchronize()
     print(f"info Python attention host time per call (tiny shape, bf16): {host_us:.1f} us")
+    # Of which the C call alone (its arguments and workspace made once)
+    import ctypes
+    from fa4jit import _library as L, _torch_ops as T
+    to = torch.empty_like(tq)
+    tl = torch.empty(tq.shape[:3], dtype=torch.float32, device=dev)
+    cargs = L.ForwardArgs(T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(to),
+                          tl.data_ptr(), L.ROUTES["bf16"], 0, 0.125, torch.cuda.current_stream().cuda_stream)
+    eng, lib = L.engine(tq.device.index or 0), L.library()
+    size = ctypes.c_uint64()
+    L.check(lib.fa4jit_workspace_size(eng.handle, ctypes.byref(cargs), ctypes.byref(size)))
+    ws = torch.empty(max(size.value, 1), dtype=torch.uint8, device=dev)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        lib.fa4jit_forward_with_workspace(eng.handle, ctypes.byref(cargs), ws.data_ptr(), ws.numel())
+    c_us = (time.perf_counter() - t0) / n * 1e6
+    torch.cuda.synchronize()
+    print(f"info of which fa4jit_forward_with_workspace alone: {c_us:.1f} us")
     # Speed beside cuDNN SDPA, end to end from BF16, non-causal, D128
     print("\n| keys | cuDNN TFLOP/s | fa4jit directp TFLOP/s | x cuDNN | fa4jit nvfp8 | x cuDNN |")
     print("|---|---|---|---|---|---|")

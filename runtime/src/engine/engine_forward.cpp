@@ -163,8 +163,17 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   using engine_detail::operandAt;
   const auto q = operandAt(workspace, layout.q, QuantFormat::Nvfp4, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
   const auto k = operandAt(workspace, layout.k, QuantFormat::Nvfp4, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
-  const auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
-                           s.seqlen_k, s.head_dim);
+  auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
+                     s.seqlen_k, s.head_dim);
+  // The counters (V's quantizer sync words among them) are cleared before the first pass that
+  // may use them, unless known to be zero; every pass leaves them zero for the next.
+  if (!counters_zero)
+    if (auto err = driver_.check(driver_.api().cuMemsetD8Async(workspace + layout.counters.offset, 0,
+                                                               layout.counters.bytes, static_cast<CUstream>(a.stream)),
+                                 "cuMemsetD8Async"))
+      return err;
+  v.sync = workspace + layout.counters.offset + layout.quantize_sync_offset;
+  v.sync_zero = true;
   if (auto err = quantizeOperand(a.q, q, "q", a.stream))
     return err;
   if (auto err = quantizeOperand(a.k, k, "k", a.stream))
@@ -172,7 +181,7 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   if (auto err = quantizeOperand(a.v, v, "v", a.stream))
     return err;
   return launchAttention(spec, &q, &k, &v, nullptr, nullptr, nullptr, a.o, a.lse, a.stream, layout, workspace,
-                         counters_zero);
+                         /*counters_zero=*/true);
 }
 
 llvm::Error Engine::forward(const QuantizedForwardArgs &a) {

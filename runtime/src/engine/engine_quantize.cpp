@@ -1,5 +1,5 @@
-// Engine::quantize: the two-pass GPU quantizer (per-head amax, then encode) of
-// templates/fa4jit/quantize, into the exchange layouts of docs/NUMERICS.md §1, and the
+// Engine::quantize: the GPU quantizer of templates/fa4jit/quantize (per-head amax then encode; for
+// MXFP4 the encode pass alone), into the exchange layouts of docs/NUMERICS.md §1, and the
 // NonFinitePolicy applied to what the passes recorded.
 #include "fa4jit/runtime/engine.h"
 
@@ -81,12 +81,7 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (entries.size() != 2)
     return fail(llvm::formatv("quantizer {0} has {1} entry points, expected 2", (*compiled)->emitted.name,
                               entries.size()));
-  auto amaxKernel = kernel(spec, entries[0].name);
-  if (!amaxKernel)
-    return amaxKernel.takeError();
-  auto encodeKernel = kernel(spec, entries[1].name);
-  if (!encodeKernel)
-    return encodeKernel.takeError();
+  const int threads = entries[0].threads;
 
   const int f = static_cast<int>(out.format);
   dq::QuantizeParams p{};
@@ -97,32 +92,57 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   p.amax_partial = out.amax_partial;
   p.nonfinite_rows = out.nonfinite_rows;
   p.x_batch_stride = x.stride[0], p.x_head_stride = x.stride[1], p.x_row_stride = x.stride[2];
-  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, B * H, S);
+  p.batch = B, p.heads = H, p.seqlen = S;
   void *args[] = {&p};
+  runtime::LaunchConfig launch;
+  launch.block = {unsigned(threads), 1, 1};
+  launch.stream = stream;
 
-  runtime::LaunchConfig amaxLaunch;
-  amaxLaunch.grid = {unsigned(p.amax_chunks), unsigned(B * H), 1};
-  amaxLaunch.block = {unsigned(entries[0].threads), 1, 1};
-  amaxLaunch.stream = stream;
-  if (auto err = amaxKernel->launch(amaxLaunch, args))
+  auto encodeKernel = kernel(spec, entries[1].name);
+  if (!encodeKernel)
+    return encodeKernel.takeError();
+  const dq::Grid3 g = dq::quantizeEncodeGrid(f, D, threads, B, H, S);
+  // MXFP4 needs no amax pass when it has sync words: its encode pass finishes the head's scalar
+  // itself, and x is read once (params.cuh).
+  if (out.format == QuantFormat::Mxfp4 && out.sync != 0) {
+    if (!out.sync_zero)
+      if (auto err = driver_.check(driver_.api().cuMemsetD32Async(out.sync, 0, dq::quantizeSyncWords(B * H),
+                                                                  static_cast<CUstream>(stream)),
+                                   "cuMemsetD32Async"))
+        return err;
+    p.sync = out.sync;
+    launch.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+    if (auto err = encodeKernel->launch(launch, args))
+      return err;
+    return checkNonFinite(out, what, stream);
+  }
+
+  auto amaxKernel = kernel(spec, entries[0].name);
+  if (!amaxKernel)
+    return amaxKernel.takeError();
+  p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, B * H, S);
+  launch.grid = {unsigned(p.amax_chunks), unsigned(B * H), 1};
+  if (auto err = amaxKernel->launch(launch, args))
     return err;
-  const dq::Grid3 g = dq::quantizeEncodeGrid(f, D, entries[1].threads, B, H, S);
-  runtime::LaunchConfig encodeLaunch;
-  encodeLaunch.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
-  encodeLaunch.block = {unsigned(entries[1].threads), 1, 1};
-  encodeLaunch.stream = stream;
-  if (auto err = encodeKernel->launch(encodeLaunch, args))
+  launch.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+  if (auto err = encodeKernel->launch(launch, args))
     return err;
+  return checkNonFinite(out, what, stream);
+}
+
+llvm::Error Engine::checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream) {
+  namespace dq = device::quantize;
+  const int H = out.heads;
   if (config_.nonfinite == runtime::NonFinitePolicy::Propagate)
     return llvm::Error::success(); // the forward makes the rows they reach NaN
 
-  // Check: the first non-finite row of every head, read once both passes are done. The copy runs
+  // Check: the first non-finite row of every head, read once the quantizer is done. The copy runs
   // on the legacy stream, which does not wait for a non-blocking caller stream (PyTorch's, the
   // engine's own Stream), so the caller's stream is waited for first.
   if (auto err = driver_.check(driver_.api().cuStreamSynchronize(static_cast<CUstream>(stream)),
                                "cuStreamSynchronize"))
     return err;
-  std::vector<std::int32_t> first(std::size_t(B) * H);
+  std::vector<std::int32_t> first(std::size_t(out.batch) * H);
   if (auto err = driver_.check(driver_.api().cuMemcpyDtoH(first.data(), out.nonfinite_rows, first.size() * 4),
                                "cuMemcpyDtoH"))
     return err;

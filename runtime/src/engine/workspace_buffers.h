@@ -29,6 +29,7 @@ inline QuantizedOperand operandOf(const QuantizedTensor &t) {
   o.batch = t.batch, o.heads = t.heads, o.seqlen = t.seqlen, o.head_dim = t.head_dim;
   o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
   o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
+  o.sync = o.amax_partial; // (not known to be zero: the two passes may have written partials there)
   return o;
 }
 

@@ -33,7 +33,8 @@ std::size_t layOutQuantized(QuantFormat format, int heads_total, int seqlen, int
   out.scales = place(offset, heads * dq::quantizeScaleBytesPerHead(f, head_dim, seqlen));
   out.head_scalar = place(offset, heads * 4);
   out.nonfinite_rows = place(offset, dq::nonfiniteRowsBytes(heads_total, seqlen));
-  out.amax_partial = place(offset, heads * chunks * 4);
+  // (also MXFP4's sync words when a QuantizedTensor's buffers are quantized into: quantizeOperand)
+  out.amax_partial = place(offset, std::max<std::size_t>(heads * chunks, dq::quantizeSyncWords(heads_total)) * 4);
   return offset;
 }
 
@@ -58,8 +59,12 @@ WorkspaceLayout workspaceLayout(const KernelSpec &spec, const ForwardShape &s, b
   l.widen_state_offset = counter_bytes;
   if (fusesWidening(as))
     counter_bytes += (2 + kv_heads) * sizeof(std::uint32_t);
-  l.counters = place(offset, counter_bytes);
   l.quantized = with_operands && as.route != Route::Bf16;
+  if (l.quantized) {
+    l.quantize_sync_offset = counter_bytes;
+    counter_bytes += device::quantize::quantizeSyncWords(static_cast<std::int64_t>(kv_heads)) * sizeof(std::uint32_t);
+  }
+  l.counters = place(offset, counter_bytes);
   if (l.quantized) {
     offset = layOutQuantized(QuantFormat::Nvfp4, s.batch * s.heads_q, s.seqlen_q, s.head_dim, offset, l.q);
     offset = layOutQuantized(QuantFormat::Nvfp4, s.batch * s.heads_kv, s.seqlen_k, s.head_dim, offset, l.k);

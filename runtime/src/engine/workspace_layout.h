@@ -26,10 +26,12 @@ struct ForwardShape {
 };
 
 struct WorkspaceLayout {
-  // int32 work_counter[2] then uint32 widen_state words (attention/params.cuh), first so that
-  // they stay put when other parts move; zero before every launch that uses them.
+  // int32 work_counter[2], uint32 widen_state words (attention/params.cuh), then the sync words
+  // of V's one-pass MXFP4 quantizer (quantize/params.cuh), first so that they stay put when other
+  // parts move; zero before every launch that uses them, and left zero by it.
   Extent counters;
-  std::size_t widen_state_offset = 0; // inside `counters`
+  std::size_t widen_state_offset = 0;    // inside `counters`
+  std::size_t quantize_sync_offset = 0;  // inside `counters` (when `quantized`)
   bool quantized = false;             // q, k, v below are used
   QuantizedOperandLayout q, k, v;
   Extent kv_tiles, q_tiles; // widened tile images (empty when the kernel has none)
@@ -50,6 +52,10 @@ struct QuantizedOperand {
   QuantFormat format = QuantFormat::Nvfp4;
   int batch = 0, heads = 0, seqlen = 0, head_dim = 0;
   std::uint64_t payload = 0, scales = 0, head_scalar = 0, nonfinite_rows = 0, amax_partial = 0;
+  // Sync words for the one-pass MXFP4 quantizer (0: none, the two passes run), and whether they
+  // are known to be zero (else they are cleared on the stream first).
+  std::uint64_t sync = 0;
+  bool sync_zero = false;
 };
 
 // The operand whose parts `layout` places in the workspace at `base`.

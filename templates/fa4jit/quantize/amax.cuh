@@ -191,11 +191,15 @@ template <class T> FA4JIT_DEVICE void writeFirstNonFiniteRow(const QuantizeParam
     firstNonFiniteRow(p)[bh] = first;
 }
 
-// Non-finite elements read as 0 in the encode passes (params.cuh).
-template <int kN> FA4JIT_DEVICE void zeroNonFinite(float (&v)[kN]) {
+// Non-finite elements read as 0 in the encode passes (params.cuh); returns whether there was one.
+template <int kN> FA4JIT_DEVICE bool zeroNonFinite(float (&v)[kN]) {
+  bool any = false;
 #pragma unroll
-  for (int i = 0; i < kN; ++i)
+  for (int i = 0; i < kN; ++i) {
+    any |= !isFiniteFloat(v[i]);
     v[i] = isFiniteFloat(v[i]) ? v[i] : 0.0f;
+  }
+  return any;
 }
 
 #endif // CUDA compilers

@@ -12,6 +12,13 @@
 //                 row.
 // Neither pass needs a cleared workspace: every word they own is written on every launch.
 //
+// MXFP4 V^T can also run as its encode pass alone (sync != 0): its codes and scales depend on
+// each 32-key block only, and the head's v_shift and row bitmask are finished by the head's last
+// CTA to end, from per-head words in `sync` (quantizeSyncWords, zero at launch and left zero): no
+// CTA waits for another, and x is read once. NVFP4's codes depend on the head's global scale, and
+// FP8's on s_v: they need the maximum before they encode (a per-head barrier in one pass measured
+// slower than the two passes on the H200, whose phases it serializes).
+//
 // Non-finite inputs (docs/NUMERICS.md §1.3). A NaN or Inf element is encoded as 0 and left out of
 // every maximum (head and block), so the finite elements encode exactly as they would with 0 in
 // its place; nonfinite_rows records which rows held one, for the attention forward (which makes
@@ -44,8 +51,9 @@ struct QuantizeParams {
   int32_t heads;
   int32_t seqlen;        // S >= 1 (rows of Q/K, keys of V)
   int32_t amax_chunks;   // CTAs per head of the amax pass, >= 1
+  uint64_t sync;         // MXFP4 only: 0 (two passes), or uint32 [quantizeSyncWords] (encode alone)
 };
-static_assert(sizeof(QuantizeParams) == 6 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
+static_assert(sizeof(QuantizeParams) == 7 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
 static_assert(alignof(QuantizeParams) == 8, "QuantizeParams alignment changed");
 
 // Rows of one word of the non-finite row bitmask.
@@ -59,6 +67,10 @@ FA4JIT_HD constexpr int64_t nonfiniteMaskWords(int seqlen) {
 FA4JIT_HD constexpr int64_t nonfiniteRowsBytes(int64_t heads_total, int seqlen) {
   return heads_total * 4 + heads_total * nonfiniteMaskWords(seqlen) * 4;
 }
+
+// uint32 words of `sync` per head: CTAs ended, max |x| bits, a non-finite flag.
+constexpr int kSyncWordsPerHead = 3;
+FA4JIT_HD constexpr int64_t quantizeSyncWords(int64_t heads_total) { return kSyncWordsPerHead * heads_total; }
 
 // Keys of V^T are padded to a multiple of this (one 4-column scale atom of 32-key blocks).
 constexpr int kVtKeyTile = 128;

@@ -11,9 +11,11 @@ namespace fa4jit::device::quantize {
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
 // Stages keys [k0, k0 + 128) x head-dim rows [d0, d0 + kDims) of head bh, transposed:
-// tile[d][key] (keys past seqlen read as 0, which is what the padding keys encode to).
+// tile[d][key] (keys past seqlen read as 0, which is what the padding keys encode to; NaN and Inf
+// as 0, noted in `nonfinite`).
 template <class T>
-FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, float (*tile)[T::kTilePitch]) {
+FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, float (*tile)[T::kTilePitch],
+                               bool &nonfinite) {
   constexpr int kVecPerRow = T::kDims / T::kVec;
   const bool vec_ok = vectorLoadsOk<T>(p);
   const int64_t base = headOffset(p, bh);
@@ -23,7 +25,7 @@ FA4JIT_DEVICE void stageVtTile(const QuantizeParams &p, int bh, int k0, int d0, 
     float v[T::kVec];
     if (k0 + key < p.seqlen) {
       loadRun<T, T::kVec>(p, base + (k0 + key) * p.x_row_stride + d0 + dv, vec_ok, v);
-      zeroNonFinite(v);
+      nonfinite |= zeroNonFinite(v);
     } else {
 #pragma unroll
       for (int j = 0; j < T::kVec; ++j)
@@ -61,9 +63,10 @@ FA4JIT_DEVICE void loadVtTileVectors(const QuantizeParams &p, int bh, int k0, in
   }
 }
 
-// Writes loadVtTileVectors' vectors into the tile, transposed (non-finite elements as 0), then
-// waits for the CTA.
-template <class T> FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, float (*tile)[T::kTilePitch]) {
+// Writes loadVtTileVectors' vectors into the tile, transposed (non-finite elements as 0, noted in
+// `nonfinite`), then waits for the CTA.
+template <class T>
+FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, float (*tile)[T::kTilePitch], bool &nonfinite) {
   constexpr int kVecPerRow = T::kDims / T::kVec;
 #pragma unroll
   for (int j = 0; j < kVtVectorsPerThread<T>; ++j) {
@@ -81,7 +84,7 @@ template <class T> FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> 
         v[2 * k + 1] = bitsAsFloat(words[k] & 0xFFFF0000u);
       }
     }
-    zeroNonFinite(v);
+    nonfinite |= zeroNonFinite(v);
 #pragma unroll
     for (int k = 0; k < T::kVec; ++k)
       tile[dv + k][key] = v[k];
@@ -94,13 +97,13 @@ template <class T> FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> 
 // cannot read, straight from x. The leading barrier lets the previous tile's readers finish.
 template <class T>
 FA4JIT_DEVICE void stageVtTileAhead(const QuantizeParams &p, int bh, int k0, int k_next, int d0, bool vec_ok,
-                                    VtTileVectors<T> &next, float (*tile)[T::kTilePitch]) {
+                                    VtTileVectors<T> &next, float (*tile)[T::kTilePitch], bool &nonfinite) {
   __syncthreads();
   if (!vec_ok) {
-    stageVtTile<T>(p, bh, k0, d0, tile);
+    stageVtTile<T>(p, bh, k0, d0, tile, nonfinite);
     return;
   }
-  storeVtTileVectors<T>(next, tile);
+  storeVtTileVectors<T>(next, tile, nonfinite);
   if (k_next >= 0)
     loadVtTileVectors<T>(p, bh, k_next, d0, next);
 }
@@ -116,10 +119,12 @@ FA4JIT_DEVICE void readVtBlock(const float (*tile)[T::kTilePitch], int d, int bl
 
 // The loop of a V^T encode CTA: for each of its (up to) kVtTilesPerCta key tiles, stages the tile
 // (the next one's loads then in flight) and calls encode(k0, v) with this thread's 32 values of
-// its (head-dim row, 32-key block), in stored key order.
+// its (head-dim row, 32-key block), in stored key order. `nonfinite`: whether this thread staged
+// a NaN or Inf (as 0).
 template <class T, class Encode>
 FA4JIT_DEVICE void forEachVtTile(const QuantizeParams &p, int bh, int first_k, int d0, bool vec_ok,
-                                 VtTileVectors<T> &next, float (*tile)[T::kTilePitch], Encode &&encode) {
+                                 VtTileVectors<T> &next, float (*tile)[T::kTilePitch], bool &nonfinite,
+                                 Encode &&encode) {
   const int64_t skp = quantizePaddedKeys(p.seqlen);
   const int row = static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
@@ -128,7 +133,7 @@ FA4JIT_DEVICE void forEachVtTile(const QuantizeParams &p, int bh, int first_k, i
     if (k0 >= skp)
       break;
     const int k_next = t + 1 < kVtTilesPerCta && k0 + kVtKeyTile < skp ? k0 + kVtKeyTile : -1;
-    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile);
+    stageVtTileAhead<T>(p, bh, k0, k_next, d0, vec_ok, next, tile, nonfinite);
     float v[32];
     readVtBlock<T>(tile, row, blk, v);
     encode(k0, v);

@@ -37,7 +37,8 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   const float r = __frcp_rn(s_v);
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
-  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, [&](int k0, float (&v)[32]) {
+  bool nonfinite = false; // (the amax pass records the rows)
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
     if (by_reciprocal) {
 #pragma unroll
       for (int i = 0; i < 32; ++i)

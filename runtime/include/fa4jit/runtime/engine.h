@@ -167,10 +167,13 @@ private:
   llvm::Error checkDeviceMemory(std::uint64_t address, std::uint64_t bytes, const char *name) const;
   // Every element of `t` (from its first to its last) is such memory.
   llvm::Error checkTensorMemory(const TensorDesc &t, const char *name) const;
-  // Runs the two quantizer passes of x into `out` (whose parts hold enough), then applies the
-  // NonFinitePolicy.
+  // Quantizes x into `out` (whose parts hold enough): MXFP4 in one pass where `out` has sync
+  // words, else the two passes; then applies the NonFinitePolicy.
   llvm::Error quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out, const char *what,
                               void *stream);
+  // The Check policy on what the quantizer recorded in out.nonfinite_rows (waits for the stream);
+  // nothing under Propagate.
+  llvm::Error checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream);
   // The attention spec of a BF16-input forward (tuned, heuristic or args.spec).
   llvm::Expected<KernelSpec> forwardSpec(const ForwardArgs &args) const;
   // A workspace the caller passed to forward().
