@@ -41,7 +41,7 @@ const char *kUsage = "usage: fa4jit cache <ls|stat|verify|prune|clear> [--json] 
 
 const char *opUsage(llvm::StringRef op) {
   if (op == "ls")
-    return "usage: fa4jit cache ls [--json]\n  Lists entries: key, layer, size, last use, target.\n";
+    return "usage: fa4jit cache ls [--json]\n  Lists entries: key, layer, size, last use, target, kernel name.\n";
   if (op == "stat")
     return "usage: fa4jit cache stat [--json]\n  Shows the cache directories, their sizes, the cap and the mode.\n";
   if (op == "verify")
@@ -92,10 +92,12 @@ int runLs(KernelCache &cache, const CacheArgs &args) {
     printJSON(toJSON(entries));
     return 0;
   }
-  llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4}\n", "KEY", "LAYER", "SIZE", "LAST USE", "TARGET");
+  llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4,-8} {5}\n", "KEY", "LAYER", "SIZE", "LAST USE",
+                                "TARGET", "KERNEL");
   for (const EntryInfo &e : entries)
-    llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4}{5}\n", e.key.substr(0, 16), layerName(e.layer),
-                                  humanBytes(e.bytes), isoTime(e.last_use_unix_seconds), partOf(e, "target"),
+    llvm::outs() << llvm::formatv("{0,-18} {1,-6} {2,10} {3,-20} {4,-8} {5}{6}\n", e.key.substr(0, 16),
+                                  layerName(e.layer), humanBytes(e.bytes), isoTime(e.last_use_unix_seconds),
+                                  partOf(e, "target"), partOf(e, "kernel"),
                                   e.problem.empty() ? "" : "  (unreadable: " + e.problem + ")");
   llvm::outs() << entries.size() << " entries\n";
   return 0;

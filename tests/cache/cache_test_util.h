@@ -37,6 +37,7 @@ inline CacheKey sampleKey(const std::string &name) {
   return CacheKeyBuilder()
       .source("// kernel " + name + "\n__global__ void k() {}\n")
       .target("sm_100a")
+      .part("kernel", "fa4jit_test_" + name)
       .nvrtcVersion(13, 0, "test")
       .options({"-std=c++17", "-arch", "sm_100a"})
       .build();

@@ -64,6 +64,12 @@ TEST_CASE("fa4jit cache: ls, stat, verify, prune and clear with --json", "[cache
   REQUIRE(first);
   CHECK(first->getString("layer") == llvm::StringRef("user"));
   CHECK(first->getObject("key_parts")->getString("target") == llvm::StringRef("sm_100a"));
+  // The listing names each entry's kernel.
+  CliResult text = runCli(root, "ls");
+  CHECK(text.status == 0);
+  CHECK(text.out.find("KERNEL") != std::string::npos);
+  for (const char *name : {"one", "two", "three"})
+    CHECK(text.out.find(std::string("fa4jit_test_") + name) != std::string::npos);
 
   CliResult stat = runCli(root, "stat --json");
   CHECK(stat.status == 0);

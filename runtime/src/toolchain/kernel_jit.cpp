@@ -29,6 +29,7 @@ cache::CacheKey keyFor(const EmittedKernel &emitted, const KernelSpec &spec,
                        const std::string &nvrtcAppendFlags) {
   cache::CacheKeyBuilder builder;
   builder.source(emitted.source).target(toString(spec.target)).options(options).part("nvrtc", nvrtcIdentity);
+  builder.part("kernel", emitted.name); // (named by the source already; shown by `fa4jit cache ls`)
   builder.part("env:NVRTC_APPEND_FLAGS", nvrtcAppendFlags);
   std::size_t count = 0;
   const templates::EmbeddedHeader *headers = templates::embeddedHeaders(&count);
