@@ -14,6 +14,9 @@
 
 #include <fmt/format.h>
 
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -243,17 +246,38 @@ int runRun(int argc, char **argv) {
   }
 
   if (json) {
-    std::printf("{\"kernel\":\"%s\",\"target\":\"%s\",\"cache_layer\":\"%s\",\"compile_s\":%.4f,\"registers\":%d,"
-                "\"spill_bytes\":%d,\"shared_bytes\":%d,\"gpu\":%s,\"device\":\"%s\",\"route\":\"%s\",\"batch\":%d,"
-                "\"heads\":%d,\"kv_heads\":%d,\"seqlen_q\":%d,\"seqlen_k\":%d,\"head_dim\":%d,\"causal\":%s,"
-                "\"ms\":%.5f,\"tflops\":%.2f,\"cos_vs_fp64\":%.6f,\"rel_l2_vs_model\":%.3e,\"model_cos_vs_fp64\":%.6f,"
-                "\"seed\":%llu}\n",
-                r.kernel.c_str(), r.target.c_str(), r.cache_layer.c_str(), r.compile_s, r.registers, r.spill_bytes,
-                r.shared_bytes, r.gpu ? "true" : "false", r.device.c_str(), toString(*route), s.batch, s.heads_q,
-                s.heads_kv, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal ? "true" : "false", r.ms,
-                r.gpu ? r.tflops : 0.0, std::isnan(r.cos_vs_fp64) ? -1.0 : r.cos_vs_fp64,
-                std::isnan(r.rel_l2_vs_model) ? -1.0 : r.rel_l2_vs_model,
-                std::isnan(r.cos_model_vs_fp64) ? -1.0 : r.cos_model_vs_fp64, (unsigned long long)seed);
+    // A value this run did not measure is null: no GPU (time, rate, device), a cosine not
+    // computed, a register count the cubin did not report.
+    const auto number = [](double v) -> llvm::json::Value { return std::isnan(v) ? llvm::json::Value(nullptr) : v; };
+    const auto count = [](int v) -> llvm::json::Value { return v < 0 ? llvm::json::Value(nullptr) : v; };
+    llvm::json::Object o{
+        {"kernel", r.kernel},
+        {"target", r.target},
+        {"cache_layer", r.cache_layer},
+        {"compile_s", r.cache_layer == "produced" ? llvm::json::Value(r.compile_s) : nullptr},
+        {"registers", count(r.registers)},
+        {"spill_bytes", count(r.spill_bytes)},
+        {"shared_bytes", r.shared_bytes},
+        {"gpu", r.gpu},
+        {"device", r.gpu ? llvm::json::Value(r.device) : nullptr},
+        {"no_gpu_reason", r.gpu ? llvm::json::Value(nullptr) : llvm::json::Value(r.no_gpu_reason)},
+        {"route", toString(*route)},
+        {"batch", s.batch},
+        {"heads", s.heads_q},
+        {"kv_heads", s.heads_kv},
+        {"seqlen_q", s.seqlen_q},
+        {"seqlen_k", s.seqlen_k},
+        {"head_dim", s.head_dim},
+        {"causal", s.causal},
+        {"ms", r.gpu ? number(r.ms) : nullptr},
+        {"tflops", r.gpu ? number(r.tflops) : nullptr},
+        {"cos_vs_fp64", number(r.cos_vs_fp64)},
+        {"rel_l2_vs_model", number(r.rel_l2_vs_model)},
+        {"model_cos_vs_fp64", number(r.cos_model_vs_fp64)},
+        {"seed", static_cast<int64_t>(seed)},
+    };
+    llvm::outs() << llvm::json::Value(std::move(o)) << "\n";
+    llvm::outs().flush();
     return 0;
   }
   std::printf("shape    batch %d, heads %d/%d, seqlen %d/%d, head dim %d, %s, route %s\n", s.batch, s.heads_q,
