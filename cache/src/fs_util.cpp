@@ -1,5 +1,7 @@
 #include "fs_util.h"
 
+#include <climits>
+
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -160,18 +162,40 @@ llvm::Error fsyncDirectory(llvm::StringRef path) {
   return llvm::Error::success();
 }
 
-llvm::Error createPrivateDirectories(llvm::StringRef path) {
+namespace {
+// createPrivateDirectories, noting each directory it made in `created` (parents first).
+llvm::Error createPrivateDirectoriesNoting(llvm::StringRef path, std::vector<std::string> &created) {
   if (path.empty() || isDirectory(path))
     return llvm::Error::success();
   llvm::StringRef parent = path.rtrim('/').rsplit('/').first;
   if (!parent.empty() && parent != path)
-    if (llvm::Error e = createPrivateDirectories(parent))
+    if (llvm::Error e = createPrivateDirectoriesNoting(parent, created))
       return e;
-  if (::mkdir(path.str().c_str(), 0700) != 0 && errno != EEXIST)
-    return errnoError("cannot create directory", path, errno);
+  if (::mkdir(path.str().c_str(), 0700) != 0) {
+    if (errno != EEXIST)
+      return errnoError("cannot create directory", path, errno);
+  } else {
+    created.push_back(path.str());
+  }
   if (!isDirectory(path))
     return errnoError("cannot create directory", path, ENOTDIR);
   return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error createPrivateDirectories(llvm::StringRef path) {
+  // A path the system cannot name is refused before anything is made; any other failure removes
+  // what this call made, so a refused folder leaves nothing behind.
+  if (path.size() >= PATH_MAX)
+    return llvm::createStringError(std::errc::filename_too_long,
+                                   "cannot create directory '%s...': its path is %zu bytes, the system's limit is %d",
+                                   path.substr(0, 64).str().c_str(), path.size(), PATH_MAX - 1);
+  std::vector<std::string> created;
+  llvm::Error e = createPrivateDirectoriesNoting(path, created);
+  if (e)
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      ::rmdir(it->c_str());
+  return e;
 }
 
 llvm::Error checkPrivateDirectory(llvm::StringRef path, bool requireOwnedByUs) {

@@ -17,7 +17,7 @@ llvm::Expected<std::string> readWholeFile(llvm::StringRef path, uint64_t maxByte
 // Creates (never replaces) a 0600 file and fsyncs it before returning.
 llvm::Error writeFileDurably(llvm::StringRef path, llvm::StringRef bytes);
 llvm::Error fsyncDirectory(llvm::StringRef path);
-// mkdir -p with mode 0700 for every directory it creates.
+// mkdir -p with mode 0700 for every directory it creates; on failure it removes them again.
 llvm::Error createPrivateDirectories(llvm::StringRef path);
 // A cache root must be a directory that nobody but its owner can write: anyone who can plant
 // a cubin in it runs code in our processes (CUTLASS #3404). With requireOwnedByUs, it must also

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <dirent.h>
 #include <functional>
 #include <unistd.h>
@@ -192,6 +193,30 @@ TEST_CASE("an unwritable user directory degrades to memory with one warning", "[
   CHECK(st.mode == "memory");
   CHECK_FALSE(st.user.available);
   CHECK(st.memory_entries == 2);
+}
+
+TEST_CASE("a cache folder that cannot be made leaves no folders behind", "[cache]") {
+  ScratchDir dir;
+  std::string too_long = dir.sub("deep");
+  while (too_long.size() < PATH_MAX + 100)
+    too_long += "/abcdefghijklmnopqrstuvwxyz";
+  const std::string long_name = dir.sub("parent/child/") + std::string(NAME_MAX + 10, 'n');
+  for (const std::string &root : {too_long, long_name}) {
+    INFO(root.substr(0, 120));
+    WarningCounter warnings;
+    auto cache = KernelCache::open(userConfig(root));
+    CHECK_FALSE(cache->hasUserLayer());
+    CHECK(warnings.warnings() == 1);
+    CHECK_THAT(cache->degradedReason(), Catch::Contains("cannot create directory"));
+    // Nothing of the refused path was made (the long name's parents were, then removed).
+    DIR *d = ::opendir(dir.path().c_str());
+    REQUIRE(d != nullptr);
+    int left = 0;
+    while (struct dirent *e = ::readdir(d))
+      left += std::string(e->d_name) != "." && std::string(e->d_name) != "..";
+    ::closedir(d);
+    CHECK(left == 0);
+  }
 }
 
 TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
