@@ -137,7 +137,10 @@ PruneReport DiskStore::prune(uint64_t maxBytes) const {
       ++report.skipped_busy;
       continue;
     }
-    removeLocked(s.key);
+    if (!removeLocked(s.key)) { // (behind a linked shard: outside the cache, never removed)
+      ++report.skipped_busy;
+      continue;
+    }
     (*lock)->removeFile(); // the key's lock file goes with it (key_lock.h: waiters start over)
     total -= s.bytes;
     ++report.entries_removed;

@@ -33,10 +33,12 @@ llvm::Expected<std::unique_ptr<DiskStore>> DiskStore::openWritable(llvm::StringR
     return e;
   if (llvm::Error e = checkPrivateDirectory(root, /*requireOwnedByUs=*/true))
     return e;
-  if (llvm::Error e = createPrivateDirectories(tmpDir(root)))
-    return e;
-  if (llvm::Error e = createPrivateDirectories(locksDir(root)))
-    return e;
+  for (const std::string &dir : {tmpDir(root), locksDir(root)}) {
+    if (llvm::Error e = createPrivateDirectories(dir))
+      return e;
+    if (llvm::Error e = checkRealDirectory(dir))
+      return e;
+  }
   // A read-only mount, a full disk or a foreign ACL pass every check above; only a write tells.
   std::string probe = tmpDir(root) + "/probe." + std::to_string(::getpid()) + ".XXXXXX";
   int fd = ::mkstemp(probe.data());
@@ -75,6 +77,9 @@ LoadResult DiskStore::load(llvm::StringRef key, bool touchLastUse) const {
   };
   if (!writable_)
     if (llvm::Error e = checkTrustedPath(root_, dir))
+      return corrupt(llvm::toString(std::move(e)));
+  if (writable_) // (an entry reached through a linked shard lies outside the cache)
+    if (llvm::Error e = checkRealDirectory(shardDir(root_, key)))
       return corrupt(llvm::toString(std::move(e)));
   llvm::Expected<std::string> text = read(dir + "/" + kManifestName, kMaxManifestBytes);
   if (!text)
@@ -152,6 +157,8 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
   std::string shard = shardDir(root_, key.digest);
   if (llvm::Error e = createPrivateDirectories(shard))
     return fail(std::move(e));
+  if (llvm::Error e = checkRealDirectory(shard))
+    return fail(std::move(e));
   std::string target = entryDir(root_, key.digest);
   if (::rename(temp->c_str(), target.c_str()) != 0) {
     int err = errno;
@@ -163,22 +170,27 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
   return fsyncDirectory(shard);
 }
 
-void DiskStore::removeLocked(llvm::StringRef key) const {
+bool DiskStore::removeLocked(llvm::StringRef key) const {
   assert(writable_ && "the system layer is never written");
   std::string dir = entryDir(root_, key);
+  if (llvm::Error e = checkRealDirectory(shardDir(root_, key))) {
+    llvm::consumeError(std::move(e));
+    return !pathExists(shardDir(root_, key)); // (no shard: nothing to remove)
+  }
   llvm::Expected<std::string> grave = makeTempDir(root_, key, "old");
   if (!grave) {
     llvm::consumeError(grave.takeError());
     removeTree(dir);
-    return;
+    return true;
   }
   // Renaming over the empty grave hides the whole entry at once; readers never see half of it.
   if (::rename(dir.c_str(), grave->c_str()) != 0) {
     removeTree(*grave);
     removeTree(dir);
-    return;
+    return true;
   }
   removeTree(*grave);
+  return true;
 }
 
 } // namespace fa4jit::cache

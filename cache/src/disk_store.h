@@ -48,7 +48,9 @@ public:
   // is discarded and that is success.
   llvm::Error publishLocked(const CacheKey &key, const EntryFiles &files, const PublishHook &hook) const;
   // The caller holds lockKey(key). The entry vanishes atomically (renamed into tmp/) first.
-  void removeLocked(llvm::StringRef key) const;
+  // Returns false, removing nothing, when the key's shard is a symbolic link (the entry is then
+  // outside the cache).
+  bool removeLocked(llvm::StringRef key) const;
 
   struct Scan {
     std::string key;

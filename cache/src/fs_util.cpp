@@ -198,6 +198,20 @@ llvm::Error createPrivateDirectories(llvm::StringRef path) {
   return e;
 }
 
+llvm::Error checkRealDirectory(llvm::StringRef path) {
+  struct stat st;
+  if (::lstat(path.str().c_str(), &st) != 0)
+    return errnoError("cannot inspect cache directory", path, errno);
+  if (S_ISLNK(st.st_mode))
+    return llvm::createStringError(std::errc::operation_not_permitted,
+                                   "refusing '%s': a symbolic link inside the cache (entries are written and removed "
+                                   "only under the cache folder); remove it",
+                                   path.str().c_str());
+  if (!S_ISDIR(st.st_mode))
+    return errnoError("cache path is not a directory:", path, ENOTDIR);
+  return llvm::Error::success();
+}
+
 llvm::Error checkPrivateDirectory(llvm::StringRef path, bool requireOwnedByUs) {
   struct stat st;
   if (::stat(path.str().c_str(), &st) != 0)

@@ -19,6 +19,9 @@ llvm::Error writeFileDurably(llvm::StringRef path, llvm::StringRef bytes);
 llvm::Error fsyncDirectory(llvm::StringRef path);
 // mkdir -p with mode 0700 for every directory it creates; on failure it removes them again.
 llvm::Error createPrivateDirectories(llvm::StringRef path);
+// A folder inside the cache (a shard, tmp, locks) must be a directory itself, not a symbolic
+// link: a link would let entries be written, renamed or removed outside the cache folder.
+llvm::Error checkRealDirectory(llvm::StringRef path);
 // A cache root must be a directory that nobody but its owner can write: anyone who can plant
 // a cubin in it runs code in our processes (CUTLASS #3404). With requireOwnedByUs, it must also
 // belong to this user.

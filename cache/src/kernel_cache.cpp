@@ -109,10 +109,11 @@ EntryPtr KernelCache::recheckLocked(const DiskStore &user, llvm::StringRef diges
     return remember(std::move(r.entry));
   }
   if (r.status == LoadStatus::Corrupt) {
-    logging::logger().warn("fa4jit cache: entry {} in {} is corrupt ({}); removing it, it will be recompiled", digest.str(),
-                 user.root(), r.problem);
-    user.removeLocked(digest);
-    ++counters_.corrupt_removed;
+    const bool removed = user.removeLocked(digest);
+    if (removed)
+      ++counters_.corrupt_removed;
+    logging::logger().warn("fa4jit cache: entry {} in {} is corrupt ({}); {}, it will be recompiled", digest.str(),
+                           user.root(), r.problem, removed ? "removed it" : "left it in place");
   }
   return nullptr;
 }

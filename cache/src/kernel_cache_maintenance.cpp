@@ -63,8 +63,7 @@ VerifyReport KernelCache::verify(const VerifyOptions &options) {
         llvm::Expected<std::unique_ptr<FileLock>> lock = store.lockKey(s.key, /*wait=*/true);
         if (!lock) {
           llvm::consumeError(lock.takeError());
-        } else if (store.load(s.key, false).status == LoadStatus::Corrupt) {
-          store.removeLocked(s.key);
+        } else if (store.load(s.key, false).status == LoadStatus::Corrupt && store.removeLocked(s.key)) {
           memory_->erase(s.key);
           ++counters_.corrupt_removed;
           issue.removed = true;

@@ -219,6 +219,52 @@ TEST_CASE("a cache folder that cannot be made leaves no folders behind", "[cache
   }
 }
 
+TEST_CASE("a shard that is a symbolic link is never read, written or emptied through", "[cache]") {
+  ScratchDir dir;
+  const std::string root = dir.sub("cache"), outside = dir.sub("outside");
+  const CacheKey key = sampleKey("one");
+  {
+    auto cache = KernelCache::open(userConfig(root));
+    REQUIRE(static_cast<bool>(cache->publish(key, sampleFiles("one"))));
+  }
+  // The entry's shard moves out of the cache and a link takes its place.
+  const std::string shard = root + "/" + key.digest.substr(0, 2);
+  REQUIRE(::mkdir(outside.c_str(), 0700) == 0);
+  const std::string moved = outside + "/" + key.digest.substr(0, 2);
+  REQUIRE(::rename(shard.c_str(), moved.c_str()) == 0);
+  REQUIRE(::symlink(moved.c_str(), shard.c_str()) == 0);
+
+  WarningCounter warnings;
+  auto cache = KernelCache::open(userConfig(root));
+  int produced = 0;
+  auto e = cache->getOrCreate(key, [&]() -> llvm::Expected<EntryFiles> {
+    ++produced;
+    return sampleFiles("one");
+  });
+  REQUIRE(static_cast<bool>(e));
+  CHECK(produced == 1); // (the entry behind the link is not loaded)
+  CHECK(warnings.warnings() >= 1);
+  CHECK_THAT(warnings.last(), Catch::Contains("symbolic link"));
+  // (that cache now runs in memory; a fresh one prunes and verifies the folder)
+  auto fresh = KernelCache::open(userConfig(root));
+  REQUIRE(fresh->hasUserLayer());
+  fresh->prune({0});
+  const VerifyReport report = fresh->verify({true});
+  REQUIRE(report.bad.size() == 1); // (named, and left alone)
+  CHECK_THAT(report.bad[0].problem, Catch::Contains("symbolic link"));
+  CHECK_FALSE(report.bad[0].removed);
+  // The entry outside is where it was, and nothing else was written there.
+  const std::string outsideEntry = moved + "/" + key.digest;
+  CHECK(::access((outsideEntry + "/manifest.json").c_str(), F_OK) == 0);
+  DIR *d = ::opendir(moved.c_str());
+  REQUIRE(d != nullptr);
+  int names = 0;
+  while (struct dirent *ent = ::readdir(d))
+    names += std::string(ent->d_name) != "." && std::string(ent->d_name) != "..";
+  ::closedir(d);
+  CHECK(names == 1);
+}
+
 TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
   ScratchDir dir;
   std::string root = dir.sub("cache");
