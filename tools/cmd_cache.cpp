@@ -119,6 +119,8 @@ int runStat(KernelCache &cache, const CacheArgs &args) {
     return 0;
   }
   llvm::outs() << "mode     " << st.mode << "\n";
+  if (!st.writes_stopped_reason.empty())
+    llvm::outs() << "writes   stopped (entries still read): " << st.writes_stopped_reason << "\n";
   printLayer("user", st.user);
   printLayer("system", st.system);
   llvm::outs() << "cap      " << humanBytes(st.max_bytes) << "\n";

@@ -49,6 +49,9 @@ llvm::json::Value toJSON(const LayerStats &stats) {
 llvm::json::Value toJSON(const CacheStats &stats) {
   const CacheCounters &c = stats.counters;
   llvm::json::Object out{{"mode", stats.mode},
+                         {"writes_stopped_reason", stats.writes_stopped_reason.empty()
+                                                       ? llvm::json::Value(nullptr)
+                                                       : llvm::json::Value(stats.writes_stopped_reason)},
                          {"max_bytes", n(stats.max_bytes)},
                          {"user", toJSON(stats.user)},
                          {"system", toJSON(stats.system)},

@@ -138,7 +138,8 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
       return fail(std::move(e));
     manifest.files.push_back({name, data.size(), sha256Hex(data)});
     if (first && hook)
-      hook(PublishStage::FirstFileWritten);
+      if (int err = hook(PublishStage::FirstFileWritten))
+        return fail(errnoError("cannot write", *temp + "/" + name, err));
     first = false;
   }
   if (llvm::Error e = writeFileDurably(*temp + "/" + kManifestName, serializeManifest(manifest)))
@@ -153,7 +154,8 @@ llvm::Error DiskStore::publishLocked(const CacheKey &key, const EntryFiles &file
   if (llvm::Error e = fsyncDirectory(*temp))
     return fail(std::move(e));
   if (hook)
-    hook(PublishStage::BeforeRename);
+    if (int err = hook(PublishStage::BeforeRename))
+      return fail(errnoError("cannot write", *temp, err));
   std::string shard = shardDir(root_, key.digest);
   if (llvm::Error e = createPrivateDirectories(shard))
     return fail(std::move(e));

@@ -48,7 +48,17 @@ std::shared_ptr<const DiskStore> KernelCache::userStore() const {
   return user_;
 }
 
+std::shared_ptr<const DiskStore> KernelCache::writableUserStore() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return writes_stopped_reason_.empty() ? user_ : nullptr;
+}
+
 bool KernelCache::hasUserLayer() const { return userStore() != nullptr; }
+
+std::string KernelCache::writesStoppedReason() const {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  return writes_stopped_reason_;
+}
 
 std::string KernelCache::degradedReason() const {
   std::lock_guard<std::mutex> lock(stateMutex_);
@@ -70,6 +80,46 @@ void KernelCache::degrade(const std::string &reason) {
   if (!warned_)
     logging::logger().warn("fa4jit cache: using memory only (compiled kernels are not kept across runs): {}", reason);
   warned_ = true;
+}
+
+void KernelCache::stopWriting(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(stateMutex_);
+  if (!writes_stopped_reason_.empty())
+    return;
+  writes_stopped_reason_ = reason;
+  logging::logger().warn("fa4jit cache: not writing new kernels to the cache any more (its entries are still read, "
+                         "new ones are kept in memory): {}",
+                         reason);
+}
+
+llvm::Error KernelCache::publishMakingRoom(const DiskStore &user, const CacheKey &key, const EntryFiles &files,
+                                           const PublishHook &hook) {
+  llvm::Error first = user.publishLocked(key, files, hook);
+  if (!first)
+    return first;
+  std::error_code code;
+  std::string message;
+  llvm::handleAllErrors(std::move(first), [&](const llvm::ErrorInfoBase &info) {
+    code = info.convertToErrorCode();
+    message = info.message();
+  });
+  const auto full = [](std::error_code c) {
+    return c == std::errc::no_space_on_device || c == std::error_code(EDQUOT, std::generic_category());
+  };
+  if (!full(code))
+    return llvm::createStringError(code, "%s", message.c_str());
+  // Room for about twice this entry, taken from the least recently used entries (and whatever
+  // temporary folders dead writers left).
+  uint64_t need = 0;
+  for (const auto &file : files)
+    need += file.second.size();
+  need = 2 * need + 64 * 1024;
+  const PruneReport seen = user.prune(UINT64_MAX);
+  const uint64_t now = seen.bytes_before - seen.bytes_removed;
+  const PruneReport freed = user.prune(now > need ? now - need : 0);
+  logging::logger().info("fa4jit cache: the disk is full ({}); removed {} entries ({} bytes) and trying again", message,
+                         freed.entries_removed, freed.bytes_removed);
+  return user.publishLocked(key, files, hook);
 }
 
 EntryPtr KernelCache::remember(std::shared_ptr<CacheEntry> entry) {
@@ -159,7 +209,8 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   bool userCorrupt = false;
   if (EntryPtr hit = loadUnlocked(key.digest, &userCorrupt))
     return hit;
-  std::shared_ptr<const DiskStore> user = userStore();
+  // (once writes have stopped, nothing is locked or written: the entry is kept in memory)
+  std::shared_ptr<const DiskStore> user = writableUserStore();
   std::unique_ptr<FileLock> lock = lockUserKey(key.digest, user);
   // The double check: whoever held the lock before us may have just published this key.
   if (user)
@@ -172,7 +223,7 @@ llvm::Expected<EntryPtr> KernelCache::getOrCreate(const CacheKey &key, Producer 
   ++counters_.produced;
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(*files), user.get());
   lock.reset();
-  if (stored && user && userStore())
+  if (stored && user && writableUserStore())
     pruneAfterPublish(*user);
   return stored;
 }
@@ -201,8 +252,8 @@ llvm::Expected<EntryPtr> KernelCache::storeProduced(const CacheKey &key, EntryFi
       std::lock_guard<std::mutex> state(stateMutex_);
       hook = hook_;
     }
-    if (llvm::Error e = user->publishLocked(key, files, hook)) {
-      degrade(llvm::toString(std::move(e)));
+    if (llvm::Error e = publishMakingRoom(*user, key, files, hook)) {
+      stopWriting(llvm::toString(std::move(e)));
     } else {
       std::lock_guard<std::mutex> state(stateMutex_);
       written_.insert(key.digest);
@@ -231,11 +282,11 @@ void KernelCache::pruneAfterPublish(const DiskStore &user) {
 
 llvm::Expected<EntryPtr> KernelCache::publish(const CacheKey &key, EntryFiles files) {
   KeyMutexes::Guard guard(*keyMutexes_, key.digest);
-  std::shared_ptr<const DiskStore> user = userStore();
+  std::shared_ptr<const DiskStore> user = writableUserStore();
   std::unique_ptr<FileLock> lock = lockUserKey(key.digest, user);
   llvm::Expected<EntryPtr> stored = storeProduced(key, std::move(files), user.get());
   lock.reset();
-  if (stored && user && userStore())
+  if (stored && user && writableUserStore())
     pruneAfterPublish(*user);
   return stored;
 }

@@ -25,6 +25,7 @@ CacheStats KernelCache::stat() const {
   std::shared_ptr<const DiskStore> user = userStore();
   st.mode = config_.disable_disk ? "disabled" : user ? "disk" : "memory";
   st.degraded_reason = degradedReason();
+  st.writes_stopped_reason = writesStoppedReason();
   st.max_bytes = config_.max_bytes;
   if (user) {
     st.user = user->stats();

@@ -27,7 +27,7 @@ TEST_CASE("a writer killed mid-publish leaves no partial entry", "[cache]") {
     auto cache = KernelCache::open(userConfig(root));
     cache->setPublishHookForTesting([&](PublishStage s) {
       if (s != stage)
-        return;
+        return 0;
       (void)!::write(ready[1], "x", 1);
       for (;;)
         ::pause(); // the parent kills us here
@@ -86,10 +86,11 @@ TEST_CASE("a publish while another writer holds the key's temp dir does not remo
     auto cache = KernelCache::open(userConfig(root));
     cache->setPublishHookForTesting([&](PublishStage s) {
       if (s != PublishStage::BeforeRename)
-        return;
+        return 0;
       (void)!::write(ready[1], "x", 1);
       char b;
       (void)!::read(release[0], &b, 1);
+      return 0;
     });
     auto entry = cache->getOrCreate(key, [] { return llvm::Expected<EntryFiles>(sampleFiles("busy")); });
     ::_exit(entry ? 0 : 1);

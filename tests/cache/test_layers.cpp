@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <climits>
 #include <dirent.h>
 #include <functional>
@@ -265,9 +266,10 @@ TEST_CASE("a shard that is a symbolic link is never read, written or emptied thr
   CHECK(names == 1);
 }
 
-TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
+TEST_CASE("a write failure after opening stops writing once; entries on disk are still read", "[cache]") {
   ScratchDir dir;
   std::string root = dir.sub("cache");
+  REQUIRE(static_cast<bool>(KernelCache::open(userConfig(root))->publish(sampleKey("w"), sampleFiles("w"))));
   auto cache = KernelCache::open(userConfig(root));
   REQUIRE(cache->hasUserLayer());
   // Make publishing impossible: the temporary directory's place is taken by a regular file.
@@ -279,8 +281,86 @@ TEST_CASE("a write failure after opening degrades to memory once", "[cache]") {
     REQUIRE(static_cast<bool>(e));
   }
   CHECK(warnings.warnings() == 1);
-  CHECK_FALSE(cache->hasUserLayer());
+  CHECK_THAT(warnings.last(), Catch::Contains("still read"));
+  CHECK(cache->hasUserLayer());
+  CHECK_THAT(cache->writesStoppedReason(), Catch::Contains("tmp"));
   CHECK(cache->lookup(sampleKey("z").digest) != nullptr);
+  bool produced = false;
+  auto w = cache->getOrCreate(sampleKey("w"), [&] {
+    produced = true;
+    return llvm::Expected<EntryFiles>(sampleFiles("w"));
+  });
+  REQUIRE(static_cast<bool>(w));
+  CHECK_FALSE(produced); // (read from the disk)
+  CHECK((*w)->layer == Layer::User);
+}
+
+TEST_CASE("a full disk: prune, retry once, then keep reading without writing", "[cache]") {
+  ScratchDir dir;
+  std::string root = dir.sub("cache");
+  auto cache = KernelCache::open(userConfig(root));
+  for (const char *name : {"old1", "old2", "old3"})
+    REQUIRE(static_cast<bool>(cache->publish(sampleKey(name), sampleFiles(name))));
+  REQUIRE(cache->list().size() == 3);
+  int failures_left = 1, hook_calls = 0, fail_with = ENOSPC;
+  cache->setPublishHookForTesting([&](PublishStage s) {
+    if (s != PublishStage::FirstFileWritten)
+      return 0;
+    ++hook_calls;
+    return failures_left-- > 0 ? fail_with : 0;
+  });
+  WarningCounter warnings;
+  // One failure: the least recently used entry makes room and the retry lands.
+  REQUIRE(static_cast<bool>(cache->getOrCreate(sampleKey("new"), [] { return llvm::Expected<EntryFiles>(sampleFiles("new")); })));
+  CHECK(hook_calls == 2);
+  CHECK(warnings.warnings() == 0);
+  CHECK(cache->writesStoppedReason().empty());
+  std::vector<EntryInfo> listed = cache->list();
+  CHECK(listed.size() < 4); // (at least one old entry went)
+  bool has_new = false;
+  for (const EntryInfo &e : listed)
+    has_new |= e.key == sampleKey("new").digest;
+  CHECK(has_new);
+  // The retry fails too: writing stops with one warning, reading goes on.
+  failures_left = 2;
+  REQUIRE(static_cast<bool>(cache->getOrCreate(sampleKey("new2"), [] { return llvm::Expected<EntryFiles>(sampleFiles("new2")); })));
+  CHECK(hook_calls == 4);
+  CHECK(warnings.warnings() == 1);
+  CHECK_THAT(cache->writesStoppedReason(), Catch::Contains("No space left on device"));
+  CHECK(cache->hasUserLayer());
+  CHECK(cache->stat().mode == "disk");
+  CHECK_THAT(cache->stat().writes_stopped_reason, Catch::Contains("No space left on device"));
+  REQUIRE(static_cast<bool>(cache->getOrCreate(sampleKey("new3"), [] { return llvm::Expected<EntryFiles>(sampleFiles("new3")); })));
+  CHECK(hook_calls == 4); // (no more attempts)
+  CHECK(warnings.warnings() == 1);
+  // An entry another process writes meanwhile is read from the disk.
+  REQUIRE(static_cast<bool>(KernelCache::open(userConfig(root))->publish(sampleKey("later"), sampleFiles("later"))));
+  bool produced = false;
+  auto later = cache->getOrCreate(sampleKey("later"), [&] {
+    produced = true;
+    return llvm::Expected<EntryFiles>(sampleFiles("later"));
+  });
+  REQUIRE(static_cast<bool>(later));
+  CHECK_FALSE(produced);
+  CHECK((*later)->layer == Layer::User);
+}
+
+TEST_CASE("a write error other than a full disk evicts nothing", "[cache]") {
+  ScratchDir dir;
+  std::string root = dir.sub("cache");
+  auto cache = KernelCache::open(userConfig(root));
+  for (const char *name : {"a", "b"})
+    REQUIRE(static_cast<bool>(cache->publish(sampleKey(name), sampleFiles(name))));
+  int hook_calls = 0;
+  cache->setPublishHookForTesting([&](PublishStage s) {
+    hook_calls += s == PublishStage::FirstFileWritten;
+    return s == PublishStage::FirstFileWritten ? EIO : 0;
+  });
+  WarningCounter warnings;
+  REQUIRE(static_cast<bool>(cache->getOrCreate(sampleKey("c"), [] { return llvm::Expected<EntryFiles>(sampleFiles("c")); })));
+  CHECK(hook_calls == 1); // (no retry)
+  CHECK(cache->list().size() == 2);
+  CHECK(warnings.warnings() == 1);
 }
 
 TEST_CASE("a cache directory writable by group or others is refused", "[cache]") {

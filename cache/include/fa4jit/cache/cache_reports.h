@@ -44,6 +44,7 @@ struct CacheCounters {
 struct CacheStats {
   std::string mode; // "disk", "memory" (degraded or no directory) or "disabled"
   std::string degraded_reason;
+  std::string writes_stopped_reason; // new entries kept in memory, the user layer still read
   LayerStats user;
   LayerStats system;
   uint64_t max_bytes = 0;

@@ -56,13 +56,24 @@ public:
   bool hasUserLayer() const;
   // Why the user layer is off (empty when it is on or was never configured).
   std::string degradedReason() const;
+  // Why new entries are no longer written to the user layer, whose entries are still read (a
+  // write that failed again after a prune, such as on a full disk); empty while it is written.
+  std::string writesStoppedReason() const;
 
   void setPublishHookForTesting(PublishHook hook);
 
 private:
   explicit KernelCache(const CacheConfig &config);
   std::shared_ptr<const DiskStore> userStore() const;
+  // The user layer while new entries are written to it, else nullptr.
+  std::shared_ptr<const DiskStore> writableUserStore() const;
   void degrade(const std::string &reason);
+  // New entries go to memory only from now on; the user layer's entries are still read.
+  void stopWriting(const std::string &reason);
+  // publishLocked, and on a full disk (ENOSPC, EDQUOT) a prune that frees about twice the entry's
+  // size and one retry. The caller holds the key's lock.
+  llvm::Error publishMakingRoom(const DiskStore &user, const CacheKey &key, const EntryFiles &files,
+                                const PublishHook &hook);
   // The key's cross-process lock in the user layer (waiting for it); if it cannot be taken the
   // cache degrades to memory and `user` is cleared, so the caller stores in memory only.
   std::unique_ptr<FileLock> lockUserKey(llvm::StringRef digest, std::shared_ptr<const DiskStore> &user);
@@ -84,9 +95,11 @@ private:
   std::unique_ptr<KeyMutexes> keyMutexes_;
   std::shared_ptr<const DiskStore> system_;
   std::string system_reason_;
-  mutable std::mutex stateMutex_; // guards user_, degraded_reason_, warned_, hook_, written_, thrash_warned_
+  mutable std::mutex stateMutex_; // guards user_, degraded_reason_, writes_stopped_reason_, warned_, hook_,
+                                  // written_, thrash_warned_
   std::shared_ptr<const DiskStore> user_;
   std::string degraded_reason_;
+  std::string writes_stopped_reason_;
   bool warned_ = false;
   PublishHook hook_;
   std::set<std::string> written_; // keys this process published to the user layer
