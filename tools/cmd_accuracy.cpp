@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 
 #include "accuracy_grid.h"
+#include "progress.h"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
@@ -271,11 +271,9 @@ int runAccuracy(int argc, char **argv) {
     return runCalibrate(calibrate, json);
   if (auto e = validateGrid(grid))
     return fail(llvm::toString(std::move(e)));
-  const bool tty = isatty(2);
-  auto rows = runAccuracyGrid(grid, [&](int done, int total) {
-    if (tty)
-      std::fprintf(stderr, "\r[%d/%d grid points]%s", done, total, done == total ? "\n" : "");
-  });
+  ProgressLine progress(!json);
+  auto rows = runAccuracyGrid(grid, [&](int done, int total) { progress.update("grid points", done, total); });
+  progress.clear();
   if (!rows)
     return fail(llvm::toString(rows.takeError()));
   if (json)

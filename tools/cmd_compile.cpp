@@ -2,6 +2,7 @@
 // that a deployment ships as its read-only system layer (FA4JIT_SYSTEM_CACHE_DIR). Compiles in
 // parallel with a progress line; reports registers, spills and shared memory per kernel.
 #include "cli_flags.h"
+#include "progress.h"
 #include "subcommands.h"
 
 #include "fa4jit/codegen/heuristics.h"
@@ -17,7 +18,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <unistd.h>
 
 namespace fa4jit::tools {
 
@@ -135,15 +135,10 @@ int runCompile(int argc, char **argv) {
   if (flags.has("bundle") && !(*jit)->cache().hasUserLayer()) // (the cache fell back to memory)
     return fail("--bundle " + flags.str("bundle", "") + ": the directory cannot hold a cache (see the warning above)");
   const bool json = flags.has("json");
-  const bool tty = isatty(fileno(stderr));
-  auto results = (*jit)->getMany(specs, unsigned(*threads), [&](size_t done, size_t total) {
-    if (tty)
-      std::fprintf(stderr, "\rcompiling %zu/%zu", done, total);
-    else if (done == total || done % 16 == 0)
-      std::fprintf(stderr, "compiled %zu/%zu\n", done, total);
-  });
-  if (tty)
-    std::fprintf(stderr, "\n");
+  ProgressLine progress(!json);
+  auto results = (*jit)->getMany(specs, unsigned(*threads),
+                                 [&](size_t done, size_t total) { progress.update("compiled", done, total); });
+  progress.clear();
 
   int failures = 0;
   llvm::json::Array rows;

@@ -1,5 +1,6 @@
 // `fa4jit tune`: autotune attention shapes into the tuning database (docs/TUNING.md), or show it.
 #include "cli_flags.h"
+#include "progress.h"
 #include "subcommands.h"
 #include "tune_show.h"
 
@@ -16,7 +17,6 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace fa4jit::tools {
 
@@ -107,28 +107,6 @@ llvm::Expected<double> number(const CliFlags &flags, const char *name, double fa
   return v;
 }
 
-// A one-line progress bar on stderr, redrawn in place.
-class ProgressBar {
-public:
-  explicit ProgressBar(bool on) : on_(on && ::isatty(2)) {}
-  void update(const std::string &shape, const char *phase, size_t done, size_t total) {
-    if (!on_)
-      return;
-    const int width = 30;
-    const int filled = total ? int(width * done / total) : width;
-    std::fprintf(stderr, "\r  [%s%s] %-8s %3zu/%-3zu %s\033[K", std::string(size_t(filled), '#').c_str(),
-                 std::string(size_t(width - filled), '.').c_str(), phase, done, total, shape.c_str());
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (on_)
-      std::fprintf(stderr, "\r\033[K");
-  }
-
-private:
-  bool on_;
-};
-
 } // namespace
 
 int runTune(int argc, char **argv) {
@@ -216,7 +194,7 @@ int runTune(int argc, char **argv) {
   runtime::Tuner tuner(eng.tuningDb(), compiler, timing, accuracy);
 
   const bool json = flags.has("json");
-  ProgressBar bar(!flags.has("no-progress") && !json);
+  ProgressLine bar(!flags.has("no-progress") && !json);
   if (!json)
     std::printf("device %s (%d SMs), driver %s, target %s\nuser database %s\nsystem database %s\n\n"
                 "  %-36s %-44s %9s %9s %7s %6s %s\n",
@@ -245,7 +223,7 @@ int runTune(int argc, char **argv) {
     opt.force = flags.has("force");
     opt.replay_only = flags.has("replay");
     const std::string shape = runtime::Tuner::keyFor(req).str();
-    opt.progress = [&](const char *phase, size_t done, size_t n) { bar.update(shape, phase, done, n); };
+    opt.progress = [&](const char *phase, size_t done, size_t n) { bar.update(phase, done, n, shape); };
     auto outcome = tuner.tune(req, opt);
     bar.clear();
     if (!outcome) {

@@ -79,3 +79,17 @@ TEST_CASE("fa4jit --version prints the library version and exits 0", "[cli]") {
   CHECK(r.out.rfind("fa4jit ", 0) == 0);
   CHECK(r.out.find('.') != std::string::npos);
 }
+
+TEST_CASE("progress is drawn on a terminal only: a pipe gets the report alone", "[cli][compile]") {
+  char pattern[] = "/tmp/fa4jit-progress.XXXXXX";
+  REQUIRE(::mkdtemp(pattern) != nullptr);
+  ::setenv("FA4JIT_CACHE_DIR", pattern, 1);
+  const auto r = runFa4jit(kSmall, Stderr::Merge);
+  ::unsetenv("FA4JIT_CACHE_DIR");
+  std::system(("rm -rf '" + std::string(pattern) + "'").c_str());
+  INFO(r.out);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("fa4jit_quant_nvfp4_d64_") != std::string::npos); // (the report)
+  CHECK(r.out.find('\r') == std::string::npos);
+  CHECK(r.out.find("compiled ") == std::string::npos); // (was printed every 16 kernels to a pipe)
+}
