@@ -71,6 +71,26 @@ int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit bench: %s\n", m.c_str());
   return 1;
 }
+// A flag or value bench cannot take (exit 2, as every subcommand).
+int usage(const std::string &m) {
+  std::fprintf(stderr, "fa4jit bench: %s\n", m.c_str());
+  return 2;
+}
+// Head dims the kernels have and causal flags 0/1: refused before anything runs.
+std::string checkGrid(const std::vector<long> &dims, const std::vector<long> &seqlens, const std::vector<long> &causals) {
+  for (long d : dims)
+    if (d != 64 && d != 128 && d != 256)
+      return fmt::format("--head-dims {}: give 64, 128 or 256", d);
+  for (long s : seqlens)
+    if (s < 1 || s > (1 << 20))
+      return fmt::format("--seqlens {}: give 1 to {}", s, 1 << 20);
+  for (long c : causals)
+    if (c != 0 && c != 1)
+      return fmt::format("--causal {}: give 0 or 1", c);
+  if (dims.empty() || seqlens.empty() || causals.empty())
+    return "--head-dims, --seqlens and --causal must each name at least one value";
+  return "";
+}
 } // namespace
 
 int runBench(int argc, char **argv) {
@@ -86,26 +106,32 @@ int runBench(int argc, char **argv) {
   auto tokens = flags.integer("tokens", 524288);
   auto reps = flags.integer("reps", 20);
   if (!dims || !seqlens || !causals || !tokens || !reps)
-    return fail("bad numeric option (see --help)");
+    return usage("bad numeric option (see --help)");
+  if (std::string why = checkGrid(*dims, *seqlens, *causals); !why.empty())
+    return usage(why);
+  if (*tokens < 1 || *reps < 1)
+    return usage("--tokens and --reps must be at least 1");
   std::vector<Route> routes;
   for (const std::string &r : flags.strings("routes", "bf16,nvfp8,directp")) {
     auto parsed = parseRoute(r);
     if (!parsed)
-      return fail(llvm::toString(parsed.takeError()));
+      return usage(llvm::toString(parsed.takeError()));
     routes.push_back(*parsed);
   }
+  if (routes.empty())
+    return usage("--routes names no route");
   const bool json = flags.has("json");
   const std::string scheduleName = flags.str("schedule", "default");
   std::optional<AttentionSchedule> schedule;
   if (scheduleName != "default") {
     auto parsed = parseAttentionSchedule(scheduleName);
     if (!parsed)
-      return fail(llvm::toString(parsed.takeError()));
+      return usage(llvm::toString(parsed.takeError()));
     schedule = *parsed;
   }
   const std::vector<std::string> variants = flags.strings("variants", "default");
   if (auto e = checkBenchVariants(variants))
-    return fail(llvm::toString(std::move(e)));
+    return usage(llvm::toString(std::move(e)));
   auto engine = Engine::create();
   if (!engine)
     return fail("needs a GPU: " + llvm::toString(engine.takeError()));

@@ -56,9 +56,15 @@ struct RunReport {
   double cos_vs_fp64 = NAN, rel_l2_vs_model = NAN, cos_model_vs_fp64 = NAN;
 };
 
+// A failure of the run itself (exit 1), and a usage error: a flag or value the command cannot
+// take (exit 2, as every subcommand).
 int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit run: %s\n", m.c_str());
   return 1;
+}
+int usage(const std::string &m) {
+  std::fprintf(stderr, "fa4jit run: %s\n", m.c_str());
+  return 2;
 }
 
 // Model and FP64 reference of (batch 0, head 0) for the selected rows; returns cosine of `gpu_o`
@@ -116,16 +122,16 @@ int runRun(int argc, char **argv) {
     return std::fputs(kUsage, stdout), 0;
   auto route = parseRoute(flags.str("route", "directp"));
   if (!route)
-    return fail(llvm::toString(route.takeError()));
+    return usage(llvm::toString(route.takeError()));
   AttnShape s;
   auto num = [&](const char *n, long def, long lo, long hi, int &out) -> bool {
     auto v = flags.integer(n, def);
     if (!v) {
-      fail(llvm::toString(v.takeError()));
+      usage(llvm::toString(v.takeError()));
       return false;
     }
     if (*v < lo || *v > hi) {
-      fail(fmt::format("--{} {} is out of range [{}, {}]", n, *v, lo, hi));
+      usage(fmt::format("--{} {} is out of range [{}, {}]", n, *v, lo, hi));
       return false;
     }
     out = int(*v);
@@ -136,15 +142,15 @@ int runRun(int argc, char **argv) {
       !num("kv-heads", s.heads_q, 1, s.heads_q, s.heads_kv) || !num("seqlen", 4096, 1, 1 << 20, s.seqlen_q) ||
       !num("seqlen-k", s.seqlen_q, 1, 1 << 20, s.seqlen_k) || !num("head-dim", 128, 1, 1 << 16, s.head_dim) ||
       !num("rows", 64, 1, 1 << 20, rowsChecked))
-    return 1;
+    return 2;
   if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256)
-    return fail(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", s.head_dim));
+    return usage(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", s.head_dim));
   if (s.heads_q % s.heads_kv)
-    return fail(fmt::format("--heads {} is not a multiple of --kv-heads {}", s.heads_q, s.heads_kv));
+    return usage(fmt::format("--heads {} is not a multiple of --kv-heads {}", s.heads_q, s.heads_kv));
   s.causal = flags.has("causal");
   auto seedFlag = flags.integer("seed", -1);
   if (!seedFlag)
-    return fail(llvm::toString(seedFlag.takeError()));
+    return usage(llvm::toString(seedFlag.takeError()));
   const uint64_t seed = *seedFlag >= 0 ? uint64_t(*seedFlag) : uint64_t(std::random_device{}());
   const bool json = flags.has("json");
   RunReport r;
@@ -160,7 +166,7 @@ int runRun(int argc, char **argv) {
     r.no_gpu_reason = llvm::toString(engine.takeError());
     auto t = parseTarget(flags.str("target", "sm_90a"));
     if (!t)
-      return fail(llvm::toString(t.takeError()));
+      return usage(llvm::toString(t.takeError()));
     target = *t;
   }
   r.target = toString(target);

@@ -61,6 +61,11 @@ int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit tune: %s\n", m.c_str());
   return 1;
 }
+// A flag or value tune cannot take (exit 2, as every subcommand).
+int usage(const std::string &m) {
+  std::fprintf(stderr, "fa4jit tune: %s\n", m.c_str());
+  return 2;
+}
 
 struct ShapeRequest {
   Route route = Route::DirectP;
@@ -136,11 +141,20 @@ int runTune(int argc, char **argv) {
     auto seqlens = flags.integers("seqlens", "4096");
     auto causals = flags.integers("causal", "0");
     if (!dims || !seqlens || !causals)
-      return fail("bad --head-dims, --seqlens or --causal (see --help)");
+      return usage("bad --head-dims, --seqlens or --causal (see --help)");
+    for (long d : *dims)
+      if (d != 64 && d != 128 && d != 256)
+        return usage(fmt::format("--head-dims {}: give 64, 128 or 256", d));
+    for (long c : *causals)
+      if (c != 0 && c != 1)
+        return usage(fmt::format("--causal {}: give 0 or 1", c));
+    for (long sl : *seqlens)
+      if (sl < 1 || sl > (1 << 20))
+        return usage(fmt::format("--seqlens {}: give 1 to {}", sl, 1 << 20));
     for (const std::string &name : flags.strings("routes", "directp")) {
       auto r = parseRoute(name);
       if (!r)
-        return fail(llvm::toString(r.takeError()));
+        return usage(llvm::toString(r.takeError()));
       for (long d : *dims)
         for (long sl : *seqlens)
           for (long c : *causals)
@@ -155,13 +169,13 @@ int runTune(int argc, char **argv) {
   auto band = number(flags, "tie-band", 0.02);
   auto floor = number(flags, "min-cosine", -2.0);
   if (!tokens || !warmup || !reps || !threads || !acc_seqlen)
-    return fail("bad numeric option (see --help)");
+    return usage("bad numeric option (see --help)");
   if (*threads < 0 || *threads > 1024) // (a negative count would wrap to billions of threads)
-    return fail(fmt::format("--threads {}: give 0 (every core) to 1024", *threads));
+    return usage(fmt::format("--threads {}: give 0 (every core) to 1024", *threads));
   if (!band)
-    return fail(llvm::toString(band.takeError()));
+    return usage(llvm::toString(band.takeError()));
   if (!floor)
-    return fail(llvm::toString(floor.takeError()));
+    return usage(llvm::toString(floor.takeError()));
 
   std::optional<fit::ScoreRows> calibration;
   std::string calibration_path = flags.str("calibration", "");

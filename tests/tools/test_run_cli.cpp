@@ -46,3 +46,30 @@ TEST_CASE("run --json: one object, null where nothing was measured", "[cli][run]
     CHECK(!o->getString("no_gpu_reason").getValueOr("").empty());
   }
 }
+
+TEST_CASE("run: a flag or value it cannot take is a usage error (exit 2), naming it", "[cli][run]") {
+  const struct {
+    const char *args, *named;
+  } cases[] = {
+      {"run --route fp4", "fp4"},           {"run --head-dim 96", "96"},
+      {"run --heads 3 --kv-heads 2", "--heads 3"}, {"run --batch 0", "--batch"},
+      {"run --seed x", "--seed"},           {"run --no-such-flag", "--no-such-flag"},
+  };
+  for (const auto &c : cases) {
+    INFO(c.args);
+    const auto r = fa4jit::testing::runFa4jit(c.args, fa4jit::testing::Stderr::Merge);
+    CHECK(r.status == 2);
+    CHECK(r.out.find(c.named) != std::string::npos);
+  }
+}
+
+TEST_CASE("every subcommand exits 2 on a flag or value it cannot take, before any work", "[cli]") {
+  for (const char *args :
+       {"bench --head-dims 96", "bench --causal 2", "bench --routes fp4", "bench --bogus", "tune --threads -1",
+        "tune --head-dims 96", "tune --causal 3", "tune --routes x", "compile --causal 2", "compile --threads -1",
+        "compile --head-dim ,,,", "accuracy --sigma x", "accuracy --bogus", "tmem --head-dim 96", "emit --route foo",
+        "jit-bench --bogus", "cache ls --bogus", "cache prune --max-bytes x", "run --head-dim 96"}) {
+    INFO(args);
+    CHECK(fa4jit::testing::runFa4jit(args).status == 2);
+  }
+}
