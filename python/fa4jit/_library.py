@@ -6,6 +6,7 @@ is created.
 """
 import ctypes
 import os
+import struct
 import threading
 
 OK = 0
@@ -26,6 +27,23 @@ class ForwardArgs(ctypes.Structure):
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor), ("lse", ctypes.c_uint64),
                 ("route", ctypes.c_int32), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
                 ("stream", ctypes.c_void_p)]
+
+
+# fa4jit_forward_args packed in one call (the per-call path of fa4jit.attention, where building the
+# ctypes fields one by one costs more than the C call): four fa4jit_tensor (data, dtype, padding,
+# shape[4], stride[4]), then lse, route, causal, softmax_scale, padding and stream, little-endian
+# as the ctypes layout above (tests/python checks that both give the same bytes).
+_TENSOR_FORMAT = "Qi4x4q4q"
+FORWARD_ARGS_PACKING = struct.Struct("<" + _TENSOR_FORMAT * 4 + "Qiif4xQ")
+
+
+def pack_forward_args(tensors, lse, route, causal, softmax_scale, stream):
+    """ForwardArgs from four (data, dtype, shape, stride) tuples and the scalar fields."""
+    values = []
+    for data, dtype, shape, stride in tensors:
+        values += (data, dtype, *shape, *stride)
+    return ForwardArgs.from_buffer_copy(FORWARD_ARGS_PACKING.pack(*values, lse, route, causal, softmax_scale,
+                                                                  stream or 0))
 
 
 class QuantizedForwardArgs(ctypes.Structure):

@@ -16,6 +16,21 @@ def _tensor_desc(t):
                     L.Shape4(*t.shape), L.Shape4(*t.stride()))
 
 
+def _fields(t):
+    """The fa4jit_tensor fields of a BF16 [B, H, S, D] view, for L.pack_forward_args."""
+    return (t.data_ptr(), L.DTYPE_BF16, t.shape, t.stride())
+
+
+# The current stream's handle without making a torch.cuda.Stream object on every call.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_stream(device_index):
+    if _raw_stream is not None:
+        return _raw_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
 def _check(q, k, v):
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
@@ -48,9 +63,8 @@ def _attention_bhsd_impl(q, k, v, causal, route, softmax_scale):
     if q.numel() == 0:
         return o, lse
     device = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    args = L.ForwardArgs(_tensor_desc(q), _tensor_desc(k), _tensor_desc(v), _tensor_desc(o), lse.data_ptr(),
-                         L.ROUTES[route], 1 if causal else 0, softmax_scale,
-                         torch.cuda.current_stream(q.device).cuda_stream)
+    args = L.pack_forward_args((_fields(q), _fields(k), _fields(v), _fields(o)), lse.data_ptr(), L.ROUTES[route],
+                               1 if causal else 0, softmax_scale, _current_stream(device))
     lib = L.library()
     eng = L.engine(device)
     key = (device, tuple(q.shape), tuple(k.shape), route, bool(causal))

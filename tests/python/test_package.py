@@ -30,6 +30,17 @@ class Package(unittest.TestCase):
             for field, _ in cls._fields_:
                 self.assertEqual(getattr(cls, field).offset, layout[f"{cname}.{field}"], f"{cname}.{field}")
 
+    def test_packed_forward_args_equal_the_ctypes_struct(self):
+        t = [(0x7f0000001000 + 64 * i, L.DTYPE_BF16, (2, 8 - i, 300 + i, 128), (8 * 300 * 128, 300 * 128, 128, 1))
+             for i in range(4)]
+        packed = L.pack_forward_args(t, 0x7f00000fff00, L.ROUTES["directp"], 1, 0.08838834764831845, 0x1234)
+        built = L.ForwardArgs(*[L.Tensor(d, dt, L.Shape4(*sh), L.Shape4(*st)) for d, dt, sh, st in t],
+                              0x7f00000fff00, L.ROUTES["directp"], 1, 0.08838834764831845, 0x1234)
+        self.assertEqual(bytes(packed), bytes(built))
+        self.assertEqual(L.FORWARD_ARGS_PACKING.size, ctypes.sizeof(L.ForwardArgs))
+        self.assertEqual(packed.k.shape[1], 7)
+        self.assertEqual(packed.stream, 0x1234)
+
     def test_engine_errors_carry_the_engine_message(self):
         if os.path.exists("/dev/nvidia0"):
             self.skipTest("a GPU is present: the engine opens")
