@@ -55,8 +55,9 @@ def ceilings():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--head-dims", default="64,128,256")
-    ap.add_argument("--seqlens", default="1024,4096,8192,16384,32768")
+    # The names `fa4jit bench` takes (the plural spellings too).
+    ap.add_argument("--head-dim", "--head-dims", dest="head_dims", default="64,128,256")
+    ap.add_argument("--seqlen", "--seqlens", dest="seqlens", default="1024,4096,8192,16384,32768")
     ap.add_argument("--causal", default="0,1")
     ap.add_argument("--tokens", type=int, default=32768 * 16, help="batch*heads*seqlen target")
     args = ap.parse_args()

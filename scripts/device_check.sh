@@ -12,7 +12,7 @@ BIN=${BIN:-.device-carry} # (or a smaller folder of the same binaries, to stay u
 export FA4JIT_CACHE_DIR=/tmp/fa4jit-cache
 export LD_LIBRARY_PATH="$PWD/$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" # (libfa4jit.so.0 for the C API test)
 steps=("$@"); [ ${#steps[@]} -eq 0 ] && steps=(tests run bench)
-BENCH_ARGS=${BENCH_ARGS:---head-dims 64,128,256 --seqlens 4096,16384 --causal 0,1}
+BENCH_ARGS=${BENCH_ARGS:---head-dim 64,128,256 --seqlen 4096,16384 --causal 0,1}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
 for step in "${steps[@]}"; do
   case "$step" in
@@ -35,7 +35,7 @@ for step in "${steps[@]}"; do
       FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONPATH="$PWD/python" \
         timeout 300 python3 tests/python/gpu_torch_check.py 2>&1 | tee "$OUT/python.log" | tail -40 ;;
     tune)
-      TUNE_ARGS=${TUNE_ARGS:---routes nvfp8,directp --head-dims 128 --seqlens 4096 --causal 0,1 --reps 10}
+      TUNE_ARGS=${TUNE_ARGS:---route nvfp8,directp --head-dim 128 --seqlen 4096 --causal 0,1 --reps 10}
       echo "== fa4jit tune $TUNE_ARGS"
       timeout 300 "$BIN/fa4jit" tune $TUNE_ARGS 2>&1 | tee "$OUT/tune.log" | tail -25
       echo "== second process: replay only (must compile and time nothing)"
@@ -46,8 +46,8 @@ for step in "${steps[@]}"; do
       timeout 300 "$BIN/fa4jit" bench $BENCH_ARGS --json > "$OUT/bench_fa4jit.jsonl" 2> "$OUT/bench_fa4jit.err"
       tail -3 "$OUT/bench_fa4jit.err"
       echo "== PyTorch SDPA, same grid"
-      hd=$(echo "$BENCH_ARGS" | sed -n 's/.*--head-dims \([^ ]*\).*/\1/p'); sl=$(echo "$BENCH_ARGS" | sed -n 's/.*--seqlens \([^ ]*\).*/\1/p')
-      PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dims "$hd" --seqlens "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
+      hd=$(echo "$BENCH_ARGS" | sed -n 's/.*--head-dims\{0,1\} \([^ ]*\).*/\1/p'); sl=$(echo "$BENCH_ARGS" | sed -n 's/.*--seqlens\{0,1\} \([^ ]*\).*/\1/p')
+      PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dim "$hd" --seqlen "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
       tail -2 "$OUT/bench_sdpa.err"
       python3 scripts/bench_compare.py "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_table.md" ;;
     ab)
@@ -61,10 +61,10 @@ for step in "${steps[@]}"; do
       python3 scripts/bench_ab.py "$OUT/bench_base.jsonl" "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_ab.md" ;;
     variants)
       VARIANTS=${VARIANTS:-default,serial,affine,affine+serial,skip-loads,skip-qk,skip-softmax,skip-pv,softmax-twice}
-      VARIANT_SHAPES=${VARIANT_SHAPES:---head-dims 128 --seqlens 4096,16384 --causal 0}
+      VARIANT_SHAPES=${VARIANT_SHAPES:---head-dim 128 --seqlen 4096,16384 --causal 0}
       VARIANT_ROUTES=${VARIANT_ROUTES:-nvfp8,directp}
-      echo "== fa4jit bench --routes $VARIANT_ROUTES --schedule wgmma-ws --variants $VARIANTS $VARIANT_SHAPES"
-      timeout 400 "$BIN/fa4jit" bench --routes "$VARIANT_ROUTES" $VARIANT_SHAPES --schedule wgmma-ws --variants "$VARIANTS" \
+      echo "== fa4jit bench --route $VARIANT_ROUTES --schedule wgmma-ws --variants $VARIANTS $VARIANT_SHAPES"
+      timeout 400 "$BIN/fa4jit" bench --route "$VARIANT_ROUTES" $VARIANT_SHAPES --schedule wgmma-ws --variants "$VARIANTS" \
         --reps 10 --json > "$OUT/bench_variants.jsonl" 2> "$OUT/bench_variants.err"
       tail -3 "$OUT/bench_variants.err"
       python3 scripts/bench_compare.py "$OUT/bench_variants.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_variants.md" ;;

@@ -15,7 +15,7 @@ export FA4JIT_CACHE_DIR=/tmp/fa4jit-cache
 NCU=${NCU:-ncu}
 while [ $# -ge 4 ]; do
   job=$1 route=$2 d=$3 s=$4; shift 4
-  shape=(--routes "$route" --head-dims "$d" --seqlens "$s" --causal 0 --reps 2 ${PROFILE_BENCH_ARGS:-})
+  shape=(--route "$route" --head-dim "$d" --seqlen "$s" --causal 0 --reps 2 ${PROFILE_BENCH_ARGS:-})
   tag="${route}_d${d}_s${s}"
   timeout 120 "$BIN/fa4jit" bench "${shape[@]}" > /dev/null 2>&1 # compile into the cache first
   case "$job" in

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "accuracy_grid.h"
+#include "cli_flags.h"
+#include "cli_values.h"
 #include "progress.h"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "llvm/ADT/SmallVector.h"
@@ -31,12 +33,12 @@ const char kUsage[] =
     "round to nearest), threshold (exp2 + round to nearest up to 0.5% at the midpoints), affine (alpha, beta fitted to the\n"
     "shape), affine-a2 (alpha = 2, beta fitted), mixed (affine + native exp2 above y_split).\n"
     "\n"
-    "options (lists are comma-separated):\n"
+    "options (lists are comma-separated; --routes, --head-dims and --seqlens are accepted too):\n"
     "  --sigma LIST        std of Q, K, V entries           (default 0.5,1,2)\n"
     "  --seqlen LIST       sequence lengths (q = k)         (default 1024,4096)\n"
     "  --head-dim LIST     64, 128 and/or 256               (default 128)\n"
-    "  --causal LIST       0/1 or false/true                (default 0,1)\n"
-    "  --routes LIST       bf16, nvfp8, directp             (default all)\n"
+    "  --causal [LIST]     0/1 or false/true; alone: 1      (default 0,1)\n"
+    "  --route LIST        bf16, nvfp8, directp             (default all)\n"
     "  --classifiers LIST  piecewise, threshold, affine, affine-a2, mixed (default all)\n"
     "  --slack X           range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
@@ -52,47 +54,6 @@ const char kUsage[] =
 int fail(const std::string &msg) {
   std::fprintf(stderr, "fa4jit accuracy: %s\n", msg.c_str());
   return 2;
-}
-
-template <typename T, typename ParseOne>
-bool parseList(llvm::StringRef text, std::vector<T> &out, ParseOne parse) {
-  llvm::SmallVector<llvm::StringRef, 8> parts;
-  text.split(parts, ',');
-  out.clear();
-  for (llvm::StringRef p : parts) {
-    T v{};
-    if (!parse(p.trim(), v))
-      return false;
-    out.push_back(v);
-  }
-  return !out.empty();
-}
-
-bool parseInt(llvm::StringRef s, int &v) { return !s.getAsInteger(10, v); }
-bool parseDouble(llvm::StringRef s, double &v) {
-  std::string str = s.str();
-  char *end = nullptr;
-  v = std::strtod(str.c_str(), &end);
-  return !str.empty() && end == str.c_str() + str.size();
-}
-bool parseBool(llvm::StringRef s, bool &v) {
-  if (s == "1" || s == "true" || s == "yes") {
-    v = true;
-    return true;
-  }
-  if (s == "0" || s == "false" || s == "no") {
-    v = false;
-    return true;
-  }
-  return false;
-}
-bool parseRoute(llvm::StringRef s, Route &r) {
-  for (Route c : {Route::Bf16, Route::Nvfp8, Route::DirectP})
-    if (s == toString(c)) {
-      r = c;
-      return true;
-    }
-  return false;
 }
 
 std::string coefficientText(const AccuracyRow &r) {
@@ -206,67 +167,91 @@ int runCalibrate(const std::string &path, bool json) {
   return 0;
 }
 
+// The grid from the flags (defaults: AccuracyGrid's).
+llvm::Error readGrid(const CliFlags &flags, AccuracyGrid &grid) {
+  if (flags.has("sigma")) {
+    auto v = flags.numbers("sigma", "");
+    if (!v)
+      return v.takeError();
+    grid.sigmas = *v;
+  }
+  if (flags.has("seqlen")) {
+    auto v = seqlensFlag(flags, "");
+    if (!v)
+      return v.takeError();
+    grid.seqlens = *v;
+  }
+  if (flags.has("head-dim")) {
+    auto v = headDimsFlag(flags, "");
+    if (!v)
+      return v.takeError();
+    grid.head_dims = *v;
+  }
+  if (flags.has("causal")) {
+    auto v = causalFlag(flags, "");
+    if (!v)
+      return v.takeError();
+    grid.causal = *v;
+  }
+  if (flags.has("route")) {
+    auto v = routesFlag(flags, "");
+    if (!v)
+      return v.takeError();
+    grid.routes = *v;
+  }
+  if (flags.has("classifiers")) {
+    auto v = flags.list("classifiers", "");
+    if (!v)
+      return v.takeError();
+    grid.classifiers = *v;
+  }
+  const std::string scores = flags.str("scores", "fp32");
+  if (scores != "fp32" && scores != "fp16")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "--scores " + scores + ": give fp32 or fp16");
+  grid.scores_fp16 = scores == "fp16";
+  const std::string widening = flags.str("qk-widening", "e4m3");
+  if (widening != "e4m3" && widening != "bf16")
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "--qk-widening " + widening + ": give e4m3 or bf16");
+  grid.qk_widening = widening == "bf16" ? Widening::Bf16 : Widening::E4m3;
+  if (flags.has("slack")) {
+    auto slack = flags.number("slack", 0.0);
+    if (!slack)
+      return slack.takeError();
+    if (*slack < 0.0 || *slack > 8.0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "--slack: give 0 to 8 (log2 units)");
+    grid.guard_slack_log2 = static_cast<float>(*slack);
+  }
+  auto rows = flags.integer("rows", grid.rows, 1, 1 << 20);
+  if (!rows)
+    return rows.takeError();
+  grid.rows = static_cast<int>(*rows);
+  auto threads = threadsFlag(flags);
+  if (!threads)
+    return threads.takeError();
+  grid.threads = static_cast<int>(*threads);
+  auto seed = flags.integer("seed", static_cast<long>(grid.seed), 0, (1L << 31) - 1);
+  if (!seed)
+    return seed.takeError();
+  grid.seed = static_cast<uint64_t>(*seed);
+  return llvm::Error::success();
+}
+
 } // namespace
 
 int runAccuracy(int argc, char **argv) {
+  CliFlags flags({{"sigma"}, shared_flags::seqlen(), shared_flags::headDim(), shared_flags::causal(),
+                  shared_flags::route(), {"classifiers"}, {"scores"}, {"qk-widening"}, {"slack"}, {"rows"},
+                  shared_flags::threads(), {"seed"}, {"calibrate"}, shared_flags::json()});
+  if (auto e = flags.parse(argc, argv))
+    return std::fprintf(stderr, "fa4jit accuracy: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
+  if (flags.help())
+    return std::fputs(kUsage, stdout), 0;
+  const bool json = flags.has("json");
+  const std::string calibrate = flags.str("calibrate", "");
   AccuracyGrid grid;
-  bool json = false;
-  std::string calibrate;
-  for (int i = 1; i < argc; ++i) {
-    const llvm::StringRef a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (a == "--json") {
-      json = true;
-      continue;
-    }
-    if (i + 1 >= argc)
-      return fail("option '" + a.str() + "' needs a value (or is unknown; see --help)");
-    const llvm::StringRef val = argv[++i];
-    bool ok = true;
-    int n = 0;
-    if (a == "--sigma")
-      ok = parseList(val, grid.sigmas, parseDouble);
-    else if (a == "--seqlen")
-      ok = parseList(val, grid.seqlens, parseInt);
-    else if (a == "--head-dim")
-      ok = parseList(val, grid.head_dims, parseInt);
-    else if (a == "--causal")
-      ok = parseList(val, grid.causal, parseBool);
-    else if (a == "--routes")
-      ok = parseList(val, grid.routes, parseRoute);
-    else if (a == "--classifiers")
-      ok = parseList(val, grid.classifiers, [](llvm::StringRef s, std::string &v) {
-        v = s.str();
-        return !v.empty();
-      });
-    else if (a == "--scores") {
-      ok = val == "fp32" || val == "fp16";
-      grid.scores_fp16 = val == "fp16";
-    } else if (a == "--qk-widening") {
-      ok = val == "e4m3" || val == "bf16";
-      grid.qk_widening = val == "bf16" ? Widening::Bf16 : Widening::E4m3;
-    } else if (a == "--slack") {
-      double slack = 0;
-      ok = parseDouble(val, slack) && slack >= 0.0 && slack <= 8.0;
-      grid.guard_slack_log2 = static_cast<float>(slack);
-    } else if (a == "--rows")
-      ok = parseInt(val, grid.rows);
-    else if (a == "--threads")
-      ok = parseInt(val, grid.threads) && grid.threads >= 0;
-    else if (a == "--seed") {
-      ok = parseInt(val, n) && n >= 0;
-      grid.seed = static_cast<uint64_t>(n);
-    } else if (a == "--calibrate")
-      calibrate = val.str();
-    else
-      return fail("unknown option '" + a.str() + "' (see --help)");
-    if (!ok)
-      return fail("bad value '" + val.str() + "' for " + a.str() +
-                  (a == "--routes" ? " (routes: bf16, nvfp8, directp)" : ""));
-  }
+  if (auto e = readGrid(flags, grid))
+    return fail(llvm::toString(std::move(e)));
   if (!calibrate.empty())
     return runCalibrate(calibrate, json);
   if (auto e = validateGrid(grid))

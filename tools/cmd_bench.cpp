@@ -5,6 +5,7 @@
 #include "bench_support.h"
 #include "bench_variants.h"
 #include "cli_flags.h"
+#include "cli_values.h"
 #include "subcommands.h"
 
 #include "fa4jit/codegen/heuristics.h"
@@ -30,11 +31,11 @@ const char kUsage[] =
     "end-to-end / kernel TFLOP/s: the forward from BF16 tensors (quantization included), and the\n"
     "kernel alone on operands quantized beforehand (JSON: e2e_tflops, tflops).\n"
     "\n"
-    "options:\n"
-    "  --routes LIST     (default bf16,nvfp8,directp)\n"
-    "  --head-dims LIST  (default 64,128,256)\n"
-    "  --seqlens LIST    (default 1024,4096,8192,16384,32768)\n"
-    "  --causal LIST     0,1 (default 0,1)\n"
+    "options (lists are comma-separated; --routes, --head-dims and --seqlens are accepted too):\n"
+    "  --route LIST      (default bf16,nvfp8,directp)\n"
+    "  --head-dim LIST   (default 64,128,256)\n"
+    "  --seqlen LIST     (default 1024,4096,8192,16384,32768)\n"
+    "  --causal [LIST]   0, 1 or 0,1; alone it means 1 (default 0,1)\n"
     "  --tokens N        batch*heads*seqlen per point (default 524288)\n"
     "  --reps N          timed repeats (default 20)\n"
     "  --schedule S      mma-sync | wgmma-ws (sm_90a) | default (the engine's choice)\n"
@@ -76,50 +77,33 @@ int usage(const std::string &m) {
   std::fprintf(stderr, "fa4jit bench: %s\n", m.c_str());
   return 2;
 }
-// Head dims the kernels have and causal flags 0/1: refused before anything runs.
-std::string checkGrid(const std::vector<long> &dims, const std::vector<long> &seqlens, const std::vector<long> &causals) {
-  for (long d : dims)
-    if (d != 64 && d != 128 && d != 256)
-      return fmt::format("--head-dims {}: give 64, 128 or 256", d);
-  for (long s : seqlens)
-    if (s < 1 || s > (1 << 20))
-      return fmt::format("--seqlens {}: give 1 to {}", s, 1 << 20);
-  for (long c : causals)
-    if (c != 0 && c != 1)
-      return fmt::format("--causal {}: give 0 or 1", c);
-  if (dims.empty() || seqlens.empty() || causals.empty())
-    return "--head-dims, --seqlens and --causal must each name at least one value";
-  return "";
-}
 } // namespace
 
 int runBench(int argc, char **argv) {
-  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "tokens", "reps", "schedule", "variants"},
-                 {"json", "help"});
+  CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
+                  {"tokens"}, {"reps"}, {"schedule"}, {"variants"}, shared_flags::json()});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
-  if (flags.has("help"))
+  if (flags.help())
     return std::fputs(kUsage, stdout), 0;
-  auto dims = flags.integers("head-dims", "64,128,256");
-  auto seqlens = flags.integers("seqlens", "1024,4096,8192,16384,32768");
-  auto causals = flags.integers("causal", "0,1");
-  auto tokens = flags.integer("tokens", 524288);
-  auto reps = flags.integer("reps", 20);
-  if (!dims || !seqlens || !causals || !tokens || !reps)
-    return usage("bad numeric option (see --help)");
-  if (std::string why = checkGrid(*dims, *seqlens, *causals); !why.empty())
-    return usage(why);
-  if (*tokens < 1 || *reps < 1)
-    return usage("--tokens and --reps must be at least 1");
-  std::vector<Route> routes;
-  for (const std::string &r : flags.strings("routes", "bf16,nvfp8,directp")) {
-    auto parsed = parseRoute(r);
-    if (!parsed)
-      return usage(llvm::toString(parsed.takeError()));
-    routes.push_back(*parsed);
-  }
-  if (routes.empty())
-    return usage("--routes names no route");
+  auto dims = headDimsFlag(flags, "64,128,256");
+  if (!dims)
+    return usage(llvm::toString(dims.takeError()));
+  auto seqlens = seqlensFlag(flags, "1024,4096,8192,16384,32768");
+  if (!seqlens)
+    return usage(llvm::toString(seqlens.takeError()));
+  auto causals = causalFlag(flags, "0,1");
+  if (!causals)
+    return usage(llvm::toString(causals.takeError()));
+  auto tokens = flags.integer("tokens", 524288, 1, 1L << 32);
+  if (!tokens)
+    return usage(llvm::toString(tokens.takeError()));
+  auto reps = flags.integer("reps", 20, 1, 100000);
+  if (!reps)
+    return usage(llvm::toString(reps.takeError()));
+  auto routes = routesFlag(flags, "bf16,nvfp8,directp");
+  if (!routes)
+    return usage(llvm::toString(routes.takeError()));
   const bool json = flags.has("json");
   const std::string scheduleName = flags.str("schedule", "default");
   std::optional<AttentionSchedule> schedule;
@@ -129,7 +113,10 @@ int runBench(int argc, char **argv) {
       return usage(llvm::toString(parsed.takeError()));
     schedule = *parsed;
   }
-  const std::vector<std::string> variants = flags.strings("variants", "default");
+  auto variant_list = flags.list("variants", "default");
+  if (!variant_list)
+    return usage(llvm::toString(variant_list.takeError()));
+  const std::vector<std::string> &variants = *variant_list;
   if (auto e = checkBenchVariants(variants))
     return usage(llvm::toString(std::move(e)));
   auto engine = Engine::create();
@@ -141,21 +128,21 @@ int runBench(int argc, char **argv) {
                 eng.device().sm_count, eng.driver().driverVersionString().c_str(),
                 [&] {
                   std::string h;
-                  for (Route r : routes)
+                  for (Route r : *routes)
                     for (const std::string &v : variants)
                       h += fmt::format("{:>14} ", v == "default" ? std::string(toString(r)) + " TF/s"
                                                                  : std::string(toString(r)) + "/" + v);
                   return h;
                 }()
                     .c_str());
-  for (long d : *dims)
-    for (long sl : *seqlens)
-      for (long c : *causals) {
+  for (int d : *dims)
+    for (int sl : *seqlens)
+      for (bool c : *causals) {
         AttnShape s;
-        s.head_dim = int(d), s.seqlen_q = s.seqlen_k = int(sl), s.causal = c != 0;
+        s.head_dim = int(d), s.seqlen_q = s.seqlen_k = int(sl), s.causal = c;
         s.heads_q = s.heads_kv = d == 64 ? 32 : d == 128 ? 16 : 8;
         s.batch = std::max(1, int(*tokens / (long(s.heads_q) * sl)));
-        std::string line = fmt::format("{:4d} {:6d} {:5d} {:6d} {:5d}  ", d, sl, c, s.batch, s.heads_q);
+        std::string line = fmt::format("{:4d} {:6d} {:5d} {:6d} {:5d}  ", d, sl, int(c), s.batch, s.heads_q);
         // Two input sets, rotated between repeats, so no repeat finds its inputs in L2.
         std::vector<DeviceAttentionInputs> sets;
         for (int i = 0; i < 2; ++i) {
@@ -164,7 +151,7 @@ int runBench(int argc, char **argv) {
             return fail(llvm::toString(in.takeError()));
           sets.push_back(std::move(*in));
         }
-        for (Route route : routes) {
+        for (Route route : *routes) {
           std::vector<std::optional<QuantizedTensor>> qq(2), qk(2), qv(2);
           if (route != Route::Bf16)
             for (int i = 0; i < 2; ++i) {
@@ -237,13 +224,14 @@ int runBench(int argc, char **argv) {
               e2e = *from_bf16;
             }
             const double e2e_tf = attentionFlops(s) / (e2e.median_ms * 1e-3) / 1e12;
-            if (json)
-              std::printf(
-                  "{\"kind\":\"fa4jit\",\"route\":\"%s\",\"schedule\":\"%s\",\"variant\":\"%s\",\"head_dim\":%ld,"
-                  "\"seqlen\":%ld,\"causal\":%ld,\"batch\":%d,\"heads\":%d,\"ms\":%.5f,\"min_ms\":%.5f,"
-                  "\"max_ms\":%.5f,\"tflops\":%.2f,\"e2e_ms\":%.5f,\"e2e_tflops\":%.2f}\n",
-                  toString(route), scheduleName.c_str(), variant.c_str(), d, sl, c, s.batch, s.heads_q, t->median_ms,
-                  t->min_ms, t->max_ms, tf, e2e.median_ms, e2e_tf);
+            if (json) {
+              llvm::json::Object row{{"kind", "fa4jit"},    {"route", toString(route)}, {"schedule", scheduleName},
+                                     {"variant", variant},  {"head_dim", d},            {"seqlen", sl},
+                                     {"causal", int(c)},    {"batch", s.batch},         {"heads", s.heads_q},
+                                     {"ms", t->median_ms},  {"min_ms", t->min_ms},      {"max_ms", t->max_ms},
+                                     {"tflops", tf},        {"e2e_ms", e2e.median_ms},  {"e2e_tflops", e2e_tf}};
+              std::printf("%s\n", llvm::formatv("{0}", llvm::json::Value(std::move(row))).str().c_str());
+            }
             line += fmt::format("{:>14} ", fmt::format("{:.0f}/{:.0f}", e2e_tf, tf));
             std::fflush(stdout);
           }

@@ -1,4 +1,5 @@
 // fa4jit cache ls|stat|verify|prune|clear: inspect and maintain the kernel cache.
+#include "cli_flags.h"
 #include "subcommands.h"
 
 #include "fa4jit/cache/cache_json.h"
@@ -166,27 +167,26 @@ int runClear(KernelCache &cache, const CacheArgs &args) {
 
 // Returns an error message, or empty.
 std::string parseArgs(int argc, char **argv, CacheArgs &args) {
-  for (int i = 1; i < argc; ++i) {
-    llvm::StringRef a = argv[i];
-    if (a == "--help" || a == "-h") {
-      args.help = true;
-    } else if (a == "--json") {
-      args.json = true;
-    } else if (a == "--fix" && args.op == "verify") {
-      args.fix = true;
-    } else if ((a == "--max-bytes" || a.startswith("--max-bytes=")) && args.op == "prune") {
-      llvm::StringRef value = a.consume_front("--max-bytes=") ? a : (i + 1 < argc ? argv[++i] : "");
-      llvm::Expected<uint64_t> bytes = runtime::parseByteSize(value);
-      if (!bytes)
-        return "--max-bytes: " + llvm::toString(bytes.takeError());
-      args.max_bytes = *bytes;
-    } else if (args.op.empty() && !a.startswith("-")) {
-      args.op = a.str();
-      if (!opUsage(args.op))
-        return "unknown cache command '" + args.op + "'";
-    } else {
-      return "unexpected argument '" + a.str() + "'";
-    }
+  CliFlags flags({shared_flags::json(), {"fix", FlagValue::None}, {"max-bytes"}}, /*command_words=*/1);
+  if (auto e = flags.parse(argc, argv))
+    return llvm::toString(std::move(e));
+  args.help = flags.help();
+  args.json = flags.has("json");
+  if (!flags.words().empty()) {
+    args.op = flags.words().front();
+    if (!opUsage(args.op))
+      return "unknown cache command '" + args.op + "'";
+  }
+  if (flags.has("fix") && args.op != "verify")
+    return "--fix is an option of 'cache verify'";
+  args.fix = flags.has("fix");
+  if (flags.has("max-bytes")) {
+    if (args.op != "prune")
+      return "--max-bytes is an option of 'cache prune'";
+    llvm::Expected<uint64_t> bytes = runtime::parseByteSize(flags.str("max-bytes", ""));
+    if (!bytes)
+      return "--max-bytes: " + llvm::toString(bytes.takeError());
+    args.max_bytes = *bytes;
   }
   return "";
 }

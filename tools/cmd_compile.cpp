@@ -2,6 +2,7 @@
 // that a deployment ships as its read-only system layer (FA4JIT_SYSTEM_CACHE_DIR). Compiles in
 // parallel with a progress line; reports registers, spills and shared memory per kernel.
 #include "cli_flags.h"
+#include "cli_values.h"
 #include "progress.h"
 #include "subcommands.h"
 
@@ -29,20 +30,17 @@ const char kUsage[] =
     "them without compiling. Without --all, compiles the default attention kernels of the\n"
     "selected routes/head dims/causal flags and the quantizers they need.\n"
     "\n"
-    "options:\n"
+    "options (lists are comma-separated):\n"
     "  --all               every variant the code generator can emit for the targets\n"
     "  --family F          attention | quantize | all (default all)\n"
     "  --route LIST        bf16,nvfp8,directp (default all)\n"
     "  --head-dim LIST     64,128,256 (default all)\n"
-    "  --causal LIST       0,1 (default 0,1)\n"
+    "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0,1)\n"
     "  --target LIST       sm_90a,sm_100a,sm_89,sm_80 (default sm_90a)\n"
     "  --bundle DIR        write into DIR (a system bundle) instead of the user cache\n"
     "  --threads N         compile threads (default: all cores)\n"
     "  --json              one JSON array with every kernel's report\n"
     "  --help\n";
-
-// More compile threads than this only queue on the same cores (and a negative count would wrap).
-constexpr long kMaxCompileThreads = 1024;
 
 int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit compile: %s\n", m.c_str());
@@ -51,44 +49,31 @@ int fail(const std::string &m) {
 } // namespace
 
 int runCompile(int argc, char **argv) {
-  CliFlags flags({"family", "route", "head-dim", "causal", "target", "bundle", "threads"}, {"all", "json", "help"});
+  CliFlags flags({{"all", FlagValue::None}, {"family"}, shared_flags::route(), shared_flags::headDim(),
+                  shared_flags::causal(), shared_flags::target(), {"bundle"}, shared_flags::threads(),
+                  shared_flags::json()});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit compile: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
-  if (flags.has("help"))
+  if (flags.help())
     return std::fputs(kUsage, stdout), 0;
-  std::vector<Target> targets;
-  for (const std::string &t : flags.strings("target", "sm_90a")) {
-    auto parsed = parseTarget(t);
-    if (!parsed)
-      return fail(llvm::toString(parsed.takeError()));
-    targets.push_back(*parsed);
-  }
+  auto targets = targetsFlag(flags, "sm_90a");
+  if (!targets)
+    return fail(llvm::toString(targets.takeError()));
   const std::string family = flags.str("family", "all");
   if (family != "all" && family != "attention" && family != "quantize")
     return fail("--family must be attention, quantize or all");
-  auto dims = flags.integers("head-dim", "64,128,256");
-  auto causals = flags.integers("causal", "0,1");
-  auto threads = flags.integer("threads", 0);
-  if (!dims || !causals || !threads)
-    return fail("bad numeric option (see --help)");
-  std::vector<Route> routes;
-  for (const std::string &r : flags.strings("route", "bf16,nvfp8,directp")) {
-    auto parsed = parseRoute(r);
-    if (!parsed)
-      return fail(llvm::toString(parsed.takeError()));
-    routes.push_back(*parsed);
-  }
-  for (long d : *dims)
-    if (d != 64 && d != 128 && d != 256)
-      return fail(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", d));
-  // Lists that name nothing would "compile 0 kernels" and look like success.
-  if (targets.empty() || routes.empty() || dims->empty() || causals->empty())
-    return fail("--target, --route, --head-dim and --causal must each name at least one value");
-  for (long c : *causals)
-    if (c != 0 && c != 1)
-      return fail(fmt::format("--causal {}: give 0, 1 or 0,1", c));
-  if (*threads < 0 || *threads > kMaxCompileThreads)
-    return fail(fmt::format("--threads {}: give 0 (every core) to {}", *threads, kMaxCompileThreads));
+  auto routes = routesFlag(flags, "bf16,nvfp8,directp");
+  if (!routes)
+    return fail(llvm::toString(routes.takeError()));
+  auto dims = headDimsFlag(flags, "64,128,256");
+  if (!dims)
+    return fail(llvm::toString(dims.takeError()));
+  auto causals = causalFlag(flags, "0,1");
+  if (!causals)
+    return fail(llvm::toString(causals.takeError()));
+  auto threads = threadsFlag(flags);
+  if (!threads)
+    return fail(llvm::toString(threads.takeError()));
 
   std::vector<KernelSpec> specs;
   auto wanted = [&](const KernelSpec &s) {
@@ -98,25 +83,25 @@ int runCompile(int argc, char **argv) {
     if (!isAttn)
       return true;
     const AttentionSpec &a = s.attention;
-    return std::count(routes.begin(), routes.end(), a.route) &&
-           std::count(dims->begin(), dims->end(), long(a.head_dim)) &&
-           std::count(causals->begin(), causals->end(), long(a.causal));
+    return std::count(routes->begin(), routes->end(), a.route) &&
+           std::count(dims->begin(), dims->end(), a.head_dim) &&
+           std::count(causals->begin(), causals->end(), a.causal);
   };
   if (flags.has("all")) {
-    for (const KernelSpec &s : enumerateVariants(targets))
+    for (const KernelSpec &s : enumerateVariants(*targets))
       if (wanted(s))
         specs.push_back(s);
   } else {
-    for (Target t : targets) {
+    for (Target t : *targets) {
       if (family != "quantize")
-        for (Route r : routes)
-          for (long d : *dims)
-            for (long c : *causals)
-              specs.push_back(defaultAttentionSpec(r, int(d), c != 0, t));
+        for (Route r : *routes)
+          for (int d : *dims)
+            for (bool c : *causals)
+              specs.push_back(defaultAttentionSpec(r, d, c, t));
       if (family != "attention")
         for (const KernelSpec &q : enumerateQuantizeVariants(t))
           if (!q.quantize.input_fp32 && !q.quantize.keys_permuted16 &&
-              std::count(dims->begin(), dims->end(), long(q.quantize.head_dim)))
+              std::count(dims->begin(), dims->end(), q.quantize.head_dim))
             specs.push_back(q);
     }
   }
@@ -136,7 +121,7 @@ int runCompile(int argc, char **argv) {
     return fail("--bundle " + flags.str("bundle", "") + ": the directory cannot hold a cache (see the warning above)");
   const bool json = flags.has("json");
   ProgressLine progress(!json);
-  auto results = (*jit)->getMany(specs, unsigned(*threads),
+  auto results = (*jit)->getMany(specs, *threads,
                                  [&](size_t done, size_t total) { progress.update("compiled", done, total); });
   progress.clear();
 

@@ -1,6 +1,8 @@
 // fa4jit emit: print the generated source of one kernel (or its canonical spec and the baked /
 // run-time split with --json). The spec comes from the heuristics' default for the flags given,
 // with the flags' overrides applied, or from a JSON file (--spec).
+#include "cli_flags.h"
+#include "cli_values.h"
 #include "subcommands.h"
 
 #include <cstdio>
@@ -32,7 +34,7 @@ const char *kUsage =
     "  --head-dim 64|128|256     (default 128)\n"
     " attention (defaults from the heuristics for route, head dim, causal, target):\n"
     "  --route bf16|nvfp8|directp    (default directp)\n"
-    "  --causal\n"
+    "  --causal [0|1]            (alone it means 1)\n"
     "  --classifier piecewise|threshold|affine|mixed  --alpha A  --beta B  --y-split Y\n"
     "  --block-m M  --block-n N  --warps W  --permute-v\n"
     "  --softmax-scale S         (default 1/sqrt(head dim))\n"
@@ -46,177 +48,103 @@ const char *kUsage =
     "                            baked / run-time split instead of the source\n"
     "  --list                    print the name and spec of every variant the generator emits\n";
 
-struct EmitArgs {
-  std::string spec_file;
-  KernelFamily family = KernelFamily::AttentionForward;
-  Target target = Target::Sm90a;
-  int head_dim = 128;
-  Route route = Route::DirectP;
-  bool causal = false;
-  QuantFormat format = QuantFormat::Nvfp4;
-  bool fp32_input = false, permute_keys = false, json = false, list = false;
-  // Overrides applied after the defaults; empty = keep the default.
-  std::string classifier, alpha, beta, y_split, block_m, block_n, warps, threads, softmax_scale;
-  bool permute_v = false;
-  int spec_flags = 0; // flags that describe the spec (refused together with --spec)
-};
-
-bool fail(const std::string &msg) {
+int fail(const std::string &msg) {
   std::fprintf(stderr, "fa4jit emit: %s\n", msg.c_str());
-  return false;
+  return 2;
 }
 
-template <typename T> bool take(llvm::Expected<T> v, T &out) {
+// The flags that describe the kernel (refused beside --spec, which describes all of it).
+const std::initializer_list<llvm::StringRef> kSpecFlags = {
+    "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
+    "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale"};
+
+llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
+  if (!flags.has(name))
+    return llvm::Error::success();
+  auto v = flags.integer(name, 0, -1000000, 1000000);
   if (!v)
-    return fail(llvm::toString(v.takeError()));
-  out = *v;
-  return true;
+    return v.takeError();
+  out = static_cast<int>(*v);
+  return llvm::Error::success();
 }
 
-bool parseIntArg(const char *flag, const std::string &text, int &out) {
-  char *end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end || v < -1000000 || v > 1000000)
-    return fail(std::string(flag) + ": '" + text + "' is not an integer");
-  out = static_cast<int>(v);
-  return true;
+llvm::Error optionalFloat(const CliFlags &flags, llvm::StringRef name, float &out) {
+  if (!flags.has(name))
+    return llvm::Error::success();
+  auto v = flags.number(name, 0.0);
+  if (!v)
+    return v.takeError();
+  out = static_cast<float>(*v);
+  return llvm::Error::success();
 }
 
-bool parseFloatArg(const char *flag, const std::string &text, float &out) {
-  char *end = nullptr;
-  const float v = std::strtof(text.c_str(), &end);
-  if (text.empty() || *end)
-    return fail(std::string(flag) + ": '" + text + "' is not a number");
-  out = v;
-  return true;
+llvm::Expected<KernelSpec> readSpecFile(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return llvm::createStringError(buf.getError(), "cannot read " + path + ": " + buf.getError().message());
+  llvm::Expected<KernelSpec> parsed = parseSpec((*buf)->getBuffer());
+  if (!parsed)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), path + ": " + llvm::toString(parsed.takeError()));
+  return parsed;
 }
 
-bool parseArgs(int argc, char **argv, EmitArgs &a, bool &help) {
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i], value;
-    const bool has_inline = flag.find('=') != std::string::npos;
-    if (has_inline) {
-      value = flag.substr(flag.find('=') + 1);
-      flag = flag.substr(0, flag.find('='));
-    }
-    auto needValue = [&]() -> bool {
-      if (has_inline)
-        return true;
-      if (i + 1 >= argc)
-        return fail(flag + " needs a value");
-      value = argv[++i];
-      return true;
-    };
-    auto specValue = [&](std::string &out) {
-      ++a.spec_flags;
-      if (!needValue())
-        return false;
-      out = value;
-      return true;
-    };
-    if (flag == "--help" || flag == "-h") {
-      help = true;
-    } else if (flag == "--json") {
-      a.json = true;
-    } else if (flag == "--list") {
-      a.list = true;
-    } else if (flag == "--spec") {
-      if (!needValue())
-        return false;
-      a.spec_file = value;
-    } else if (flag == "--family") {
-      ++a.spec_flags;
-      if (!needValue() || !take(parseKernelFamily(value), a.family))
-        return false;
-    } else if (flag == "--target") {
-      ++a.spec_flags;
-      if (!needValue() || !take(parseTarget(value), a.target))
-        return false;
-    } else if (flag == "--route") {
-      ++a.spec_flags;
-      if (!needValue() || !take(parseRoute(value), a.route))
-        return false;
-    } else if (flag == "--format") {
-      ++a.spec_flags;
-      if (!needValue() || !take(parseQuantFormat(value), a.format))
-        return false;
-    } else if (flag == "--head-dim") {
-      ++a.spec_flags;
-      if (!needValue() || !parseIntArg("--head-dim", value, a.head_dim))
-        return false;
-    } else if (flag == "--causal") {
-      ++a.spec_flags, a.causal = true;
-    } else if (flag == "--fp32-input") {
-      ++a.spec_flags, a.fp32_input = true;
-    } else if (flag == "--permute-keys") {
-      ++a.spec_flags, a.permute_keys = true;
-    } else if (flag == "--permute-v") {
-      ++a.spec_flags, a.permute_v = true;
-    } else if (flag == "--classifier") {
-      if (!specValue(a.classifier))
-        return false;
-    } else if (flag == "--alpha") {
-      if (!specValue(a.alpha))
-        return false;
-    } else if (flag == "--beta") {
-      if (!specValue(a.beta))
-        return false;
-    } else if (flag == "--y-split") {
-      if (!specValue(a.y_split))
-        return false;
-    } else if (flag == "--block-m") {
-      if (!specValue(a.block_m))
-        return false;
-    } else if (flag == "--block-n") {
-      if (!specValue(a.block_n))
-        return false;
-    } else if (flag == "--warps") {
-      if (!specValue(a.warps))
-        return false;
-    } else if (flag == "--threads") {
-      if (!specValue(a.threads))
-        return false;
-    } else if (flag == "--softmax-scale") {
-      if (!specValue(a.softmax_scale))
-        return false;
-    } else {
-      return fail("unknown option '" + flag + "' (try 'fa4jit emit --help')");
-    }
+// The spec the flags describe: the defaults of the family, then the overrides.
+llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
+  if (flags.has("spec")) {
+    if (flags.countGiven(kSpecFlags) > 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--spec describes the whole kernel: drop the other spec flags");
+    return readSpecFile(flags.str("spec", ""));
   }
-  if (!a.spec_file.empty() && a.spec_flags > 0)
-    return fail("--spec describes the whole kernel: drop the other spec flags");
-  return true;
-}
-
-bool buildSpec(const EmitArgs &a, KernelSpec &spec) {
-  if (!a.spec_file.empty()) {
-    auto buf = llvm::MemoryBuffer::getFile(a.spec_file);
-    if (!buf)
-      return fail("cannot read " + a.spec_file + ": " + buf.getError().message());
-    llvm::Expected<KernelSpec> parsed = parseSpec((*buf)->getBuffer());
-    if (!parsed)
-      return fail(a.spec_file + ": " + llvm::toString(parsed.takeError()));
-    spec = *parsed;
-    return true;
+  auto family = parseKernelFamily(flags.str("family", "attention"));
+  if (!family)
+    return family.takeError();
+  auto target = targetFlag(flags, "sm_90a");
+  if (!target)
+    return target.takeError();
+  auto head_dim = headDimFlag(flags, "128");
+  if (!head_dim)
+    return head_dim.takeError();
+  KernelSpec spec;
+  if (*family == KernelFamily::Quantize) {
+    auto format = parseQuantFormat(flags.str("format", "nvfp4"));
+    if (!format)
+      return format.takeError();
+    spec = defaultQuantizeSpec(*format, *head_dim, *target, flags.has("fp32-input"));
+    spec.quantize.keys_permuted16 = flags.has("permute-keys"); // for NVFP4 too, so that validation says why not
+    if (auto e = optionalInt(flags, "threads", spec.quantize.threads))
+      return std::move(e);
+    return spec;
   }
-  if (a.family == KernelFamily::Quantize) {
-    spec = defaultQuantizeSpec(a.format, a.head_dim, a.target, a.fp32_input);
-    spec.quantize.keys_permuted16 = a.permute_keys; // for NVFP4 too, so that validation says why not
-    return a.threads.empty() || parseIntArg("--threads", a.threads, spec.quantize.threads);
-  }
-  spec = defaultAttentionSpec(a.route, a.head_dim, a.causal, a.target);
+  auto route = routeFlag(flags, "directp");
+  if (!route)
+    return route.takeError();
+  auto causal = flags.boolean("causal", false);
+  if (!causal)
+    return causal.takeError();
+  spec = defaultAttentionSpec(*route, *head_dim, *causal, *target);
   AttentionSpec &t = spec.attention;
-  if (a.permute_v)
+  if (flags.has("permute-v"))
     t.operands.v_keys_permuted16 = true;
-  if (!a.classifier.empty() && !take(parseClassifierKind(a.classifier), t.classifier.kind))
-    return false;
-  return (a.alpha.empty() || parseFloatArg("--alpha", a.alpha, t.classifier.alpha)) &&
-         (a.beta.empty() || parseFloatArg("--beta", a.beta, t.classifier.beta)) &&
-         (a.y_split.empty() || parseFloatArg("--y-split", a.y_split, t.classifier.y_split)) &&
-         (a.softmax_scale.empty() || parseFloatArg("--softmax-scale", a.softmax_scale, t.softmax_scale)) &&
-         (a.block_m.empty() || parseIntArg("--block-m", a.block_m, t.tile.shape.block_m)) &&
-         (a.block_n.empty() || parseIntArg("--block-n", a.block_n, t.tile.shape.block_n)) &&
-         (a.warps.empty() || parseIntArg("--warps", a.warps, t.tile.shape.warps));
+  if (flags.has("classifier")) {
+    auto kind = parseClassifierKind(flags.str("classifier", ""));
+    if (!kind)
+      return kind.takeError();
+    t.classifier.kind = *kind;
+  }
+  llvm::Error errors[] = {optionalFloat(flags, "alpha", t.classifier.alpha),
+                          optionalFloat(flags, "beta", t.classifier.beta),
+                          optionalFloat(flags, "y-split", t.classifier.y_split),
+                          optionalFloat(flags, "softmax-scale", t.softmax_scale),
+                          optionalInt(flags, "block-m", t.tile.shape.block_m),
+                          optionalInt(flags, "block-n", t.tile.shape.block_n),
+                          optionalInt(flags, "warps", t.tile.shape.warps)};
+  llvm::Error bad_value = llvm::Error::success();
+  for (llvm::Error &e : errors)
+    bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
+  if (bad_value)
+    return std::move(bad_value);
+  return spec;
 }
 
 int printJson(const KernelSpec &spec, const EmittedKernel &k) {
@@ -257,25 +185,27 @@ int listVariants() {
 } // namespace
 
 int runEmit(int argc, char **argv) {
-  EmitArgs args;
-  bool help = false;
-  if (!parseArgs(argc, argv, args, help))
-    return 2;
-  if (help) {
-    std::fputs(kUsage, stdout);
-    return 0;
-  }
-  if (args.list)
+  CliFlags flags({{"spec"}, {"family"}, shared_flags::target(), shared_flags::headDim(), shared_flags::route(),
+                  shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
+                  {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
+                  {"fp32-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
+                  shared_flags::json(), {"list", FlagValue::None}});
+  if (auto e = flags.parse(argc, argv))
+    return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");
+  if (flags.help())
+    return std::fputs(kUsage, stdout), 0;
+  if (flags.has("list"))
     return listVariants();
-  KernelSpec spec;
-  if (!buildSpec(args, spec))
-    return 2;
+  llvm::Expected<KernelSpec> spec_or = buildSpec(flags);
+  if (!spec_or)
+    return fail(llvm::toString(spec_or.takeError()));
+  const KernelSpec &spec = *spec_or;
   llvm::Expected<EmittedKernel> k = emitKernel(spec);
   if (!k) {
     std::fprintf(stderr, "fa4jit emit: %s\n", llvm::toString(k.takeError()).c_str());
     return 1;
   }
-  if (args.json)
+  if (flags.has("json"))
     return printJson(spec, *k);
   llvm::outs() << k->source;
   return 0;

@@ -2,6 +2,7 @@
 // attention kernel, a disk-cache hit in a new process up to a launchable kernel, an in-process
 // (memory) hit, and on a GPU the quantizers' bandwidth beside a device copy of the same run.
 #include "cli_flags.h"
+#include "cli_values.h"
 #include "subcommands.h"
 
 #include "fa4jit/codegen/heuristics.h"
@@ -11,6 +12,8 @@
 #include "fa4jit/runtime/gpu_arch.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -27,12 +30,13 @@ namespace fa4jit::tools {
 namespace {
 
 const char kUsage[] =
-    "usage: fa4jit jit-bench [--target T] [--json]\n"
+    "usage: fa4jit jit-bench [--target T] [--head-dim LIST] [--json]\n"
     "\n"
     "Measures, for the default directp D128 attention kernel: a cold compile (fresh cache\n"
     "directory), a disk-cache hit in a new process up to a launchable kernel (loaded into the GPU\n"
     "when there is one), and the in-process memory hit; on a GPU also the quantizers' bandwidth\n"
-    "(input read + outputs written) against a device-to-device copy of the same size.\n";
+    "(input read + outputs written) against a device-to-device copy of the same size, and at the\n"
+    "4k-key shape `fa4jit bench` runs for each --head-dim (default 128), each pass alone.\n";
 
 using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -40,6 +44,10 @@ double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>
 int fail(const std::string &m) {
   std::fprintf(stderr, "fa4jit jit-bench: %s\n", m.c_str());
   return 1;
+}
+
+void printJson(llvm::json::Value v) {
+  std::printf("%s\n", llvm::formatv("{0}", v).str().c_str());
 }
 
 // The child process: open everything, then time cache lookup (+ module load on a GPU).
@@ -59,8 +67,10 @@ int childHit(Target target) {
     auto k = (*engine)->kernel(spec, (*compiled)->emitted.entries.at(0).name);
     if (!k)
       return fail(llvm::toString(k.takeError()));
-    std::printf("{\"setup_s\":%.6f,\"hit_to_launchable_s\":%.6f,\"layer\":\"%s\",\"loaded\":true}\n", setup,
-                secondsSince(t1), cache::layerName((*compiled)->layer));
+    printJson(llvm::json::Object{{"setup_s", setup},
+                                 {"hit_to_launchable_s", secondsSince(t1)},
+                                 {"layer", cache::layerName((*compiled)->layer)},
+                                 {"loaded", true}});
     return (*compiled)->layer == cache::Layer::Produced ? 1 : 0;
   }
   if (engine)
@@ -73,26 +83,148 @@ int childHit(Target target) {
   auto compiled = (*jit)->get(spec);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
-  std::printf("{\"setup_s\":%.6f,\"hit_to_launchable_s\":%.6f,\"layer\":\"%s\",\"loaded\":false}\n", setup,
-              secondsSince(t1), cache::layerName((*compiled)->layer));
+  printJson(llvm::json::Object{{"setup_s", setup},
+                               {"hit_to_launchable_s", secondsSince(t1)},
+                               {"layer", cache::layerName((*compiled)->layer)},
+                               {"loaded", false}});
   return (*compiled)->layer == cache::Layer::Produced ? 1 : 0;
+}
+
+// Median of 10 timed runs of fn after one warm-up, in milliseconds (CUDA events).
+template <class Fn> double medianMs(Engine &eng, Fn &&fn) {
+  fn();
+  auto a = runtime::Event::create(eng.driver()), b = runtime::Event::create(eng.driver());
+  std::vector<float> v;
+  for (int i = 0; i < 10; ++i) {
+    llvm::consumeError(a->record());
+    fn();
+    llvm::consumeError(b->record());
+    auto ms = runtime::Event::elapsedMs(*a, *b);
+    v.push_back(ms ? *ms : 0);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Bytes a quantizer writes for `in_bytes` of BF16 input: payload and scales (NVFP4 and MXFP4
+// about 4.5 bits per element, FP8 8 bits).
+double quantizedBytes(QuantFormat f, double in_bytes) {
+  return f == QuantFormat::Fp8PerHead ? in_bytes / 2 : in_bytes / 4 + in_bytes / (f == QuantFormat::Nvfp4 ? 32 : 64);
+}
+
+// The quantizers' bandwidth beside a device copy: each format's whole Engine::quantize call on a
+// large tensor, then at the 4k-key shape `fa4jit bench` runs for each head dim, the whole call and
+// each pass alone per CTA size (where the quantizers' time goes).
+llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vector<int> &dims) {
+  namespace dq = device::quantize;
+  constexpr QuantFormat kFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead};
+  const int B = 16, H = 16, S = 8192, D = 128;
+  const std::size_t elems = std::size_t(B) * H * S * D;
+  auto x = runtime::DeviceBuffer::allocate(eng.driver(), elems * 2);
+  if (!x)
+    return x.takeError();
+  auto y = runtime::DeviceBuffer::allocate(eng.driver(), elems * 2);
+  if (!y)
+    return y.takeError();
+  std::vector<uint16_t> values(elems);
+  for (std::size_t i = 0; i < elems; ++i)
+    values[i] = uint16_t(0x3F80 + (i * 2654435761u % 97)); // bf16 values in [1, 2): varied, finite
+  if (auto e = x->copyFromHost(values.data(), elems * 2))
+    return std::move(e);
+  const double copy_ms = medianMs(eng, [&] { llvm::consumeError(y->copyFrom(*x, elems * 2)); });
+  const double copy_tbs = 2.0 * elems * 2 / (copy_ms * 1e-3) / 1e12;
+  auto rate = [&](QuantFormat f, double in_bytes, double ms) {
+    const double tbs = (in_bytes + quantizedBytes(f, in_bytes)) / (ms * 1e-3) / 1e12;
+    return llvm::json::Object{{"format", toString(f)}, {"ms", ms}, {"tb_s", tbs}, {"fraction_of_copy", tbs / copy_tbs}};
+  };
+
+  llvm::json::Array formats;
+  const TensorDesc desc = TensorDesc::contiguous(x->address(), DType::BF16, B, H, S, D);
+  for (QuantFormat f : kFormats) {
+    QuantizedTensor out; // (its buffers are reused by every timed call, as a forward reuses its workspace)
+    const double ms = medianMs(eng, [&] { llvm::consumeError(eng.quantize(desc, f, out, "x")); });
+    formats.push_back(rate(f, 2.0 * elems, ms));
+  }
+
+  llvm::json::Array shapes;
+  for (int d : dims) {
+    const int ph = d == 64 ? 32 : d == 128 ? 16 : 8, ps = 4096, pb = 524288 / (ph * ps); // (bench's 4k shape)
+    const double in_bytes = 2.0 * pb * ph * ps * d;
+    const TensorDesc px = TensorDesc::contiguous(x->address(), DType::BF16, pb, ph, ps, d);
+    llvm::json::Array calls, passes;
+    for (QuantFormat f : kFormats) {
+      QuantizedTensor out;
+      if (auto e = eng.quantize(px, f, out, "x"))
+        return std::move(e);
+      calls.push_back(rate(f, in_bytes, medianMs(eng, [&] { llvm::consumeError(eng.quantize(px, f, out, "x")); })));
+      for (int threads : {128, 256, 512}) {
+        KernelSpec qs = defaultQuantizeSpec(f, d, eng.target());
+        qs.quantize.threads = threads;
+        auto compiled = eng.jit().get(qs);
+        if (!compiled) { // (a CTA size the format's spec rules refuse)
+          llvm::consumeError(compiled.takeError());
+          continue;
+        }
+        const auto &entries = (*compiled)->emitted.entries;
+        auto amax = eng.kernel(qs, entries.at(0).name);
+        if (!amax)
+          return amax.takeError();
+        auto encode = eng.kernel(qs, entries.at(1).name);
+        if (!encode)
+          return encode.takeError();
+        dq::QuantizeParams p{};
+        p.x = px.data, p.payload = out.payload.address();
+        p.scales = f == QuantFormat::Fp8PerHead ? 0 : out.scales.address();
+        p.head_scalar = out.head_scalar.address(), p.amax_partial = out.amax_partial.address();
+        p.nonfinite_rows = out.nonfinite_rows.address();
+        p.x_batch_stride = px.stride[0], p.x_head_stride = px.stride[1], p.x_row_stride = px.stride[2];
+        p.batch = pb, p.heads = ph, p.seqlen = ps, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, pb * ph, ps);
+        void *args[] = {&p};
+        runtime::LaunchConfig la, le;
+        la.grid = {unsigned(p.amax_chunks), unsigned(pb * ph), 1};
+        la.block = {unsigned(threads), 1, 1};
+        const dq::Grid3 g = dq::quantizeEncodeGrid(int(f), d, threads, pb, ph, ps);
+        le.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+        le.block = {unsigned(threads), 1, 1};
+        const double amax_ms = medianMs(eng, [&] { llvm::consumeError(amax->launch(la, args)); });
+        const double encode_ms = medianMs(eng, [&] { llvm::consumeError(encode->launch(le, args)); });
+        passes.push_back(llvm::json::Object{{"format", toString(f)},
+                                            {"threads", threads},
+                                            {"amax_ms", amax_ms},
+                                            {"amax_tb_s", in_bytes / amax_ms / 1e9},
+                                            {"encode_ms", encode_ms},
+                                            {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / encode_ms / 1e9}});
+      }
+    }
+    shapes.push_back(llvm::json::Object{{"shape", llvm::json::Array{pb, ph, ps, d}},
+                                        {"calls", std::move(calls)},
+                                        {"passes", std::move(passes)}});
+  }
+  return llvm::json::Object{{"shape", llvm::json::Array{B, H, S, D}},
+                            {"copy_tb_s", copy_tbs},
+                            {"note", "Engine::quantize into reused buffers, as a forward runs it"},
+                            {"formats", std::move(formats)},
+                            {"bench_shapes", std::move(shapes)}};
 }
 
 } // namespace
 
 int runJitBench(int argc, char **argv) {
-  CliFlags flags({"target", "phase"}, {"json", "help"});
+  CliFlags flags({shared_flags::target(), shared_flags::headDim(), {"phase"}, shared_flags::json()});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit jit-bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
-  if (flags.has("help"))
+  if (flags.help())
     return std::fputs(kUsage, stdout), 0;
+  auto dims = headDimsFlag(flags, "128");
+  if (!dims)
+    return std::fprintf(stderr, "fa4jit jit-bench: %s\n", llvm::toString(dims.takeError()).c_str()), 2;
   auto engine = Engine::create();
   Target target = Target::Sm90a;
   if (engine) {
     target = (*engine)->target();
   } else {
     llvm::consumeError(engine.takeError());
-    auto t = parseTarget(flags.str("target", "sm_90a"));
+    auto t = targetFlag(flags, "sm_90a");
     if (!t)
       return fail(llvm::toString(t.takeError()));
     target = *t;
@@ -148,123 +280,32 @@ int runJitBench(int argc, char **argv) {
   std::string childJson = childOut ? (*childOut)->getBuffer().trim().str() : "{}";
   llvm::sys::fs::remove(out);
 
-  std::string quant = "null";
+  llvm::json::Value quant = nullptr;
   if (engine) {
-    Engine &eng = **engine;
-    const int B = 16, H = 16, S = 8192, D = 128;
-    const std::size_t elems = std::size_t(B) * H * S * D;
-    auto x = runtime::DeviceBuffer::allocate(eng.driver(), elems * 2);
-    auto y = runtime::DeviceBuffer::allocate(eng.driver(), elems * 2);
-    if (!x || !y)
-      return fail("allocation failed");
-    std::vector<uint16_t> ones(elems);
-    for (std::size_t i = 0; i < elems; ++i)
-      ones[i] = uint16_t(0x3F80 + (i * 2654435761u % 97)); // bf16 values in [1, 2): varied, finite
-    if (auto e = x->copyFromHost(ones.data(), elems * 2))
-      return fail(llvm::toString(std::move(e)));
-    auto timeMs = [&](auto &&fn) -> double {
-      fn();
-      auto a = runtime::Event::create(eng.driver()), b = runtime::Event::create(eng.driver());
-      std::vector<float> v;
-      for (int i = 0; i < 10; ++i) {
-        llvm::consumeError(a->record());
-        fn();
-        llvm::consumeError(b->record());
-        auto ms = runtime::Event::elapsedMs(*a, *b);
-        v.push_back(ms ? *ms : 0);
-      }
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
-    const double copyMs = timeMs([&] { llvm::consumeError(y->copyFrom(*x, elems * 2)); });
-    const double copyTBs = 2.0 * elems * 2 / (copyMs * 1e-3) / 1e12;
-    TensorDesc desc = TensorDesc::contiguous(x->address(), DType::BF16, B, H, S, D);
-    std::string rows;
-    for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
-      // Output bytes: payload + scales (NVFP4/MXFP4 ~ 4.5 bits/elem, FP8 8 bits).
-      const double outBytes = f == QuantFormat::Fp8PerHead ? elems : elems * 0.5 + elems / (f == QuantFormat::Nvfp4 ? 16 : 32);
-      QuantizedTensor quantized; // (its buffers are reused by every timed call, as a forward reuses its workspace)
-      const double ms = timeMs([&] { llvm::consumeError(eng.quantize(desc, f, quantized, "x")); });
-      const double tbs = (elems * 2.0 + outBytes) / (ms * 1e-3) / 1e12;
-      rows += fmt::format("{}{{\"format\":\"{}\",\"ms\":{:.4f},\"tb_s\":{:.3f},\"fraction_of_copy\":{:.3f}}}",
-                          rows.empty() ? "" : ",", toString(f), ms, tbs, tbs / copyTBs);
-    }
-    // Each pass alone, per CTA size, at the 4k-key shape of `fa4jit bench` (D 128): where the
-    // quantizers' time goes.
-    std::string passes, calls;
-    {
-      namespace dq = device::quantize;
-      const int pb = 8, ph = 16, ps = 4096;
-      const double in_bytes = 2.0 * pb * ph * ps * D;
-      TensorDesc px = TensorDesc::contiguous(x->address(), DType::BF16, pb, ph, ps, D);
-      for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
-        QuantizedTensor passOut;
-        if (auto e = eng.quantize(px, f, passOut, "x"))
-          return fail(llvm::toString(std::move(e)));
-        { // the whole call, as the engine runs it (NVFP4: the fused pass)
-          const double ms = timeMs([&] { llvm::consumeError(eng.quantize(px, f, passOut, "x")); });
-          const double out_bytes = f == QuantFormat::Fp8PerHead ? in_bytes / 2 : in_bytes / 4 + in_bytes / 64;
-          const double tbs = (in_bytes + out_bytes) / (ms * 1e-3) / 1e12;
-          calls += fmt::format("{}{{\"format\":\"{}\",\"ms\":{:.4f},\"tb_s\":{:.3f},\"fraction_of_copy\":{:.3f}}}",
-                               calls.empty() ? "" : ",", toString(f), ms, tbs, tbs / copyTBs);
-        }
-        for (int threads : {128, 256, 512}) {
-          KernelSpec qs = defaultQuantizeSpec(f, D, eng.target());
-          qs.quantize.threads = threads;
-          auto compiled = eng.jit().get(qs);
-          if (!compiled) { // (a CTA size the format's spec rules refuse)
-            llvm::consumeError(compiled.takeError());
-            continue;
-          }
-          const auto &entries = (*compiled)->emitted.entries;
-          auto amax = eng.kernel(qs, entries.at(0).name);
-          if (!amax)
-            return fail(llvm::toString(amax.takeError()));
-          auto encode = eng.kernel(qs, entries.at(1).name);
-          if (!encode)
-            return fail(llvm::toString(encode.takeError()));
-          dq::QuantizeParams p{};
-          p.x = px.data, p.payload = passOut.payload.address();
-          p.scales = f == QuantFormat::Fp8PerHead ? 0 : passOut.scales.address();
-          p.head_scalar = passOut.head_scalar.address(), p.amax_partial = passOut.amax_partial.address();
-          p.nonfinite_rows = passOut.nonfinite_rows.address();
-          p.x_batch_stride = px.stride[0], p.x_head_stride = px.stride[1], p.x_row_stride = px.stride[2];
-          p.batch = pb, p.heads = ph, p.seqlen = ps, p.amax_chunks = dq::quantizeDefaultAmaxChunks(1, pb * ph, ps);
-          void *args[] = {&p};
-          runtime::LaunchConfig la, le;
-          la.grid = {unsigned(p.amax_chunks), unsigned(pb * ph), 1};
-          la.block = {unsigned(threads), 1, 1};
-          const dq::Grid3 g = dq::quantizeEncodeGrid(int(f), D, threads, pb, ph, ps);
-          le.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
-          le.block = {unsigned(threads), 1, 1};
-          const double amaxMs = timeMs([&] { llvm::consumeError(amax->launch(la, args)); });
-          const double encodeMs = timeMs([&] { llvm::consumeError(encode->launch(le, args)); });
-          const double outBytes = f == QuantFormat::Fp8PerHead ? in_bytes / 2 : in_bytes / 4 + in_bytes / 64;
-          passes += fmt::format("{}{{\"format\":\"{}\",\"threads\":{},\"amax_ms\":{:.4f},\"amax_tb_s\":{:.3f},"
-                                "\"encode_ms\":{:.4f},\"encode_tb_s\":{:.3f}}}",
-                                passes.empty() ? "" : ",", toString(f), threads, amaxMs, in_bytes / amaxMs / 1e9,
-                                encodeMs, (in_bytes + outBytes) / encodeMs / 1e9);
-        }
-      }
-    }
-    quant = fmt::format("{{\"shape\":[{},{},{},{}],\"copy_tb_s\":{:.3f},\"note\":\"Engine::quantize into reused "
-                        "buffers, as a forward runs it\",\"formats\":[{}],\"passes_shape\":[8,16,4096,128],"
-                        "\"calls\":[{}],\"passes\":[{}]}}",
-                        B, H, S, D, copyTBs, rows, calls, passes);
+    auto measured = measureQuantizers(**engine, *dims);
+    if (!measured)
+      return fail(llvm::toString(measured.takeError()));
+    quant = std::move(*measured);
   }
-  const std::string json =
-      fmt::format("{{\"target\":\"{}\",\"cold_compile_s\":{:.4f},\"nvrtc_s\":{:.4f},\"memory_hit_us\":{:.3f},"
-                  "\"new_process_wall_s\":{:.4f},\"new_process_rc\":{},\"new_process\":{},\"quantize\":{}}}",
-                  toString(target), coldS, nvrtcS, memoryUs, childWall, rc, childJson.empty() ? "{}" : childJson,
-                  quant);
+  llvm::Expected<llvm::json::Value> child = llvm::json::parse(childJson);
+  if (!child)
+    llvm::consumeError(child.takeError());
+  llvm::json::Object report{{"target", toString(target)},
+                            {"cold_compile_s", coldS},
+                            {"nvrtc_s", nvrtcS},
+                            {"memory_hit_us", memoryUs},
+                            {"new_process_wall_s", childWall},
+                            {"new_process_rc", rc},
+                            {"new_process", child ? std::move(*child) : llvm::json::Value(nullptr)},
+                            {"quantize", quant}};
   llvm::sys::fs::remove_directories(dir);
   if (flags.has("json")) {
-    std::printf("%s\n", json.c_str());
+    printJson(std::move(report));
   } else {
     std::printf("cold compile (emit + key + NVRTC + publish): %.3f s (NVRTC %.3f s)\n", coldS, nvrtcS);
     std::printf("memory hit: %.2f us per lookup\n", memoryUs);
     std::printf("new process: %s (whole process %.3f s)\n", childJson.c_str(), childWall);
-    std::printf("quantizers: %s\n", quant.c_str());
+    std::printf("quantizers: %s\n", llvm::formatv("{0:2}", quant).str().c_str());
   }
   return rc == 0 ? 0 : 1;
 }

@@ -3,6 +3,7 @@
 // model and FP64; without a GPU it stops after the compile and reports the CPU model's accuracy.
 #include "bench_support.h"
 #include "cli_flags.h"
+#include "cli_values.h"
 #include "subcommands.h"
 
 #include "fa4jit/codegen/formats.h"
@@ -39,7 +40,7 @@ const char kUsage[] =
     "  --batch N        (default 4)     --heads N     (default 16)   --kv-heads N (default = heads)\n"
     "  --seqlen N       (default 4096)  --seqlen-k N  (default = seqlen)\n"
     "  --head-dim D     64 | 128 | 256 (default 128)\n"
-    "  --causal         causal mask (bottom-right aligned)\n"
+    "  --causal [0|1]   causal mask (bottom-right aligned); alone it means 1\n"
     "  --target T       compile-only target without a GPU (default sm_90a)\n"
     "  --rows N         query rows checked against the CPU model (default 64)\n"
     "  --seed N         input seed (default: fresh)\n"
@@ -114,24 +115,29 @@ void checkHead(const AttnShape &s, const KernelSpec &spec, const std::vector<uin
 } // namespace
 
 int runRun(int argc, char **argv) {
-  CliFlags flags({"route", "batch", "heads", "kv-heads", "seqlen", "seqlen-k", "head-dim", "target", "rows", "seed"},
-                 {"causal", "json", "help"});
+  CliFlags flags({shared_flags::route(), {"batch"}, {"heads"}, {"kv-heads"}, shared_flags::seqlen(), {"seqlen-k"},
+                  shared_flags::headDim(), shared_flags::target(), {"rows"}, {"seed"}, shared_flags::causal(),
+                  shared_flags::json()});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit run: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
-  if (flags.has("help"))
+  if (flags.help())
     return std::fputs(kUsage, stdout), 0;
-  auto route = parseRoute(flags.str("route", "directp"));
+  auto route = routeFlag(flags, "directp");
   if (!route)
     return usage(llvm::toString(route.takeError()));
+  auto head_dim = headDimFlag(flags, "128");
+  if (!head_dim)
+    return usage(llvm::toString(head_dim.takeError()));
+  auto causal = flags.boolean("causal", false);
+  if (!causal)
+    return usage(llvm::toString(causal.takeError()));
   AttnShape s;
+  s.head_dim = *head_dim;
+  s.causal = *causal;
   auto num = [&](const char *n, long def, long lo, long hi, int &out) -> bool {
-    auto v = flags.integer(n, def);
+    auto v = flags.integer(n, def, lo, hi);
     if (!v) {
       usage(llvm::toString(v.takeError()));
-      return false;
-    }
-    if (*v < lo || *v > hi) {
-      usage(fmt::format("--{} {} is out of range [{}, {}]", n, *v, lo, hi));
       return false;
     }
     out = int(*v);
@@ -139,15 +145,11 @@ int runRun(int argc, char **argv) {
   };
   int rowsChecked = 0;
   if (!num("batch", 4, 1, 65535, s.batch) || !num("heads", 16, 1, 65535, s.heads_q) ||
-      !num("kv-heads", s.heads_q, 1, s.heads_q, s.heads_kv) || !num("seqlen", 4096, 1, 1 << 20, s.seqlen_q) ||
-      !num("seqlen-k", s.seqlen_q, 1, 1 << 20, s.seqlen_k) || !num("head-dim", 128, 1, 1 << 16, s.head_dim) ||
-      !num("rows", 64, 1, 1 << 20, rowsChecked))
+      !num("kv-heads", s.heads_q, 1, s.heads_q, s.heads_kv) || !num("seqlen", 4096, 1, kMaxCliSeqlen, s.seqlen_q) ||
+      !num("seqlen-k", s.seqlen_q, 1, kMaxCliSeqlen, s.seqlen_k) || !num("rows", 64, 1, 1 << 20, rowsChecked))
     return 2;
-  if (s.head_dim != 64 && s.head_dim != 128 && s.head_dim != 256)
-    return usage(fmt::format("unsupported head dim {} (supported: 64, 128, 256)", s.head_dim));
   if (s.heads_q % s.heads_kv)
     return usage(fmt::format("--heads {} is not a multiple of --kv-heads {}", s.heads_q, s.heads_kv));
-  s.causal = flags.has("causal");
   auto seedFlag = flags.integer("seed", -1);
   if (!seedFlag)
     return usage(llvm::toString(seedFlag.takeError()));
@@ -164,7 +166,7 @@ int runRun(int argc, char **argv) {
     r.device = (*engine)->device().name;
   } else {
     r.no_gpu_reason = llvm::toString(engine.takeError());
-    auto t = parseTarget(flags.str("target", "sm_90a"));
+    auto t = targetFlag(flags, "sm_90a");
     if (!t)
       return usage(llvm::toString(t.takeError()));
     target = *t;

@@ -1,4 +1,6 @@
 // fa4jit tmem: print and draw the TMEM column plan of an sm_100a attention kernel.
+#include "cli_flags.h"
+#include "cli_values.h"
 #include "subcommands.h"
 #include "tmem_render.h"
 
@@ -41,66 +43,53 @@ int usageError(const std::string &msg) {
   return 2;
 }
 
-bool parseInt(const char *s, int &out) {
-  char *end = nullptr;
-  const long v = std::strtol(s, &end, 10);
-  if (!*s || *end || v < -100000 || v > 100000)
-    return false;
-  out = static_cast<int>(v);
-  return true;
-}
-
 } // namespace
 
 int runTmem(int argc, char **argv) {
-  tmem::TmemRequest r;
-  bool have_route = false, have_dim = false, json = false;
-  std::string svg_path;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (a == "--json") { json = true; continue; }
-    if (a == "--claim-windows") { r.claim_windows = true; continue; }
-    if (i + 1 >= argc)
-      return usageError("option " + a + " needs a value");
-    const char *v = argv[++i];
-    if (a == "--route") {
-      if (!std::strcmp(v, "directp")) r.route = Route::DirectP;
-      else if (!std::strcmp(v, "nvfp8")) r.route = Route::Nvfp8;
-      else if (!std::strcmp(v, "bf16")) r.route = Route::Bf16;
-      else return usageError(std::string("unknown route '") + v + "' (directp, nvfp8 or bf16)");
-      r.formats = tmem::defaultOperandFormats(r.route);
-      have_route = true;
-    } else if (a == "--head-dim") {
-      if (!parseInt(v, r.head_dim) || (r.head_dim != 64 && r.head_dim != 128 && r.head_dim != 256))
-        return usageError(std::string("head dim '") + v + "' is not 64, 128 or 256");
-      have_dim = true;
-    } else if (a == "--q-tiles") {
-      if (!parseInt(v, r.q_tiles) || (r.q_tiles != 1 && r.q_tiles != 2))
-        return usageError(std::string("q-tiles '") + v + "' is not 1 or 2");
-    } else if (a == "--block-n") {
-      if (!parseInt(v, r.block_n))
-        return usageError(std::string("block-n '") + v + "' is not a number");
-    } else if (a == "--o-split") {
-      if (!parseInt(v, r.o_split))
-        return usageError(std::string("o-split '") + v + "' is not a number");
-    } else if (a == "--sf") {
-      if (!std::strcmp(v, "auto")) r.sf_placement = tmem::SfPlacement::Auto;
-      else if (!std::strcmp(v, "dedicated")) r.sf_placement = tmem::SfPlacement::Dedicated;
-      else if (!std::strcmp(v, "pv-in-score-gap")) r.sf_placement = tmem::SfPlacement::PvInScoreGap;
-      else if (!std::strcmp(v, "in-score-gap")) r.sf_placement = tmem::SfPlacement::InScoreGap;
-      else return usageError(std::string("unknown --sf '") + v + "'");
-    } else if (a == "--svg") {
-      svg_path = v;
-    } else {
-      return usageError("unknown option " + a);
-    }
-  }
-  if (!have_route || !have_dim)
+  CliFlags flags({shared_flags::route(), shared_flags::headDim(), {"q-tiles"}, {"block-n"}, {"o-split"}, {"sf"},
+                  {"claim-windows", FlagValue::None}, shared_flags::json(), {"svg"}});
+  if (auto e = flags.parse(argc, argv))
+    return usageError(llvm::toString(std::move(e)));
+  if (flags.help())
+    return std::fputs(kUsage, stdout), 0;
+  if (!flags.has("route") || !flags.has("head-dim"))
     return usageError("--route and --head-dim are required");
+  tmem::TmemRequest r;
+  auto route = routeFlag(flags, "");
+  if (!route)
+    return usageError(llvm::toString(route.takeError()));
+  r.route = *route;
+  r.formats = tmem::defaultOperandFormats(r.route);
+  auto head_dim = headDimFlag(flags, "");
+  if (!head_dim)
+    return usageError(llvm::toString(head_dim.takeError()));
+  r.head_dim = *head_dim;
+  auto q_tiles = flags.integer("q-tiles", r.q_tiles, 1, 2);
+  auto block_n = flags.integer("block-n", r.block_n, -100000, 100000);
+  auto o_split = flags.integer("o-split", r.o_split, -100000, 100000);
+  llvm::Error errors[] = {q_tiles.takeError(), block_n.takeError(), o_split.takeError()};
+  llvm::Error bad_value = llvm::Error::success();
+  for (llvm::Error &e : errors)
+    bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
+  if (bad_value)
+    return usageError(llvm::toString(std::move(bad_value)));
+  r.q_tiles = static_cast<int>(*q_tiles);
+  r.block_n = static_cast<int>(*block_n);
+  r.o_split = static_cast<int>(*o_split);
+  const std::string sf = flags.str("sf", "auto");
+  if (sf == "auto")
+    r.sf_placement = tmem::SfPlacement::Auto;
+  else if (sf == "dedicated")
+    r.sf_placement = tmem::SfPlacement::Dedicated;
+  else if (sf == "pv-in-score-gap")
+    r.sf_placement = tmem::SfPlacement::PvInScoreGap;
+  else if (sf == "in-score-gap")
+    r.sf_placement = tmem::SfPlacement::InScoreGap;
+  else
+    return usageError("unknown --sf '" + sf + "'");
+  r.claim_windows = flags.has("claim-windows");
+  const bool json = flags.has("json");
+  const std::string svg_path = flags.str("svg", "");
 
   llvm::Expected<tmem::TmemPlan> plan = tmem::planTmem(r);
   if (!plan)

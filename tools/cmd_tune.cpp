@@ -1,5 +1,6 @@
 // `fa4jit tune`: autotune attention shapes into the tuning database (docs/TUNING.md), or show it.
 #include "cli_flags.h"
+#include "cli_values.h"
 #include "progress.h"
 #include "subcommands.h"
 #include "tune_show.h"
@@ -31,11 +32,11 @@ const char kUsage[] =
     "inputs), pick the fastest within the noise band (ties go to the heuristic, then enumeration\n"
     "order) and store every result. Shapes already in the database are not tuned again.\n"
     "\n"
-    "shapes:\n"
-    "  --routes LIST       (default directp)\n"
-    "  --head-dims LIST    (default 128)\n"
-    "  --seqlens LIST      seqlen_q = seqlen_k (default 4096); bucketed to powers of two\n"
-    "  --causal LIST       0,1 (default 0)\n"
+    "shapes (lists are comma-separated; --routes, --head-dims and --seqlens are accepted too):\n"
+    "  --route LIST        (default directp)\n"
+    "  --head-dim LIST     (default 128)\n"
+    "  --seqlen LIST       seqlen_q = seqlen_k (default 4096); bucketed to powers of two\n"
+    "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0)\n"
     "  --shapes FILE       one shape per line: ROUTE HEAD_DIM SEQLEN CAUSAL [BATCH HEADS]; '#' comments\n"
     "  --tokens N          batch*heads*seqlen of the timed problem (default 524288)\n"
     "timing:\n"
@@ -103,25 +104,18 @@ llvm::Expected<std::vector<ShapeRequest>> readShapesFile(const std::string &path
   return out;
 }
 
-llvm::Expected<double> number(const CliFlags &flags, const char *name, double fallback) {
-  if (!flags.has(name))
-    return fallback;
-  double v = 0;
-  if (llvm::StringRef(flags.str(name, "")).getAsDouble(v))
-    return bad(std::string("--") + name + ": not a number");
-  return v;
-}
-
 } // namespace
 
 int runTune(int argc, char **argv) {
-  CliFlags flags({"routes", "head-dims", "seqlens", "causal", "shapes", "tokens", "warmup", "reps", "tie-band",
-                  "threads", "min-cosine", "accuracy-seqlen", "calibration"},
-                 {"show", "json", "candidates", "exhaustive", "heuristic-kernel-only", "force", "replay", "no-progress",
-                  "help"});
+  CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
+                  {"shapes"}, {"tokens"}, {"warmup"}, {"reps"}, {"tie-band"}, shared_flags::threads(),
+                  {"min-cosine"}, {"accuracy-seqlen"}, {"calibration"}, {"show", FlagValue::None},
+                  shared_flags::json(), {"candidates", FlagValue::None}, {"exhaustive", FlagValue::None},
+                  {"heuristic-kernel-only", FlagValue::None}, {"force", FlagValue::None},
+                  {"replay", FlagValue::None}, {"no-progress", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit tune: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
-  if (flags.has("help"))
+  if (flags.help())
     return std::fputs(kUsage, stdout), 0;
   auto config = runtime::loadConfig();
   if (!config)
@@ -137,45 +131,38 @@ int runTune(int argc, char **argv) {
       return fail(llvm::toString(read.takeError()));
     shapes = std::move(*read);
   } else {
-    auto dims = flags.integers("head-dims", "128");
-    auto seqlens = flags.integers("seqlens", "4096");
-    auto causals = flags.integers("causal", "0");
-    if (!dims || !seqlens || !causals)
-      return usage("bad --head-dims, --seqlens or --causal (see --help)");
-    for (long d : *dims)
-      if (d != 64 && d != 128 && d != 256)
-        return usage(fmt::format("--head-dims {}: give 64, 128 or 256", d));
-    for (long c : *causals)
-      if (c != 0 && c != 1)
-        return usage(fmt::format("--causal {}: give 0 or 1", c));
-    for (long sl : *seqlens)
-      if (sl < 1 || sl > (1 << 20))
-        return usage(fmt::format("--seqlens {}: give 1 to {}", sl, 1 << 20));
-    for (const std::string &name : flags.strings("routes", "directp")) {
-      auto r = parseRoute(name);
-      if (!r)
-        return usage(llvm::toString(r.takeError()));
-      for (long d : *dims)
-        for (long sl : *seqlens)
-          for (long c : *causals)
-            shapes.push_back({*r, int(d), int(sl), c != 0, 0, 0});
-    }
+    auto routes = routesFlag(flags, "directp");
+    if (!routes)
+      return usage(llvm::toString(routes.takeError()));
+    auto dims = headDimsFlag(flags, "128");
+    if (!dims)
+      return usage(llvm::toString(dims.takeError()));
+    auto seqlens = seqlensFlag(flags, "4096");
+    if (!seqlens)
+      return usage(llvm::toString(seqlens.takeError()));
+    auto causals = causalFlag(flags, "0");
+    if (!causals)
+      return usage(llvm::toString(causals.takeError()));
+    for (Route r : *routes)
+      for (int d : *dims)
+        for (int sl : *seqlens)
+          for (bool c : *causals)
+            shapes.push_back({r, d, sl, c, 0, 0});
   }
-  auto tokens = flags.integer("tokens", 524288);
-  auto warmup = flags.integer("warmup", 5);
-  auto reps = flags.integer("reps", 20);
-  auto threads = flags.integer("threads", 0);
-  auto acc_seqlen = flags.integer("accuracy-seqlen", 1024);
-  auto band = number(flags, "tie-band", 0.02);
-  auto floor = number(flags, "min-cosine", -2.0);
-  if (!tokens || !warmup || !reps || !threads || !acc_seqlen)
-    return usage("bad numeric option (see --help)");
-  if (*threads < 0 || *threads > 1024) // (a negative count would wrap to billions of threads)
-    return usage(fmt::format("--threads {}: give 0 (every core) to 1024", *threads));
-  if (!band)
-    return usage(llvm::toString(band.takeError()));
-  if (!floor)
-    return usage(llvm::toString(floor.takeError()));
+  auto tokens = flags.integer("tokens", 524288, 1, 1L << 32);
+  auto warmup = flags.integer("warmup", 5, 0, 100000);
+  auto reps = flags.integer("reps", 20, 1, 100000);
+  auto acc_seqlen = flags.integer("accuracy-seqlen", 1024, 1, kMaxCliSeqlen);
+  auto threads = threadsFlag(flags);
+  auto band = flags.number("tie-band", 0.02);
+  auto floor = flags.number("min-cosine", -2.0);
+  llvm::Error bad_value = llvm::Error::success();
+  llvm::Error errors[] = {tokens.takeError(),     warmup.takeError(),  reps.takeError(), acc_seqlen.takeError(),
+                          threads.takeError(), band.takeError(), floor.takeError()};
+  for (llvm::Error &e : errors)
+    bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
+  if (bad_value)
+    return usage(llvm::toString(std::move(bad_value)));
 
   std::optional<fit::ScoreRows> calibration;
   std::string calibration_path = flags.str("calibration", "");

@@ -297,7 +297,7 @@ TEST_CASE("fused widening: the default where it measured faster, the other form 
           const KernelSpec s = defaultAttentionSpecForKeys(r, d, causal, Target::Sm90a, keys);
           const bool fused = canonicalize(s).attention.tile.staging.fused_widening;
           // (D256, and nvfp8 at D128 without causal masking; nvfp8 up to 4k keys: sm90_decisions.cpp;
-          // fa4jit bench --routes nvfp8,directp --head-dims 128,256 --seqlens 4096,16384 --variants fused-widening,widening-passes)
+          // fa4jit bench --route nvfp8,directp --head-dim 128,256 --seqlen 4096,16384 --variants fused-widening,widening-passes)
           const bool measured_faster = (d == 256 || (r == Route::Nvfp8 && d == 128 && !causal)) &&
                                        (r != Route::Nvfp8 || keys <= 4096);
           CHECK(fused == (r != Route::Bf16 && s.attention.tile.schedule.persistent && measured_faster));

@@ -77,13 +77,16 @@ TEST_CASE("accuracy rejects bad input with a clear error", "[cli][accuracy]") {
     const char *message;
   };
   const Bad cases[] = {
-      {"--head-dim 96", "unsupported head dim 96"},
-      {"--seqlen 0", "seqlen must be >= 1"},
-      {"--routes bf16,fp4", "bad value 'bf16,fp4' for --routes"},
+      {"--head-dim 96", "--head-dim 96: give 64, 128 or 256"},
+      {"--seqlen 0", "--seqlen 0: give 1 to"},
+      {"--routes bf16,fp4", "--route: unknown route 'fp4'"},
+      {"--route bf16,,directp", "--route 'bf16,,directp': an empty item"},
       {"--classifiers cubic", "unknown classifier 'cubic'"},
-      {"--sigma nan", "sigma must be finite"},
+      {"--sigma nan", "--sigma: 'nan' is not a finite number"},
       {"--rows", "needs a value"},
-      {"--slack -1", "bad value '-1' for --slack"},
+      {"--rows 0", "--rows 0: give 1 to"},
+      {"--slack -1", "--slack: give 0 to 8"},
+      {"--causal 2", "--causal 2: give 0, 1, false or true"},
       {"--frobnicate 1", "unknown option '--frobnicate'"},
       {"--calibrate /nonexistent/fa4jit.cal", "cannot read calibration file"},
   };

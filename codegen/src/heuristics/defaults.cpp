@@ -18,7 +18,7 @@ void applyRouteNumericsDefaults(AttentionSpec &a) {
   a.operands.p_offset_log2 = OperandSpec{}.p_offset_log2;
   // nvfp8 rescales O and l only when a tile's max passes the row max by more than 3 log2 units
   // (FlashAttention-4's conditional rescaling) and feeds P <= 2^3 with offset 5 to stay within
-  // E4M3: +3-9% over slack 0 at D128 (`fa4jit bench --routes nvfp8 --variants default,slack0`).
+  // E4M3: +3-9% over slack 0 at D128 (`fa4jit bench --route nvfp8 --variants default,slack0`).
   // directp keeps slack 0: its lower offset would move the fast path's floor (p_directp.cuh).
   if (a.route == Route::Nvfp8)
     setGuardSlack(a, kNvfp8GuardSlackLog2);

@@ -1,7 +1,7 @@
 // sm_90a decision table: the wgmma kernel's tiles and schedule per (route, head dim, causal), and
 // the defaults that change with the number of keys. Each cell is written once; the reasons for a
 // column stand above the table, each with the `fa4jit bench` call that shows it on the H200
-// (`--routes R --head-dims D --seqlens 4096,16384,32768 --causal 0|1 --variants default,V`).
+// (`--route R --head-dim D --seqlen 4096,16384,32768 --causal 0|1 --variants default,V`).
 #include "decisions.h"
 
 #include <iterator>

@@ -109,7 +109,7 @@ llvm::Error replayMiss(const cache::TuningDb &db, const cache::TuningKey &key) {
   if (files.empty())
     files = "no tuning files (no cache directory)";
   return fail(llvm::formatv("FA4JIT_TUNE=replay: no tuning record for {0} on {1} ({2} SMs, driver {3}, fa4jit {4}) "
-                            "in {5}; run `fa4jit tune --routes {6} --head-dims {7} --causal {8} --seqlens {9}` on "
+                            "in {5}; run `fa4jit tune --route {6} --head-dim {7} --causal {8} --seqlen {9}` on "
                             "this machine, or ship a system database (docs/TUNING.md)",
                             key.str(), db.identity().device_name, db.identity().sm_count, db.identity().driver,
                             db.identity().fa4jit_version, files, toString(key.route), key.head_dim,
