@@ -2,6 +2,7 @@
 // attention kernel, a disk-cache hit in a new process up to a launchable kernel, an in-process
 // (memory) hit, and on a GPU the quantizers' bandwidth beside a device copy of the same run.
 #include "cli_flags.h"
+#include "bench_support.h"
 #include "cli_values.h"
 #include "subcommands.h"
 
@@ -207,6 +208,100 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
                             {"bench_shapes", std::move(shapes)}};
 }
 
+// Host time of the calls a user makes, per route at bench's 4k-key shape of each head dim: how
+// long Engine::forward (from BF16, and on operands quantized beforehand) and Engine::quantize take
+// to return, their launches queued and the GPU left to run them. A call whose GPU work is queued
+// behind a busy stream costs only this; a call on an idle stream waits this long before its
+// first kernel starts.
+llvm::Expected<llvm::json::Value> measureHostTime(Engine &eng, const std::vector<int> &dims) {
+  auto idle = runtime::Event::create(eng.driver());
+  if (!idle)
+    return idle.takeError();
+  auto synchronize = [&]() -> llvm::Error {
+    if (auto e = idle->record())
+      return e;
+    return idle->synchronize();
+  };
+  llvm::json::Array rows;
+  for (int d : dims) {
+    AttnShape s;
+    s.head_dim = d, s.seqlen_q = s.seqlen_k = 4096;
+    s.heads_q = s.heads_kv = d == 64 ? 32 : d == 128 ? 16 : 8;
+    s.batch = 524288 / (s.heads_q * s.seqlen_q);
+    auto in = makeDeviceInputs(eng, s, 7);
+    if (!in)
+      return in.takeError();
+    for (Route route : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
+      const ForwardArgs a = in->args(s, route);
+      const QuantFormat v_format = route == Route::Nvfp8 ? QuantFormat::Fp8PerHead : QuantFormat::Mxfp4;
+      QuantizedTensor qq, qk, qv;
+      auto hostUs = [&](auto &&call) -> llvm::Expected<double> {
+        std::vector<double> us;
+        for (int i = 0; i < 13; ++i) {
+          if (auto e = synchronize()) // (an idle stream: the call's host time alone)
+            return std::move(e);
+          const auto t0 = Clock::now();
+          if (auto e = call())
+            return std::move(e);
+          if (i >= 3) // (after warm-up: compiled, loaded, workspace grown)
+            us.push_back(secondsSince(t0) * 1e6);
+        }
+        std::sort(us.begin(), us.end());
+        return us[us.size() / 2];
+      };
+      // The same calls between device events from an idle stream, as `fa4jit bench` times them.
+      auto deviceMs = [&](auto &&call) -> llvm::Expected<double> {
+        auto timed = timeOnDevice(eng, [&](int) { return call(); }, 3, 10);
+        if (!timed)
+          return timed.takeError();
+        return timed->median_ms;
+      };
+      auto forward_us = hostUs([&] { return eng.forward(a); });
+      if (!forward_us)
+        return forward_us.takeError();
+      auto forward_ms = deviceMs([&] { return eng.forward(a); });
+      if (!forward_ms)
+        return forward_ms.takeError();
+      llvm::json::Object row{
+          {"route", toString(route)}, {"head_dim", d}, {"forward_us", *forward_us}, {"forward_device_ms", *forward_ms}};
+      if (route != Route::Bf16) {
+        auto quantize_us = hostUs([&] { return eng.quantize(a.k, QuantFormat::Nvfp4, qk, "k"); });
+        if (!quantize_us)
+          return quantize_us.takeError();
+        if (auto e = eng.quantize(a.q, QuantFormat::Nvfp4, qq, "q"))
+          return std::move(e);
+        if (auto e = eng.quantize(a.v, v_format, qv, "v"))
+          return std::move(e);
+        QuantizedForwardArgs qa;
+        qa.q = &qq, qa.k = &qk, qa.v = &qv, qa.o = a.o, qa.lse = a.lse, qa.route = route;
+        auto quantized_us = hostUs([&] { return eng.forward(qa); });
+        if (!quantized_us)
+          return quantized_us.takeError();
+        auto quantized_ms = deviceMs([&] { return eng.forward(qa); });
+        if (!quantized_ms)
+          return quantized_ms.takeError();
+        auto quantize_ms = deviceMs([&]() -> llvm::Error {
+          if (auto e = eng.quantize(a.q, QuantFormat::Nvfp4, qq, "q"))
+            return e;
+          if (auto e = eng.quantize(a.k, QuantFormat::Nvfp4, qk, "k"))
+            return e;
+          return eng.quantize(a.v, v_format, qv, "v");
+        });
+        if (!quantize_ms)
+          return quantize_ms.takeError();
+        row["quantize_nvfp4_us"] = *quantize_us;
+        row["forward_quantized_us"] = *quantized_us;
+        row["forward_quantized_device_ms"] = *quantized_ms;
+        row["quantize_qkv_device_ms"] = *quantize_ms;
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  if (auto e = synchronize())
+    return std::move(e);
+  return llvm::json::Value(std::move(rows));
+}
+
 } // namespace
 
 int runJitBench(int argc, char **argv) {
@@ -280,12 +375,16 @@ int runJitBench(int argc, char **argv) {
   std::string childJson = childOut ? (*childOut)->getBuffer().trim().str() : "{}";
   llvm::sys::fs::remove(out);
 
-  llvm::json::Value quant = nullptr;
+  llvm::json::Value quant = nullptr, host_time = nullptr;
   if (engine) {
     auto measured = measureQuantizers(**engine, *dims);
     if (!measured)
       return fail(llvm::toString(measured.takeError()));
     quant = std::move(*measured);
+    auto host = measureHostTime(**engine, *dims);
+    if (!host)
+      return fail(llvm::toString(host.takeError()));
+    host_time = std::move(*host);
   }
   llvm::Expected<llvm::json::Value> child = llvm::json::parse(childJson);
   if (!child)
@@ -297,7 +396,8 @@ int runJitBench(int argc, char **argv) {
                             {"new_process_wall_s", childWall},
                             {"new_process_rc", rc},
                             {"new_process", child ? std::move(*child) : llvm::json::Value(nullptr)},
-                            {"quantize", quant}};
+                            {"quantize", quant},
+                            {"host_time", host_time}};
   llvm::sys::fs::remove_directories(dir);
   if (flags.has("json")) {
     printJson(std::move(report));
@@ -306,6 +406,7 @@ int runJitBench(int argc, char **argv) {
     std::printf("memory hit: %.2f us per lookup\n", memoryUs);
     std::printf("new process: %s (whole process %.3f s)\n", childJson.c_str(), childWall);
     std::printf("quantizers: %s\n", llvm::formatv("{0:2}", quant).str().c_str());
+    std::printf("host time per call: %s\n", llvm::formatv("{0:2}", host_time).str().c_str());
   }
   return rc == 0 ? 0 : 1;
 }

@@ -1,5 +1,6 @@
-# cmake --install of the build tree into WORK_DIR/prefix, then examples/c_consumer configured,
-# built and run against it with find_package(fa4jit). Called by ctest with BUILD_DIR, SOURCE_DIR
+# cmake --install of the build tree into WORK_DIR/prefix, then examples/c_consumer and
+# examples/cpp_consumer configured, built and run against it with find_package(fa4jit); the
+# installed headers must name no LLVM type. Called by ctest with BUILD_DIR, SOURCE_DIR
 # and WORK_DIR set.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
@@ -11,16 +12,27 @@ function(run)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
-foreach(f include/fa4jit/runtime/fa4jit_c.h lib/libfa4jit.so lib/cmake/fa4jit/fa4jitConfig.cmake
+foreach(f include/fa4jit/runtime/fa4jit_c.h include/fa4jit/runtime/fa4jit.hpp lib/libfa4jit.so lib/cmake/fa4jit/fa4jitConfig.cmake
           lib/cmake/fa4jit/fa4jitConfigVersion.cmake bin/fa4jit)
   if(NOT EXISTS ${prefix}/${f})
     message(FATAL_ERROR "the install tree lacks ${f}")
   endif()
 endforeach()
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/c_consumer -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${prefix})
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
-run(${WORK_DIR}/build/fa4jit_consumer)
-if(NOT last_output MATCHES "fa4jit [0-9]+\\.[0-9]+\\.[0-9]+")
-  message(FATAL_ERROR "the consumer printed no version:\n${last_output}")
-endif()
-message(STATUS "${last_output}")
+file(GLOB_RECURSE headers ${prefix}/include/*)
+foreach(h IN LISTS headers)
+  file(READ ${h} text)
+  if(text MATCHES "llvm(/|::)")
+    message(FATAL_ERROR "the installed header ${h} names LLVM")
+  endif()
+endforeach()
+foreach(example c_consumer cpp_consumer)
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/${example} -B ${WORK_DIR}/build_${example}
+      -DCMAKE_PREFIX_PATH=${prefix})
+  run(${CMAKE_COMMAND} --build ${WORK_DIR}/build_${example})
+  string(REPLACE "c_consumer" "consumer" program fa4jit_${example}) # (fa4jit_consumer, fa4jit_cpp_consumer)
+  run(${WORK_DIR}/build_${example}/${program})
+  if(NOT last_output MATCHES "fa4jit [0-9]+\\.[0-9]+\\.[0-9]+")
+    message(FATAL_ERROR "${example} printed no version:\n${last_output}")
+  endif()
+  message(STATUS "${last_output}")
+endforeach()
