@@ -40,7 +40,7 @@ const char *kUsage =
     "  --softmax-scale S         (default 1/sqrt(head dim))\n"
     " quantize:\n"
     "  --format nvfp4|mxfp4|fp8  (default nvfp4; mxfp4 and fp8 write V^T)\n"
-    "  --fp32-input              (default bf16 input)\n"
+    "  --fp32-input, --fp16-input  (default bf16 input)\n"
     "  --permute-keys            V^T keys in Hopper register-P order\n"
     "  --threads T               (default 256)\n"
     " output:\n"
@@ -56,7 +56,8 @@ int fail(const std::string &msg) {
 // The flags that describe the kernel (refused beside --spec, which describes all of it).
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
-    "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale"};
+    "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
+    "fp16-input"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -110,7 +111,12 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
     auto format = parseQuantFormat(flags.str("format", "nvfp4"));
     if (!format)
       return format.takeError();
-    spec = defaultQuantizeSpec(*format, *head_dim, *target, flags.has("fp32-input"));
+    if (flags.has("fp32-input") && flags.has("fp16-input"))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "--fp32-input and --fp16-input: give one");
+    spec = defaultQuantizeSpec(*format, *head_dim, *target,
+                               flags.has("fp32-input")   ? QuantInput::F32
+                               : flags.has("fp16-input") ? QuantInput::F16
+                                                         : QuantInput::Bf16);
     spec.quantize.keys_permuted16 = flags.has("permute-keys"); // for NVFP4 too, so that validation says why not
     if (auto e = optionalInt(flags, "threads", spec.quantize.threads))
       return std::move(e);
@@ -188,7 +194,7 @@ int runEmit(int argc, char **argv) {
   CliFlags flags({{"spec"}, {"family"}, shared_flags::target(), shared_flags::headDim(), shared_flags::route(),
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
-                  {"fp32-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
+                  {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

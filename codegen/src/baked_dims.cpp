@@ -181,7 +181,8 @@ DimensionSplit quantizeSplit(const KernelSpec &spec) {
   d.baked = {
       {"format", "Format", deviceQuantFormat(q.format), toString(q.format)},
       {"transposed", "bool", boolText(q.layout == QuantLayout::Transposed), toString(q.layout)},
-      {"input_fp32", "bool", boolText(q.input_fp32), q.input_fp32 ? "fp32 input" : "bf16 input"},
+      {"input_fp32", "bool", boolText(q.input_fp32), q.input_fp32 ? "fp32 input" : ""},
+      {"input_fp16", "bool", boolText(q.input_fp16), q.input_fp16 ? "fp16 input" : ""},
       {"keys_permuted16", "bool", boolText(q.keys_permuted16), q.keys_permuted16 ? "Hopper register-P key order" : ""},
       {"head_dim", "int", intText(q.head_dim), ""},
       {"threads", "int", intText(q.threads), "CTA size of every pass"},

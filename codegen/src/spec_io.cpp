@@ -158,6 +158,8 @@ void writeQuantize(llvm::json::OStream &j, const QuantizeSpec &q) {
   j.attributeObject("quantize", [&] {
     j.attribute("format", toString(q.format));
     j.attribute("head_dim", q.head_dim);
+    if (q.input_fp16) // (written only when set: the BF16 and FP32 quantizers keep their names)
+      j.attribute("input_fp16", true);
     j.attribute("input_fp32", q.input_fp32);
     j.attribute("keys_permuted16", q.keys_permuted16);
     j.attribute("layout", toString(q.layout));
@@ -395,6 +397,7 @@ llvm::Error readQuantize(ObjectReader &r, QuantizeSpec &q) {
   FA4JIT_TRY(r.readEnum(llvm::StringRef("format"), q.format, parseQuantFormat));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("layout"), q.layout, parseQuantLayout));
   FA4JIT_TRY(r.readBool("input_fp32", q.input_fp32));
+  FA4JIT_TRY(r.readBool("input_fp16", q.input_fp16));
   FA4JIT_TRY(r.readBool("keys_permuted16", q.keys_permuted16));
   FA4JIT_TRY(r.readInt("head_dim", q.head_dim));
   return r.readInt("threads", q.threads);
@@ -504,7 +507,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
 // A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
 // memo and the cache key start from them); this trips on any change of the struct's size.
 // (TileSpec's fields are the field table's, spec_fields.h.)
-static_assert(sizeof(KernelSpec) - sizeof(TileSpec) == 188, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) == 192, "KernelSpec changed: update toJson, parseSpec and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -544,6 +547,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       x.tmem.sfv_col[1] == y.tmem.sfv_col[1];
   const QuantizeSpec &p = a.quantize, &q = b.quantize;
   const bool quant = p.format == q.format && p.layout == q.layout && p.input_fp32 == q.input_fp32 &&
+                     p.input_fp16 == q.input_fp16 &&
                      p.keys_permuted16 == q.keys_permuted16 && p.head_dim == q.head_dim &&
                      p.threads == q.threads;
   return a.family == b.family && a.target == b.target && attn && quant;

@@ -312,6 +312,8 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
   const QuantizeSpec &q = s.quantize;
   if (!isHeadDim(q.head_dim))
     r.fail("quantize.head_dim", q.head_dim, " is not one of 64, 128, 256");
+  if (q.input_fp32 && q.input_fp16)
+    r.fail("quantize.input_fp16", "the input is FP32 or FP16, not both");
   switch (q.format) {
   case QuantFormat::Nvfp4:
     if (q.layout != QuantLayout::RowMajorK)

@@ -12,7 +12,7 @@ import threading
 OK = 0
 
 ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2}
-DTYPE_BF16, DTYPE_F32 = 0, 1
+DTYPE_BF16, DTYPE_F32, DTYPE_F16 = 0, 1, 2
 FORMAT_NVFP4, FORMAT_MXFP4, FORMAT_FP8 = 0, 1, 2
 
 

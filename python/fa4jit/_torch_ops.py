@@ -10,15 +10,17 @@ from . import _library as L
 _DTYPES = (torch.bfloat16, torch.float16)
 
 
+_DTYPE_CODES = {torch.bfloat16: L.DTYPE_BF16, torch.float16: L.DTYPE_F16, torch.float32: L.DTYPE_F32}
+
+
 def _tensor_desc(t):
     """A [B, H, S, D] view (any strides, head dim contiguous) as the C API's fa4jit_tensor."""
-    return L.Tensor(t.data_ptr(), L.DTYPE_BF16 if t.dtype == torch.bfloat16 else L.DTYPE_F32,
-                    L.Shape4(*t.shape), L.Shape4(*t.stride()))
+    return L.Tensor(t.data_ptr(), _DTYPE_CODES[t.dtype], L.Shape4(*t.shape), L.Shape4(*t.stride()))
 
 
 def _fields(t):
-    """The fa4jit_tensor fields of a BF16 [B, H, S, D] view, for L.pack_forward_args."""
-    return (t.data_ptr(), L.DTYPE_BF16, t.shape, t.stride())
+    """The fa4jit_tensor fields of a BF16 or FP16 [B, H, S, D] view, for L.pack_forward_args."""
+    return (t.data_ptr(), _DTYPE_CODES[t.dtype], t.shape, t.stride())
 
 
 # The current stream's handle without making a torch.cuda.Stream object on every call.
@@ -58,7 +60,7 @@ _workspace_bytes = {}
 
 
 def _attention_bhsd_impl(q, k, v, causal, route, softmax_scale):
-    o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     if q.numel() == 0:
         return o, lse
@@ -90,14 +92,14 @@ def _attention_bhsd_impl(q, k, v, causal, route, softmax_scale):
 @torch.library.custom_op("fa4jit::attention_bhsd", mutates_args=())
 def _attention_bhsd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, route: str,
                     softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Attention of [B, H, S, D] views (strided, BF16); returns O (BF16, q's shape, dense) and the
-    LSE (float32 [B, Hq, Sq], natural log)."""
+    """Attention of [B, H, S, D] views (strided; BF16, or FP16 for the nvfp8 and directp routes);
+    returns O (q's dtype and shape, dense) and the LSE (float32 [B, Hq, Sq], natural log)."""
     return _attention_bhsd_impl(q, k, v, causal, route, softmax_scale)
 
 
 @_attention_bhsd.register_fake
 def _(q, k, v, causal, route, softmax_scale):
-    return (torch.empty(q.shape, dtype=torch.bfloat16, device=q.device),
+    return (torch.empty(q.shape, dtype=q.dtype, device=q.device),
             torch.empty(q.shape[:3], dtype=torch.float32, device=q.device))
 
 
@@ -116,8 +118,6 @@ class QuantizedKV:
             k, v = k.transpose(1, 2), v.transpose(1, 2)
         if k.shape != v.shape:
             raise ValueError(f"fa4jit.quantize_kv: k {tuple(k.shape)} and v {tuple(v.shape)} differ")
-        if k.dtype == torch.float16:
-            k, v = k.to(torch.bfloat16), v.to(torch.bfloat16)
         self.route, self.shape, self.device = route, tuple(k.shape), k.device
         self._eng = L.engine(k.device.index if k.device.index is not None else torch.cuda.current_device())
         stream = torch.cuda.current_stream(k.device).cuda_stream
@@ -147,10 +147,7 @@ def _attention_quantized(q, kv, causal, softmax_scale, return_lse, layout):
         raise ValueError("fa4jit.attention: q must be a 4-D bf16/fp16 CUDA tensor on the quantized K/V's device")
     if layout == "bshd":
         q = q.transpose(1, 2)
-    dtype = q.dtype
-    if dtype == torch.float16:
-        q = q.to(torch.bfloat16)
-    o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     stream = torch.cuda.current_stream(q.device).cuda_stream
     lib = L.library()
@@ -167,8 +164,6 @@ def _attention_quantized(q, kv, causal, softmax_scale, return_lse, layout):
         L.check(lib.fa4jit_forward_quantized(kv._eng.handle, ctypes.byref(args)))
     finally:
         lib.fa4jit_quantized_destroy(qh)
-    if dtype == torch.float16:
-        o = o.to(torch.float16)
     if layout == "bshd":
         o = o.transpose(1, 2)
     return (o, lse) if return_lse else o
@@ -206,15 +201,15 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     if k.shape[1] == 0 or q.shape[1] % k.shape[1] != 0:
         raise ValueError(f"fa4jit.attention: {q.shape[1]} query heads are not a multiple of {k.shape[1]} kv heads")
     dtype = q.dtype
-    if dtype == torch.float16:
+    if dtype == torch.float16 and route == "bf16":  # (its kernels read BF16; nvfp8, directp read FP16)
         q, k, v = q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16)
     scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
     if torch.compiler.is_compiling():
         o, lse = torch.ops.fa4jit.attention_bhsd(q, k, v, bool(causal), route, scale)
     else:  # eager: the same function without the dispatcher's cost per call
         o, lse = _attention_bhsd_impl(q, k, v, bool(causal), route, scale)
-    if dtype == torch.float16:
-        o = o.to(torch.float16)
+    if o.dtype != dtype:
+        o = o.to(dtype)
     if layout == "bshd":
         o = o.transpose(1, 2)
     return (o, lse) if return_lse else o

@@ -15,18 +15,20 @@ using namespace fa4jit;
 TEST_CASE("quantizer variants: every format, head dim, input type and key order", "[codegen][heuristics]") {
   for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
     const std::vector<KernelSpec> v = enumerateQuantizeVariants(t);
-    // NVFP4: 3 head dims x 2 input types; MXFP4 and FP8 V^T: x 2 key orders each.
-    CHECK(v.size() == 6 + 12 + 12);
-    int permuted = 0, fp32 = 0;
+    // NVFP4: 3 head dims x 3 input types (BF16, FP32, FP16); MXFP4 and FP8 V^T: x 2 key orders each.
+    CHECK(v.size() == 9 + 18 + 18);
+    int permuted = 0, fp32 = 0, fp16 = 0;
     for (const KernelSpec &s : v) {
       CHECK(s.family == KernelFamily::Quantize);
       CHECK(s.target == t);
       CHECK(specViolations(s).empty());
       permuted += s.quantize.keys_permuted16;
       fp32 += s.quantize.input_fp32;
+      fp16 += s.quantize.input_fp16;
     }
-    CHECK(permuted == 12);
+    CHECK(permuted == 18);
     CHECK(fp32 == 15);
+    CHECK(fp16 == 15);
   }
 }
 

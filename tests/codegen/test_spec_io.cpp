@@ -145,6 +145,22 @@ TEST_CASE("hash and kernel name have known values", "[codegen][spec_io]") {
   CHECK(specHash(a).find_first_not_of("0123456789abcdef") == std::string::npos);
 }
 
+TEST_CASE("an FP16-input quantizer names its input; the others' JSON does not mention it", "[codegen][spec_io]") {
+  const KernelSpec h = defaultQuantizeSpec(QuantFormat::Nvfp4, 128, Target::Sm90a, QuantInput::F16);
+  CHECK(h.quantize.input_fp16);
+  CHECK_FALSE(h.quantize.input_fp32);
+  CHECK(toJson(h).find(R"("input_fp16":true)") != std::string::npos);
+  auto back = parseSpec(toJson(h));
+  REQUIRE(bool(back));
+  CHECK(specsEqual(*back, h));
+  CHECK(toJson(*back) == toJson(h));
+  const KernelSpec b = defaultQuantizeSpec(QuantFormat::Nvfp4, 128, Target::Sm90a);
+  CHECK(toJson(b).find("input_fp16") == std::string::npos);
+  CHECK_FALSE(specsEqual(b, h));
+  CHECK(specHash(b) != specHash(h));
+  CHECK(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, Target::Sm90a, QuantInput::F32).quantize.input_fp32);
+}
+
 TEST_CASE("parse errors name the field", "[codegen][spec_io]") {
   CHECK_THAT(parseError("{"), Catch::Contains("not valid JSON"));
   CHECK_THAT(parseError("[1]"), Catch::Contains("JSON object"));

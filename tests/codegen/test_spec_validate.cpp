@@ -423,6 +423,10 @@ TEST_CASE("quantizer rules", "[codegen][validate]") {
   q = defaultQuantizeSpec(QuantFormat::Nvfp4, 64, Target::Sm90a);
   q.quantize.threads = 512; // NVFP4 rows: 128 rows per CTA still tile the scale atoms
   CHECK(problems(q).empty());
+  q = defaultQuantizeSpec(QuantFormat::Mxfp4, 64, Target::Sm90a, QuantInput::F16);
+  CHECK(problems(q).empty());
+  q.quantize.input_fp32 = true;
+  CHECK_THAT(problems(q), Catch::Contains("quantize.input_fp16: the input is FP32 or FP16, not both"));
 }
 
 TEST_CASE("validateSpec lists every violation", "[codegen][validate]") {

@@ -69,10 +69,19 @@ def main():
         o = fa4jit.attention(q, kg, vg, route=route)
         c = cosine(o, reference(q, kg, vg, False)[0])
         check(c >= floors[route], f"{route} GQA 8:2: cosine {c:.5f}")
-    # FP16 in and out
-    o16 = fa4jit.attention(q.half(), k.half(), v.half(), route="nvfp8")
-    check(o16.dtype == torch.float16 and cosine(o16, reference(q, k, v, False)[0]) >= floors["nvfp8"],
-          "fp16 inputs give an fp16 output of the same accuracy")
+    # FP16 in and out: read and written as they are by nvfp8 and directp, converted by bf16
+    qh, kh, vh = q.half(), k.half(), v.half()
+    for route in ("nvfp8", "directp", "bf16"):
+        o16 = fa4jit.attention(qh, kh, vh, route=route)
+        c = cosine(o16, reference(q, k, v, False)[0])
+        check(o16.dtype == torch.float16 and c >= floors[route], f"{route}: fp16 in, fp16 out, cosine {c:.5f}")
+    for route in ("nvfp8", "directp"):
+        kv16 = fa4jit.quantize_kv(kh, vh, route=route)
+        check(torch.equal(fa4jit.attention(qh, kv16, causal=True), fa4jit.attention(qh, kh, vh, route=route, causal=True)),
+              f"{route}: fp16 quantize_kv once gives the bits of the fp16 call")
+    f16 = torch.compile(lambda a, b, c: fa4jit.attention(a, b, c, route="directp"), fullgraph=True)
+    check(torch.equal(f16(qh, kh, vh), fa4jit.attention(qh, kh, vh, route="directp")),
+          "torch.compile traces the fp16 call (fp16 output) and gives the eager bits")
     # quantize_kv: the same bits as quantizing inside the call
     for route in ("nvfp8", "directp"):
         kv = fa4jit.quantize_kv(k, v, route=route)

@@ -95,7 +95,22 @@ TEST_CASE("bad forward arguments are named", "[runtime][validate]") {
   {
     Shapes s;
     s.q.dtype = DType::F32;
-    CHECK(s.check().find("q: dtype f32, expected bf16") != std::string::npos);
+    CHECK(s.check().find("q: dtype f32, expected bf16 or f16") != std::string::npos);
+  }
+  {
+    Shapes s; // FP16 inputs and output pass; so does an FP16 o beside BF16 inputs
+    s.q.dtype = s.k.dtype = s.v.dtype = s.o.dtype = DType::F16;
+    CHECK(s.check().empty());
+    s.q.dtype = s.k.dtype = s.v.dtype = DType::BF16;
+    CHECK(s.check().empty());
+    s.v.dtype = DType::F16;
+    CHECK(s.check().find("q, k and v dtypes differ (bf16, bf16, f16)") != std::string::npos);
+  }
+  {
+    Shapes s; // (an FP16 row of 129 elements is 258 bytes, as BF16's)
+    s.q.dtype = s.k.dtype = s.v.dtype = DType::F16;
+    s.k.stride[2] = 129;
+    CHECK(s.check().find("k: seqlen stride of 129 elements is not a multiple of 16 bytes") != std::string::npos);
   }
   {
     Shapes s;

@@ -74,13 +74,20 @@ KernelSpec defaultAttentionSpecForKeys(Route route, int head_dim, bool causal, T
 
 KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32,
                                bool keys_permuted16) {
+  return defaultQuantizeSpec(format, head_dim, target, input_fp32 ? QuantInput::F32 : QuantInput::Bf16,
+                             keys_permuted16);
+}
+
+KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, QuantInput input,
+                               bool keys_permuted16) {
   KernelSpec s;
   s.family = KernelFamily::Quantize;
   s.target = target;
   QuantizeSpec &q = s.quantize;
   q.format = format;
   q.layout = format == QuantFormat::Nvfp4 ? QuantLayout::RowMajorK : QuantLayout::Transposed;
-  q.input_fp32 = input_fp32;
+  q.input_fp32 = input == QuantInput::F32;
+  q.input_fp16 = input == QuantInput::F16;
   q.keys_permuted16 = q.layout == QuantLayout::Transposed && keys_permuted16;
   q.head_dim = head_dim;
   q.threads = 256; // 8 warps: enough loads in flight per SM for a memory-bound pass

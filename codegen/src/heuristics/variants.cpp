@@ -22,11 +22,11 @@ std::vector<KernelSpec> enumerateQuantizeVariants(Target target) {
   std::vector<KernelSpec> out;
   for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead})
     for (int d : kHeadDims)
-      for (bool fp32 : {false, true})
+      for (QuantInput input : {QuantInput::Bf16, QuantInput::F32, QuantInput::F16})
         for (bool permuted : {false, true}) {
           if (permuted && f == QuantFormat::Nvfp4)
             continue; // rows of Q/K have no key order to permute
-          out.push_back(defaultQuantizeSpec(f, d, target, fp32, permuted));
+          out.push_back(defaultQuantizeSpec(f, d, target, input, permuted));
         }
   return out;
 }

@@ -33,12 +33,14 @@ int fromError(llvm::Error err) {
 }
 
 bool toTensor(const fa4jit_tensor &in, const char *name, fa4jit::TensorDesc &out) {
-  if (in.dtype != FA4JIT_DTYPE_BF16 && in.dtype != FA4JIT_DTYPE_F32) {
+  if (in.dtype != FA4JIT_DTYPE_BF16 && in.dtype != FA4JIT_DTYPE_F32 && in.dtype != FA4JIT_DTYPE_F16) {
     fail(std::string(name) + ": unknown dtype " + std::to_string(in.dtype));
     return false;
   }
   out.data = in.data;
-  out.dtype = in.dtype == FA4JIT_DTYPE_BF16 ? fa4jit::DType::BF16 : fa4jit::DType::F32;
+  out.dtype = in.dtype == FA4JIT_DTYPE_BF16  ? fa4jit::DType::BF16
+              : in.dtype == FA4JIT_DTYPE_F16 ? fa4jit::DType::F16
+                                             : fa4jit::DType::F32;
   for (int i = 0; i < 4; ++i)
     out.shape[i] = in.shape[i], out.stride[i] = in.stride[i];
   return true;

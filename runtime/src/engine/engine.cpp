@@ -13,7 +13,7 @@
 
 namespace fa4jit {
 
-const char *toString(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
+const char *toString(DType t) { return t == DType::BF16 ? "bf16" : t == DType::F16 ? "f16" : "f32"; }
 
 llvm::Expected<Target> targetForDevice(int major, int minor) {
   if (major == 9 && minor == 0)

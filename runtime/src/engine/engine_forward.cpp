@@ -153,6 +153,10 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   if (engine_workspace) // the kernels leave the counters zero; every other part is written below
     workspace_->counters_zero_bytes = layout.counters.bytes;
   if (spec.attention.route == Route::Bf16) {
+    if (a.q.dtype != DType::BF16) // (its kernels feed the tensor cores with the tensors as they are)
+      return fail(llvm::formatv("route bf16 reads BF16 q, k and v; {0} inputs take route nvfp8 or directp, or a "
+                                "conversion to BF16",
+                                toString(a.q.dtype)));
     if (config_.nonfinite == runtime::NonFinitePolicy::Check)
       if (auto err = checkFiniteBf16(a))
         return err;
@@ -323,6 +327,7 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const engine_detail:
     p.seqlen_q = static_cast<int32_t>(bq->shape[2]), p.seqlen_k = static_cast<int32_t>(bk->shape[2]);
   }
   p.o = o.data;
+  p.o_fp16 = o.dtype == DType::F16 ? 1 : 0;
   p.o_batch_stride = o.stride[0], p.o_head_stride = o.stride[1], p.o_row_stride = o.stride[2];
   p.lse = lse;
   if (p.batch > 65535 || p.heads_q > 65535)

@@ -25,8 +25,8 @@ llvm::Error fail(const std::string &message) {
 llvm::Error checkQuantizeInput(const TensorDesc &x, QuantFormat format, const char *what) {
   if (format == QuantFormat::Bf16)
     return fail(llvm::formatv("{0}: bf16 is not a quantized format", what));
-  if (x.dtype != DType::BF16 && x.dtype != DType::F32)
-    return fail(llvm::formatv("{0}: quantizer input must be bf16 or f32", what));
+  if (x.dtype != DType::BF16 && x.dtype != DType::F16 && x.dtype != DType::F32)
+    return fail(llvm::formatv("{0}: quantizer input must be bf16, f16 or f32", what));
   if (auto err = runtime::validateTensor(x, what, x.dtype))
     return err;
   if (x.shape[0] * x.shape[1] > 65535)
@@ -73,7 +73,10 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (auto err = checkTensorMemory(x, what))
     return err;
 
-  const KernelSpec spec = defaultQuantizeSpec(out.format, D, target_, x.dtype == DType::F32);
+  const KernelSpec spec = defaultQuantizeSpec(out.format, D, target_,
+                                              x.dtype == DType::F32   ? QuantInput::F32
+                                              : x.dtype == DType::F16 ? QuantInput::F16
+                                                                      : QuantInput::Bf16);
   auto compiled = jit_->get(spec);
   if (!compiled)
     return compiled.takeError();

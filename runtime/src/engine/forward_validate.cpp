@@ -13,7 +13,7 @@ llvm::Error fail(const std::string &message) {
 const char *kDimNames[4] = {"batch", "heads", "seqlen", "head_dim"};
 } // namespace
 
-int elementBytes(DType t) { return t == DType::BF16 ? 2 : 4; }
+int elementBytes(DType t) { return t == DType::F32 ? 4 : 2; }
 
 bool isEmpty(const TensorDesc &t) { return t.shape[0] == 0 || t.shape[1] == 0 || t.shape[2] == 0; }
 
@@ -47,16 +47,25 @@ llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected
   return llvm::Error::success();
 }
 
+llvm::Error validateTensor16(const TensorDesc &t, const char *name, bool allow_empty) {
+  if (t.dtype != DType::BF16 && t.dtype != DType::F16)
+    return fail(llvm::formatv("{0}: dtype {1}, expected bf16 or f16", name, toString(t.dtype)));
+  return validateTensor(t, name, t.dtype, allow_empty);
+}
+
 llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, const TensorDesc &v,
                                   const TensorDesc &o, std::uint64_t lse) {
-  if (auto e = validateTensor(q, "q", DType::BF16, /*allow_empty=*/true))
+  if (auto e = validateTensor16(q, "q", /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(k, "k", DType::BF16, /*allow_empty=*/true))
+  if (auto e = validateTensor16(k, "k", /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(v, "v", DType::BF16, /*allow_empty=*/true))
+  if (auto e = validateTensor16(v, "v", /*allow_empty=*/true))
     return e;
-  if (auto e = validateTensor(o, "o", DType::BF16, /*allow_empty=*/true))
+  if (auto e = validateTensor16(o, "o", /*allow_empty=*/true))
     return e;
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    return fail(llvm::formatv("q, k and v dtypes differ ({0}, {1}, {2})", toString(q.dtype), toString(k.dtype),
+                              toString(v.dtype)));
   if (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])
     return fail(llvm::formatv("batch mismatch: q {0}, k {1}, v {2}", q.shape[0], k.shape[0], v.shape[0]));
   if (k.shape[3] != q.shape[3] || v.shape[3] != q.shape[3])
@@ -95,7 +104,7 @@ llvm::Error validateQuantizedForward(const QuantizedForwardArgs &a) {
     return fail("quantized forward: k and v heads or lengths differ");
   if (a.k->heads <= 0 || a.q->heads % a.k->heads)
     return fail(llvm::formatv("query heads {0} are not a multiple of key/value heads {1}", a.q->heads, a.k->heads));
-  if (auto e = validateTensor(a.o, "o", DType::BF16))
+  if (auto e = validateTensor16(a.o, "o"))
     return e;
   if (a.o.shape[0] != a.q->batch || a.o.shape[1] != a.q->heads || a.o.shape[2] != a.q->seqlen ||
       a.o.shape[3] != a.q->head_dim)

@@ -46,7 +46,7 @@ std::size_t quickSpecHash(const KernelSpec &s) {
   const QuantizeSpec &q = s.quantize;
   std::size_t h = static_cast<std::size_t>(s.family) * 1000003u + static_cast<std::size_t>(s.target);
   for (int v : {int(a.route), a.head_dim, int(a.causal), a.tile.shape.block_m, a.tile.shape.block_n, a.tile.pipeline.stages,
-                int(a.tile.schedule.kernel), int(a.classifier.kind), int(q.format), q.head_dim, int(q.input_fp32),
+                int(a.tile.schedule.kernel), int(a.classifier.kind), int(q.format), q.head_dim, int(q.input_fp32) + 2 * int(q.input_fp16),
                 int(q.keys_permuted16)})
     h = h * 31u + static_cast<std::size_t>(v);
   return h;

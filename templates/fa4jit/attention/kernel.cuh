@@ -179,7 +179,7 @@ template <class C> FA4JIT_DEVICE void attentionForward(const AttentionParams &p)
                      row_base * p.o_row_stride;
   float *lse_rows = p.lse == 0 ? nullptr
                                : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row_base;
-  writeOutput<C>(o, st, out_factor, o_rows, p.o_row_stride, lse_rows, row_base, sq, lane);
+  writeOutput<C>(o, st, out_factor, o_rows, p.o_row_stride, lse_rows, row_base, sq, lane, p.o_fp16 != 0);
 }
 
 } // namespace fa4jit::device::attention

@@ -58,6 +58,15 @@ FA4JIT_DEVICE uint32_t packBf16x2(float lo, float hi) {
   return r;
 }
 
+// The same pair as FP16 (RNE, overflow to Inf), or as BF16: the output's element type.
+FA4JIT_DEVICE uint32_t packOutput2(float lo, float hi, bool fp16) {
+  if (!fp16)
+    return packBf16x2(lo, hi);
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
 // Two E4M3 bytes (low byte first) to two FP32, exact (every E4M3 value is an FP16 value).
 FA4JIT_DEVICE void unpackE4m3x2(uint32_t bytes16, float &lo, float &hi) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890

@@ -7,7 +7,7 @@
 //   - every query row that sees a key whose K or V row holds one (all rows of the kv head's query
 //     group; with causal masking, bottom-right aligned, the rows at or below that key's diagonal).
 // Every other row keeps the value it has, which is the attention of the inputs with 0 in place of
-// each non-finite element. O rows become BF16 NaN, LSE entries FP32 NaN.
+// each non-finite element. O rows become NaN (BF16 or FP16), LSE entries FP32 NaN.
 //
 // Cost when nothing is non-finite: one CTA per (query head, batch) reads three int32 and returns;
 // no synchronization, no host involvement (the forward stays graph-capturable).
@@ -55,8 +55,9 @@ template <bool kCausal, int kHeadDim> FA4JIT_DEVICE void propagateNonFiniteRows(
       continue;
     uint32_t *o = reinterpret_cast<uint32_t *>(p.o) +
                   (static_cast<int64_t>(b) * p.o_batch_stride + hq * p.o_head_stride + row * p.o_row_stride) / 2;
+    const uint32_t nans = p.o_fp16 ? 0x7E007E00u : 0x7FC07FC0u; // two FP16 or BF16 NaNs
     for (int i = lane; i < kHeadDim / 2; i += 32)
-      o[i] = 0x7FC07FC0u; // two BF16 NaNs
+      o[i] = nans;
     if (p.lse && lane == 0)
       reinterpret_cast<uint32_t *>(p.lse)[q_bh * p.seqlen_q + row] = 0x7FC00000u;
   }

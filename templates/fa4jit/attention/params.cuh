@@ -32,7 +32,7 @@ struct AttentionParams {
   uint64_t k_global_scale; // float [B*Hkv] (NVFP4 g of K)
   uint64_t v_scale;        // float [B*Hkv] s_v (nvfp8)
   uint64_t v_shift;        // int32 [B*Hkv] (directp, E4m3 widening)
-  uint64_t o;       // bf16 [B,Hq,Sq,D]
+  uint64_t o;       // bf16 or fp16 (o_fp16) [B,Hq,Sq,D]
   uint64_t lse;     // float [B,Hq,Sq], dense; 0 = do not write
   // wgmma kernels with prewidened K/V (attention_sm90/widen_kv.cuh): the shared-memory images of
   // every K/V tile, [B*Hkv][ceil(Sk / block_n)][stage bytes], written by the widening entry point
@@ -68,7 +68,7 @@ struct AttentionParams {
   int32_t heads_kv;  // heads_q % heads_kv == 0; query head h reads kv head h / (heads_q / heads_kv)
   int32_t seqlen_q;  // >= 1
   int32_t seqlen_k;  // >= 1; Skp = seqlen_k rounded up to 128 (V^T padding)
-  int32_t reserved0; // keeps the struct a multiple of 8 bytes; must be 0
+  int32_t o_fp16;    // 1: O is written as FP16, 0: as BF16 (a run-time choice: one branch per output row)
 };
 
 // The launch that goes with these parameters (the runtime computes the same numbers):

@@ -275,7 +275,7 @@ template <class C> FA4JIT_DEVICE void attentionForwardSm100(const AttentionParam
   uint16_t *o_row = reinterpret_cast<uint16_t *>(p.o) + b * p.o_batch_stride + hq * p.o_head_stride +
                     static_cast<int64_t>(row_valid ? row : 0) * p.o_row_stride;
   float *lse = p.lse == 0 ? nullptr : reinterpret_cast<float *>(p.lse) + static_cast<int64_t>(head_q) * sq + row;
-  sm100WriteOutput<C>(o_warp, n_tiles > 0, st, out_factor, o_row, lse, row_valid);
+  sm100WriteOutput<C>(o_warp, n_tiles > 0, st, out_factor, o_row, lse, row_valid, p.o_fp16 != 0);
 
   sm100::sm100_tcgen05_fence_before_thread_sync();
   __syncthreads();

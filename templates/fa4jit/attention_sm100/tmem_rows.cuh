@@ -30,7 +30,7 @@ template <class C> FA4JIT_DEVICE void sm100RescaleO(uint32_t o_warp_tmem, float 
 // have_o: false when the CTA saw no key at all (O was never written; nothing is read from TMEM).
 template <class C>
 FA4JIT_DEVICE void sm100WriteOutput(uint32_t o_warp_tmem, bool have_o, const Sm100Row &r, float f, uint16_t *o_row,
-                                    float *lse, bool row_valid) {
+                                    float *lse, bool row_valid, bool o_fp16) {
   using T = Sm100AttentionTraits<C>;
   const bool live = have_o && r.l != 0.0f; // (a NaN l, from a NaN input, keeps the row NaN)
 #pragma unroll 1
@@ -48,7 +48,7 @@ FA4JIT_DEVICE void sm100WriteOutput(uint32_t o_warp_tmem, bool have_o, const Sm1
       // O / l * f as NUMERICS.md writes it: divide first, then scale.
       const float lo = live ? __uint_as_float(v[2 * i]) / r.l * f : 0.0f;
       const float hi = live ? __uint_as_float(v[2 * i + 1]) / r.l * f : 0.0f;
-      packed[i] = packBf16x2(lo, hi);
+      packed[i] = packOutput2(lo, hi, o_fp16);
     }
     uint4 *dst = reinterpret_cast<uint4 *>(o_row + c);
 #pragma unroll

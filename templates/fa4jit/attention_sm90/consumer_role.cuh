@@ -140,7 +140,7 @@ template <class C, class S> FA4JIT_DEVICE void consumeWork(const attention::Atte
       st.l[1] = lane_e % 4 == 0 ? o[T::kOTiles][2] : 0.0f;
     }
     attention::writeOutput<CV>(reinterpret_cast<float(&)[T::kOTiles][4]>(o), st, out_e, o_rows, p.o_row_stride,
-                               lse_rows, row_base_e, sq, lane_e);
+                               lse_rows, row_base_e, sq, lane_e, p.o_fp16 != 0);
   };
   if constexpr (S::kHandsOutWork)
     receiveWorkTiles<C>(p, cta.work_slot, cta.bar_q, q_parity, consumeTile);

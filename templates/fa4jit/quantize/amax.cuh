@@ -63,7 +63,7 @@ FA4JIT_DEVICE void chunkAmaxFinite(const QuantizeParams &p, int64_t base, int n,
   }
 }
 
-// The same for 16-byte-aligned BF16, on the bit patterns: with the sign cleared, BF16 bits are
+// The same for 16-byte-aligned BF16 or FP16, on the bit patterns: with the sign cleared, their bits are
 // ordered as the magnitudes are, so two per 32-bit word reduce with one packed 16-bit max, and the
 // raw words keep twice as many loads in flight in the same registers. A maximum at or above the
 // Inf pattern reveals a NaN or Inf; then the chunk is reduced again by chunkAmaxFinite.
@@ -124,8 +124,8 @@ template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
     if (vec_ok) {
       const uint32_t m2 = chunkAmaxBf16Bits<T>(p, base, n, vectorOffset);
       const uint32_t bits = (m2 & 0xFFFFu) > (m2 >> 16) ? (m2 & 0xFFFFu) : (m2 >> 16);
-      m = bf16ToFloat(static_cast<uint16_t>(bits));
-      bad = bits >= 0x7F80u;
+      m = elementToFloat<T>(static_cast<uint16_t>(bits));
+      bad = bits >= T::kInfBits16;
     }
     // Unaligned input, or a NaN/Inf somewhere in the chunk: the rare slow path, one load in
     // flight (it must not raise the kernel's register count).

@@ -6,7 +6,8 @@
 //   struct MyConfig {
 //     static constexpr Format format;         // Nvfp4 (Q/K), Mxfp4 or Fp8 (V^T)
 //     static constexpr bool transposed;       // V^T (keys contiguous); false for NVFP4 rows
-//     static constexpr bool input_fp32;       // x is fp32, else bf16
+//     static constexpr bool input_fp32;       // x is fp32
+//     static constexpr bool input_fp16;       // x is fp16; neither: bf16
 //     static constexpr bool keys_permuted16;  // V^T keys within each 16 in Hopper register-P order
 //     static constexpr int head_dim;          // 64, 128, 256
 //     static constexpr int threads;           // CTA size of both passes
@@ -23,10 +24,12 @@ template <class C> struct QuantizeTraits {
   static constexpr int kHeadDim = C::head_dim;
   static constexpr int kThreads = C::threads;
   static constexpr bool kInputFp32 = C::input_fp32;
+  static constexpr bool kInputFp16 = C::input_fp16;
   static constexpr bool kTransposed = C::transposed;
   static constexpr bool kPermuted = C::keys_permuted16;
 
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim must be 64, 128 or 256");
+  static_assert(!(kInputFp32 && kInputFp16), "x is fp32, fp16 or bf16");
   static_assert(kThreads >= 64 && kThreads <= 512 && (kThreads & (kThreads - 1)) == 0,
                 "threads must be a power of two in [64, 512]");
   static_assert((kFormat == Format::Nvfp4) != kTransposed,
@@ -36,6 +39,9 @@ template <class C> struct QuantizeTraits {
   // Elements per 16-byte load of x.
   static constexpr int kVec = kInputFp32 ? 4 : 8;
   static constexpr int kElemBytes = kInputFp32 ? 4 : 2;
+  // The 16-bit inputs' bit pattern of +Inf: with the sign cleared, the bits of both BF16 and FP16
+  // are ordered as the magnitudes are, and a NaN or Inf is at or above it.
+  static constexpr uint32_t kInfBits16 = kInputFp16 ? 0x7C00u : 0x7F80u;
   static_assert(kHeadDim % kVec == 0, "a row of x is a whole number of 16-byte vectors");
 
   // NVFP4: one thread per 16-element block; a CTA covers whole rows.

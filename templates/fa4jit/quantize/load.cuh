@@ -1,5 +1,5 @@
 #pragma once
-// Device helpers shared by the quantizer passes: reading x (bf16 or fp32, strided) into FP32
+// Device helpers shared by the quantizer passes: reading x (bf16, fp16 or fp32, strided) into FP32
 // registers, CTA-wide reductions, and the exact floor(log2) of a block max.
 #include "fa4jit/common.cuh"
 #include "fa4jit/formats.cuh"
@@ -33,6 +33,28 @@ FA4JIT_HD int mxBlockExponent(float amax) {
 }
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// One 16-bit element of x (BF16 or FP16 bits) as FP32, exactly.
+template <class T> FA4JIT_DEVICE float elementToFloat(uint16_t bits) {
+  if constexpr (T::kInputFp16) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+  } else {
+    return bf16ToFloat(bits);
+  }
+}
+
+// The two 16-bit elements of a 32-bit word of x (the lower address first) as FP32.
+template <class T> FA4JIT_DEVICE void wordToFloats(uint32_t w, float &lo, float &hi) {
+  if constexpr (T::kInputFp16) {
+    lo = elementToFloat<T>(static_cast<uint16_t>(w & 0xFFFFu));
+    hi = elementToFloat<T>(static_cast<uint16_t>(w >> 16));
+  } else {
+    lo = bitsAsFloat(w << 16);
+    hi = bitsAsFloat(w & 0xFFFF0000u);
+  }
+}
 
 // Element offset of row 0, column 0 of head bh (= batch * heads + head) in x.
 FA4JIT_DEVICE int64_t headOffset(const QuantizeParams &p, int bh) {
@@ -73,15 +95,13 @@ template <class T, int kN> FA4JIT_DEVICE void loadRun(const QuantizeParams &p, i
         const uint4 u = reinterpret_cast<const uint4 *>(src)[i];
         const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          v[8 * i + 2 * j] = bf16ToFloat(static_cast<uint16_t>(w[j] & 0xFFFFu));
-          v[8 * i + 2 * j + 1] = bf16ToFloat(static_cast<uint16_t>(w[j] >> 16));
-        }
+        for (int j = 0; j < 4; ++j)
+          wordToFloats<T>(w[j], v[8 * i + 2 * j], v[8 * i + 2 * j + 1]);
       }
     } else {
 #pragma unroll
       for (int i = 0; i < kN; ++i)
-        v[i] = bf16ToFloat(src[i]);
+        v[i] = elementToFloat<T>(src[i]);
     }
   }
 }

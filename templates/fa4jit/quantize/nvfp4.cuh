@@ -9,7 +9,7 @@ namespace fa4jit::device::quantize {
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
-// The 16 elements of one block as raw 16-byte vectors (two for BF16, four for FP32): held across
+// The 16 elements of one block as raw 16-byte vectors (two for BF16/FP16, four for FP32): held across
 // a tile's encoding in half the registers of the FP32 values.
 template <class T> using BlockVectors = uint4[T::kElemBytes];
 
@@ -29,8 +29,7 @@ template <class T> FA4JIT_DEVICE void unpackBlockVectors(const BlockVectors<T> &
       if constexpr (T::kInputFp32) {
         v[4 * i + j] = bitsAsFloat(words[j]);
       } else {
-        v[8 * i + 2 * j] = bitsAsFloat(words[j] << 16);
-        v[8 * i + 2 * j + 1] = bitsAsFloat(words[j] & 0xFFFF0000u);
+        wordToFloats<T>(words[j], v[8 * i + 2 * j], v[8 * i + 2 * j + 1]);
       }
     }
   }

@@ -39,7 +39,7 @@
 namespace fa4jit::device::quantize {
 
 struct QuantizeParams {
-  uint64_t x;            // input [B, H, S, D]: bf16 or fp32 (baked), head dim contiguous
+  uint64_t x;            // input [B, H, S, D]: bf16, fp16 or fp32 (baked), head dim contiguous
   uint64_t payload;      // output payload (layout above)
   uint64_t scales;       // output scale factors (NVFP4, MXFP4); 0 for FP8
   uint64_t head_scalar;  // [B*H]: float g (NVFP4), int32 v_shift (MXFP4), float s_v (FP8)

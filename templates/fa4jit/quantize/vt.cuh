@@ -80,8 +80,7 @@ FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, float (*tile)[T
       if constexpr (T::kInputFp32) {
         v[k] = bitsAsFloat(words[k]);
       } else {
-        v[2 * k] = bitsAsFloat(words[k] << 16);
-        v[2 * k + 1] = bitsAsFloat(words[k] & 0xFFFF0000u);
+        wordToFloats<T>(words[k], v[2 * k], v[2 * k + 1]);
       }
     }
     nonfinite |= zeroNonFinite(v);

@@ -60,5 +60,7 @@ KernelSpec quantizerFor(const KernelSpec &attention, AttentionOperand operand, b
 // otherwise); keys_permuted16 applies to V^T only.
 KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, bool input_fp32 = false,
                                bool keys_permuted16 = false);
+KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, QuantInput input,
+                               bool keys_permuted16 = false);
 
 } // namespace fa4jit

@@ -214,10 +214,14 @@ enum class QuantLayout : uint8_t {
   RowMajorK,       // payload [rows, K] K-contiguous (Q, K: K = head dim)
   Transposed,      // payload [cols, rows] with rows contiguous (V^T: keys contiguous)
 };
+// What a quantizer reads (QuantizeSpec::input_fp32 / input_fp16).
+enum class QuantInput : uint8_t { Bf16, F32, F16 };
+
 struct QuantizeSpec {
   QuantFormat format = QuantFormat::Nvfp4;
   QuantLayout layout = QuantLayout::RowMajorK;
-  bool input_fp32 = false; // else BF16 input
+  bool input_fp32 = false; // FP32 input
+  bool input_fp16 = false; // FP16 input; neither: BF16
   bool keys_permuted16 = false;
   int head_dim = 128;
   int threads = 256;

@@ -43,7 +43,7 @@ struct QuantizedOperand;
 struct WorkspaceLayout;
 } // namespace engine_detail
 
-enum class DType : uint8_t { BF16, F32 };
+enum class DType : uint8_t { BF16, F32, F16 };
 const char *toString(DType t);
 
 // A 4-D device tensor [batch, heads, seq, head_dim]; strides in elements; the last dim must be
@@ -74,8 +74,8 @@ struct QuantizedTensor {
 };
 
 struct ForwardArgs {
-  TensorDesc q, k, v;    // BF16
-  TensorDesc o;          // BF16 output [B, Hq, Sq, D]
+  TensorDesc q, k, v;    // BF16, or FP16 (one dtype for the three; route bf16: BF16 only)
+  TensorDesc o;          // BF16 or FP16 output [B, Hq, Sq, D]
   std::uint64_t lse = 0; // optional float [B, Hq, Sq] (natural log); 0 = not written
   Route route = Route::DirectP;
   bool causal = false;
@@ -110,7 +110,7 @@ public:
   static llvm::Expected<std::unique_ptr<Engine>> create(const EngineOptions &options = {});
   ~Engine();
 
-  // Quantizes x ([B, H, S, D], BF16 or F32) into `format` (NVFP4 rows for Q/K; MXFP4 or FP8 V^T
+  // Quantizes x ([B, H, S, D], BF16, FP16 or F32) into `format` (NVFP4 rows for Q/K; MXFP4 or FP8 V^T
   // for V) on `stream`. NaN and Inf follow the engine's NonFinitePolicy: recorded in
   // nonfinite_rows (Propagate), or an error naming the tensor, batch, head and row (Check, which
   // waits for the stream).

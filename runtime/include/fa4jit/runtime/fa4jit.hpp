@@ -28,7 +28,7 @@
 namespace fa4jit::api {
 
 enum class Route : int32_t { Bf16 = FA4JIT_ROUTE_BF16, Nvfp8 = FA4JIT_ROUTE_NVFP8, DirectP = FA4JIT_ROUTE_DIRECTP };
-enum class DType : int32_t { BF16 = FA4JIT_DTYPE_BF16, F32 = FA4JIT_DTYPE_F32 };
+enum class DType : int32_t { BF16 = FA4JIT_DTYPE_BF16, F32 = FA4JIT_DTYPE_F32, F16 = FA4JIT_DTYPE_F16 };
 enum class Format : int32_t { Nvfp4 = FA4JIT_FORMAT_NVFP4, Mxfp4 = FA4JIT_FORMAT_MXFP4, Fp8 = FA4JIT_FORMAT_FP8 };
 
 // The outcome of a call: ok, or the library's message (what is wrong, naming the argument).
@@ -94,7 +94,8 @@ struct Tensor {
   }
 };
 
-// Attention from BF16 tensors: q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D], o [B, Hq, Sq, D] BF16.
+// Attention from BF16 or F16 tensors (route Bf16: BF16 only): q [B, Hq, Sq, D], k and v
+// [B, Hkv, Sk, D], o [B, Hq, Sq, D] BF16 or F16.
 struct ForwardArgs {
   Tensor q, k, v, o;
   uint64_t lse = 0;          // float [B, Hq, Sq], natural log; 0: not written

@@ -38,7 +38,7 @@ extern "C" {
 typedef struct fa4jit_engine fa4jit_engine;
 
 typedef enum { FA4JIT_ROUTE_BF16 = 0, FA4JIT_ROUTE_NVFP8 = 1, FA4JIT_ROUTE_DIRECTP = 2 } fa4jit_route;
-typedef enum { FA4JIT_DTYPE_BF16 = 0, FA4JIT_DTYPE_F32 = 1 } fa4jit_dtype;
+typedef enum { FA4JIT_DTYPE_BF16 = 0, FA4JIT_DTYPE_F32 = 1, FA4JIT_DTYPE_F16 = 2 } fa4jit_dtype;
 
 typedef struct {
   uint64_t data;     /* device address */
@@ -65,7 +65,7 @@ typedef struct {
 
 typedef struct {
   const fa4jit_quantized *q, *k, *v; /* NVFP4 q and k; v MXFP4 (directp) or FP8 (nvfp8) */
-  fa4jit_tensor o;                   /* BF16 [B, Hq, Sq, D] */
+  fa4jit_tensor o;                   /* BF16 or F16 [B, Hq, Sq, D] */
   uint64_t lse;
   int32_t route; /* FA4JIT_ROUTE_NVFP8 or FA4JIT_ROUTE_DIRECTP */
   int32_t causal;
@@ -76,7 +76,8 @@ typedef struct {
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
 FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
-/* Attention forward from BF16 inputs (quantized inside as the route needs), all on args->stream:
+/* Attention forward from BF16 or F16 inputs (quantized inside as the route needs; route bf16 takes
+ * BF16 only) into a BF16 or F16 o, all on args->stream:
  * once a shape has run it allocates nothing and never waits for the device, so it can be captured
  * in a CUDA graph. A NaN or Inf input makes the output rows it reaches NaN; with
  * FA4JIT_CHECK_FINITE=1 it is an error instead (and the call waits for the stream). */
@@ -87,7 +88,7 @@ FA4JIT_API int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward
  * bytes, 256-byte aligned, uninitialized, free again once the stream passes the call. */
 FA4JIT_API int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_args *args, uint64_t workspace,
                                   uint64_t workspace_bytes);
-/* Quantizes x ([B, H, S, D], BF16 or F32) into `format` on `stream`. A NaN or Inf in x is encoded
+/* Quantizes x ([B, H, S, D], BF16, F16 or F32) into `format` on `stream`. A NaN or Inf in x is encoded
  * as 0 and recorded, so that a forward makes the rows it reaches NaN; with FA4JIT_CHECK_FINITE=1
  * it is an error naming the tensor, batch, head and row (this waits for the stream). */
 FA4JIT_API int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,

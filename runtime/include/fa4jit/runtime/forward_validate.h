@@ -14,6 +14,8 @@ int elementBytes(DType t);
 // strides, base and every outer stride (in bytes) a multiple of 16 (kernels move 16-byte vectors).
 // `allow_empty`: B, H or S may be 0, and the data pointer of such an empty tensor may be null.
 llvm::Error validateTensor(const TensorDesc &t, const char *name, DType expected, bool allow_empty = false);
+// The same for a tensor that may hold BF16 or FP16 (the attention inputs and output).
+llvm::Error validateTensor16(const TensorDesc &t, const char *name, bool allow_empty = false);
 // Whether the tensor has no elements (B, H or S is 0).
 bool isEmpty(const TensorDesc &t);
 
