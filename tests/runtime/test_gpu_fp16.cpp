@@ -4,6 +4,8 @@
 // and the bf16 route, whose kernels read BF16, refuses FP16 with a message.
 #include "gpu_fixture.h"
 
+#include "fa4jit/quantize/params.cuh"
+
 #include <cmath>
 #include <cstring>
 
@@ -41,14 +43,18 @@ HostF16 randomF16(std::size_t n, float sigma, std::mt19937_64 &rng) {
   return h;
 }
 
-std::vector<uint8_t> bytesOf(const runtime::DeviceBuffer &b) { return download<uint8_t>(b, b.size()); }
-
+// The bytes a quantizer writes (its buffers may hold more, never written).
 void checkSameQuantization(const QuantizedTensor &a, const QuantizedTensor &b, QuantFormat f) {
-  CHECK(bytesOf(a.payload) == bytesOf(b.payload));
-  if (f != QuantFormat::Fp8PerHead) // (FP8 has no scale tensor)
-    CHECK(bytesOf(a.scales) == bytesOf(b.scales));
-  CHECK(bytesOf(a.head_scalar) == bytesOf(b.head_scalar));
-  CHECK(bytesOf(a.nonfinite_rows) == bytesOf(b.nonfinite_rows));
+  namespace dq = device::quantize;
+  const int format = static_cast<int>(f), heads = a.batch * a.heads;
+  const std::size_t payload = dq::quantizePayloadBytesPerHead(format, a.head_dim, a.seqlen) * heads;
+  const std::size_t scales = dq::quantizeScaleBytesPerHead(format, a.head_dim, a.seqlen) * heads;
+  const std::size_t rows = heads + heads * dq::nonfiniteMaskWords(a.seqlen); // (int32 words)
+  CHECK(download<uint8_t>(a.payload, payload) == download<uint8_t>(b.payload, payload));
+  if (scales) // (FP8 has no scale tensor)
+    CHECK(download<uint8_t>(a.scales, scales) == download<uint8_t>(b.scales, scales));
+  CHECK(download<uint32_t>(a.head_scalar, heads) == download<uint32_t>(b.head_scalar, heads));
+  CHECK(download<int32_t>(a.nonfinite_rows, rows) == download<int32_t>(b.nonfinite_rows, rows));
 }
 
 } // namespace
