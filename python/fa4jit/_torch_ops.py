@@ -174,8 +174,8 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     """Scaled dot-product attention with fa4jit on the current CUDA stream.
 
     q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D] (layout "bhsd", as SDPA), or [B, S, H, D] (layout
-    "bshd", as flash_attn_func): strided views are used as they are, never copied. BF16 or FP16
-    (FP16 is converted to BF16 and back: a copy each way). Hq a multiple of Hkv (GQA/MQA); causal
+    "bshd", as flash_attn_func): strided views are used as they are, never copied. BF16 or FP16,
+    read and written as they are (route "bf16" converts FP16 to BF16 and back: a copy each way). Hq a multiple of Hkv (GQA/MQA); causal
     masks are bottom-right aligned. Returns O in q's layout and dtype, and with return_lse the
     float32 LSE [B, Hq, Sq] (natural log). route: "directp", "nvfp8" or "bf16".
 
