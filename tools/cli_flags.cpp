@@ -184,15 +184,6 @@ llvm::Expected<std::vector<bool>> CliFlags::booleans(llvm::StringRef name, llvm:
   return out;
 }
 
-llvm::Expected<std::string> CliFlags::single(llvm::StringRef name, llvm::StringRef fallback) const {
-  auto items = list(name, fallback);
-  if (!items)
-    return items.takeError();
-  if (items->size() != 1)
-    return fail(fmt::format("--{} {}: this command takes one value", name.str(), str(name, fallback)));
-  return items->front();
-}
-
 llvm::Expected<bool> CliFlags::boolean(llvm::StringRef name, bool fallback) const {
   auto items = booleans(name, fallback ? "1" : "0");
   if (!items)

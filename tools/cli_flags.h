@@ -61,8 +61,6 @@ public:
                                              long hi = 1L << 40) const;
   llvm::Expected<std::vector<double>> numbers(llvm::StringRef name, llvm::StringRef fallback) const;
   llvm::Expected<std::vector<bool>> booleans(llvm::StringRef name, llvm::StringRef fallback) const;
-  // A list flag where this subcommand takes a single value (`run --route directp`).
-  llvm::Expected<std::string> single(llvm::StringRef name, llvm::StringRef fallback) const;
   llvm::Expected<bool> boolean(llvm::StringRef name, bool fallback) const;
 
 private:

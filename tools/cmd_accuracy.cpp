@@ -167,44 +167,31 @@ int runCalibrate(const std::string &path, bool json) {
   return 0;
 }
 
+// `out` = parse() when the flag `name` was given; otherwise `out` keeps its default.
+template <class T, class Parse> llvm::Error readIfGiven(const CliFlags &flags, llvm::StringRef name, Parse parse, T &out) {
+  if (!flags.has(name))
+    return llvm::Error::success();
+  auto v = parse();
+  if (!v)
+    return v.takeError();
+  out = std::move(*v);
+  return llvm::Error::success();
+}
+
 // The grid from the flags (defaults: AccuracyGrid's).
 llvm::Error readGrid(const CliFlags &flags, AccuracyGrid &grid) {
-  if (flags.has("sigma")) {
-    auto v = flags.numbers("sigma", "");
-    if (!v)
-      return v.takeError();
-    grid.sigmas = *v;
-  }
-  if (flags.has("seqlen")) {
-    auto v = seqlensFlag(flags, "");
-    if (!v)
-      return v.takeError();
-    grid.seqlens = *v;
-  }
-  if (flags.has("head-dim")) {
-    auto v = headDimsFlag(flags, "");
-    if (!v)
-      return v.takeError();
-    grid.head_dims = *v;
-  }
-  if (flags.has("causal")) {
-    auto v = causalFlag(flags, "");
-    if (!v)
-      return v.takeError();
-    grid.causal = *v;
-  }
-  if (flags.has("route")) {
-    auto v = routesFlag(flags, "");
-    if (!v)
-      return v.takeError();
-    grid.routes = *v;
-  }
-  if (flags.has("classifiers")) {
-    auto v = flags.list("classifiers", "");
-    if (!v)
-      return v.takeError();
-    grid.classifiers = *v;
-  }
+  llvm::Error lists[] = {
+      readIfGiven(flags, "sigma", [&] { return flags.numbers("sigma", ""); }, grid.sigmas),
+      readIfGiven(flags, "seqlen", [&] { return seqlensFlag(flags, ""); }, grid.seqlens),
+      readIfGiven(flags, "head-dim", [&] { return headDimsFlag(flags, ""); }, grid.head_dims),
+      readIfGiven(flags, "causal", [&] { return causalFlag(flags, ""); }, grid.causal),
+      readIfGiven(flags, "route", [&] { return routesFlag(flags, ""); }, grid.routes),
+      readIfGiven(flags, "classifiers", [&] { return flags.list("classifiers", ""); }, grid.classifiers)};
+  llvm::Error bad_list = llvm::Error::success();
+  for (llvm::Error &e : lists)
+    bad_list = llvm::joinErrors(std::move(bad_list), std::move(e));
+  if (bad_list)
+    return bad_list;
   const std::string scores = flags.str("scores", "fp32");
   if (scores != "fp32" && scores != "fp16")
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "--scores " + scores + ": give fp32 or fp16");

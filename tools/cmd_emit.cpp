@@ -119,7 +119,7 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
                                                          : QuantInput::Bf16);
     spec.quantize.keys_permuted16 = flags.has("permute-keys"); // for NVFP4 too, so that validation says why not
     if (auto e = optionalInt(flags, "threads", spec.quantize.threads))
-      return std::move(e);
+      return e;
     return spec;
   }
   auto route = routeFlag(flags, "directp");
@@ -149,7 +149,7 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
   for (llvm::Error &e : errors)
     bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
   if (bad_value)
-    return std::move(bad_value);
+    return bad_value;
   return spec;
 }
 

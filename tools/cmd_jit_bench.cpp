@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <unistd.h>
 #include <cstdio>
@@ -91,20 +92,12 @@ int childHit(Target target) {
   return (*compiled)->layer == cache::Layer::Produced ? 1 : 0;
 }
 
-// Median of 10 timed runs of fn after one warm-up, in milliseconds (CUDA events).
-template <class Fn> double medianMs(Engine &eng, Fn &&fn) {
-  fn();
-  auto a = runtime::Event::create(eng.driver()), b = runtime::Event::create(eng.driver());
-  std::vector<float> v;
-  for (int i = 0; i < 10; ++i) {
-    llvm::consumeError(a->record());
-    fn();
-    llvm::consumeError(b->record());
-    auto ms = runtime::Event::elapsedMs(*a, *b);
-    v.push_back(ms ? *ms : 0);
-  }
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// Median of 10 runs between device events after one warm-up (bench_support.h), in milliseconds.
+llvm::Expected<double> medianMs(Engine &eng, const std::function<llvm::Error()> &fn) {
+  auto timed = timeOnDevice(eng, [&](int) { return fn(); }, 1, 10);
+  if (!timed)
+    return timed.takeError();
+  return timed->median_ms;
 }
 
 // Bytes a quantizer writes for `in_bytes` of BF16 input: payload and scales (NVFP4 and MXFP4
@@ -131,9 +124,11 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
   for (std::size_t i = 0; i < elems; ++i)
     values[i] = uint16_t(0x3F80 + (i * 2654435761u % 97)); // bf16 values in [1, 2): varied, finite
   if (auto e = x->copyFromHost(values.data(), elems * 2))
-    return std::move(e);
-  const double copy_ms = medianMs(eng, [&] { llvm::consumeError(y->copyFrom(*x, elems * 2)); });
-  const double copy_tbs = 2.0 * elems * 2 / (copy_ms * 1e-3) / 1e12;
+    return e;
+  auto copy_ms = medianMs(eng, [&] { return y->copyFrom(*x, elems * 2); });
+  if (!copy_ms)
+    return copy_ms.takeError();
+  const double copy_tbs = 2.0 * elems * 2 / (*copy_ms * 1e-3) / 1e12;
   auto rate = [&](QuantFormat f, double in_bytes, double ms) {
     const double tbs = (in_bytes + quantizedBytes(f, in_bytes)) / (ms * 1e-3) / 1e12;
     return llvm::json::Object{{"format", toString(f)}, {"ms", ms}, {"tb_s", tbs}, {"fraction_of_copy", tbs / copy_tbs}};
@@ -143,8 +138,10 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
   const TensorDesc desc = TensorDesc::contiguous(x->address(), DType::BF16, B, H, S, D);
   for (QuantFormat f : kFormats) {
     QuantizedTensor out; // (its buffers are reused by every timed call, as a forward reuses its workspace)
-    const double ms = medianMs(eng, [&] { llvm::consumeError(eng.quantize(desc, f, out, "x")); });
-    formats.push_back(rate(f, 2.0 * elems, ms));
+    auto ms = medianMs(eng, [&] { return eng.quantize(desc, f, out, "x"); });
+    if (!ms)
+      return ms.takeError();
+    formats.push_back(rate(f, 2.0 * elems, *ms));
   }
 
   llvm::json::Array shapes;
@@ -156,8 +153,11 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
     for (QuantFormat f : kFormats) {
       QuantizedTensor out;
       if (auto e = eng.quantize(px, f, out, "x"))
-        return std::move(e);
-      calls.push_back(rate(f, in_bytes, medianMs(eng, [&] { llvm::consumeError(eng.quantize(px, f, out, "x")); })));
+        return e;
+      auto call_ms = medianMs(eng, [&] { return eng.quantize(px, f, out, "x"); });
+      if (!call_ms)
+        return call_ms.takeError();
+      calls.push_back(rate(f, in_bytes, *call_ms));
       for (int threads : {128, 256, 512}) {
         KernelSpec qs = defaultQuantizeSpec(f, d, eng.target());
         qs.quantize.threads = threads;
@@ -187,14 +187,18 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
         const dq::Grid3 g = dq::quantizeEncodeGrid(int(f), d, threads, pb, ph, ps);
         le.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
         le.block = {unsigned(threads), 1, 1};
-        const double amax_ms = medianMs(eng, [&] { llvm::consumeError(amax->launch(la, args)); });
-        const double encode_ms = medianMs(eng, [&] { llvm::consumeError(encode->launch(le, args)); });
+        auto amax_ms = medianMs(eng, [&] { return amax->launch(la, args); });
+        if (!amax_ms)
+          return amax_ms.takeError();
+        auto encode_ms = medianMs(eng, [&] { return encode->launch(le, args); });
+        if (!encode_ms)
+          return encode_ms.takeError();
         passes.push_back(llvm::json::Object{{"format", toString(f)},
                                             {"threads", threads},
-                                            {"amax_ms", amax_ms},
-                                            {"amax_tb_s", in_bytes / amax_ms / 1e9},
-                                            {"encode_ms", encode_ms},
-                                            {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / encode_ms / 1e9}});
+                                            {"amax_ms", *amax_ms},
+                                            {"amax_tb_s", in_bytes / *amax_ms / 1e9},
+                                            {"encode_ms", *encode_ms},
+                                            {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / *encode_ms / 1e9}});
       }
     }
     shapes.push_back(llvm::json::Object{{"shape", llvm::json::Array{pb, ph, ps, d}},
@@ -239,23 +243,18 @@ llvm::Expected<llvm::json::Value> measureHostTime(Engine &eng, const std::vector
         std::vector<double> us;
         for (int i = 0; i < 13; ++i) {
           if (auto e = synchronize()) // (an idle stream: the call's host time alone)
-            return std::move(e);
+            return e;
           const auto t0 = Clock::now();
           if (auto e = call())
-            return std::move(e);
+            return e;
           if (i >= 3) // (after warm-up: compiled, loaded, workspace grown)
             us.push_back(secondsSince(t0) * 1e6);
         }
         std::sort(us.begin(), us.end());
         return us[us.size() / 2];
       };
-      // The same calls between device events from an idle stream, as `fa4jit bench` times them.
-      auto deviceMs = [&](auto &&call) -> llvm::Expected<double> {
-        auto timed = timeOnDevice(eng, [&](int) { return call(); }, 3, 10);
-        if (!timed)
-          return timed.takeError();
-        return timed->median_ms;
-      };
+      // deviceMs: the same calls between device events from an idle stream, as `fa4jit bench` times them.
+      const auto deviceMs = [&](const std::function<llvm::Error()> &call) { return medianMs(eng, call); };
       auto forward_us = hostUs([&] { return eng.forward(a); });
       if (!forward_us)
         return forward_us.takeError();
@@ -269,9 +268,9 @@ llvm::Expected<llvm::json::Value> measureHostTime(Engine &eng, const std::vector
         if (!quantize_us)
           return quantize_us.takeError();
         if (auto e = eng.quantize(a.q, QuantFormat::Nvfp4, qq, "q"))
-          return std::move(e);
+          return e;
         if (auto e = eng.quantize(a.v, v_format, qv, "v"))
-          return std::move(e);
+          return e;
         QuantizedForwardArgs qa;
         qa.q = &qq, qa.k = &qk, qa.v = &qv, qa.o = a.o, qa.lse = a.lse, qa.route = route;
         auto quantized_us = hostUs([&] { return eng.forward(qa); });
@@ -298,7 +297,7 @@ llvm::Expected<llvm::json::Value> measureHostTime(Engine &eng, const std::vector
     }
   }
   if (auto e = synchronize())
-    return std::move(e);
+    return e;
   return llvm::json::Value(std::move(rows));
 }
 
