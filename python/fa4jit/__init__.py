@@ -11,7 +11,7 @@ the fa4jit command-line tool (accuracy, tune, cache, tmem, ...).
 """
 from . import _library
 
-__all__ = ["attention", "quantize_kv", "version", "Fa4jitError", "__version__"]
+__all__ = ["attention", "quantize_kv", "release_workspaces", "version", "Fa4jitError", "__version__"]
 
 Fa4jitError = _library.Fa4jitError
 
@@ -29,6 +29,7 @@ except ImportError:  # the C API still loads; attention needs torch
     def attention(*args, **kwargs):
         raise ImportError("fa4jit.attention needs PyTorch (pip install torch)")
 
-    quantize_kv = attention
+    quantize_kv = release_workspaces = attention
 else:
-    from ._torch_ops import attention, quantize_kv  # noqa: E402  (registers torch.ops.fa4jit.*)
+    # (importing registers torch.ops.fa4jit.*)
+    from ._torch_ops import attention, quantize_kv, release_workspaces  # noqa: E402

@@ -46,6 +46,42 @@ def pack_forward_args(tensors, lse, route, causal, softmax_scale, stream):
                                                                   stream or 0))
 
 
+_raw = {}
+
+
+def _raw_function(name, *argtypes):
+    """`name` of the library declared with packed-bytes arguments (c_char_p for the args struct):
+    a bytes object is passed by pointer with no ctypes struct built per call."""
+    fn = _raw.get(name)
+    if fn is None:
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *argtypes)
+        fn = _raw[name] = proto(ctypes.cast(getattr(library(), name), ctypes.c_void_p).value)
+    return fn
+
+
+def forward_with_workspace_raw():
+    """fa4jit_forward_with_workspace(engine, packed args bytes, workspace, workspace_bytes)."""
+    return _raw_function("fa4jit_forward_with_workspace", ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64)
+
+
+def workspace_size_raw():
+    """fa4jit_workspace_size(engine, packed args bytes, uint64 out)."""
+    return _raw_function("fa4jit_workspace_size", ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64))
+
+
+# fa4jit_forward_args as the five pointers a call fills in (q, k, v, o data; lse) and the stream,
+# with the bytes between them, which stay the same for a shape (dtype and shape of each tensor;
+# route, causal, scale): FORWARD_ARGS_SPLIT.pack(q, seg0, k, seg1, v, seg2, o, seg3, lse, seg4,
+# stream) gives the packed struct.
+FORWARD_ARGS_SPLIT = struct.Struct("<Q72sQ72sQ72sQ72sQ16sQ")
+_SEGMENT_BOUNDS = ((8, 80), (88, 160), (168, 240), (248, 320), (328, 344))
+
+
+def forward_args_segments(packed):
+    """The five fixed segments of packed fa4jit_forward_args bytes (see FORWARD_ARGS_SPLIT)."""
+    return tuple(bytes(packed[a:b]) for a, b in _SEGMENT_BOUNDS)
+
+
 class QuantizedForwardArgs(ctypes.Structure):
     _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p), ("o", Tensor),
                 ("lse", ctypes.c_uint64), ("route", ctypes.c_int32), ("causal", ctypes.c_int32),

@@ -2,6 +2,7 @@
 torch.compile(fullgraph=True) traces through it. Imported only when torch is importable."""
 import ctypes
 import math
+import struct
 
 import torch
 
@@ -53,6 +54,15 @@ def _check(q, k, v):
         raise ValueError(f"fa4jit.attention: head dim {q.shape[-1]} is not supported (64, 128 or 256)")
 
 
+def _check_shapes(q, k, v):
+    """q, k, v shapes as [B, H, S, D]."""
+    if q[0] != k[0] or tuple(k) != tuple(v) or q[3] != k[3]:
+        raise ValueError(f"fa4jit.attention: shapes q {tuple(q)}, k {tuple(k)}, v {tuple(v)} "
+                         "do not form an attention (as [B, H, S, D])")
+    if k[1] == 0 or q[1] % k[1] != 0:
+        raise ValueError(f"fa4jit.attention: {q[1]} query heads are not a multiple of {k[1]} kv heads")
+
+
 # Workspace bytes per (device, q shape, k shape, route, causal): the size follows the kernel the
 # engine picks for the shape, which changes only if the tuning database does; a forward that then
 # finds the workspace too small is retried once with the size asked again.
@@ -87,6 +97,140 @@ def _attention_bhsd_impl(q, k, v, causal, route, softmax_scale):
             continue
         L.check(rc)
     return o, lse
+
+
+# The eager call's plans. A plan holds everything about a call that its tensors' data pointers do
+# not change: the packed fa4jit_forward_args with the pointers left zero, the output's shape in the
+# caller's layout, and the workspace size. The key is every property the checks and the arguments
+# read, so a call that finds its plan has passed the same checks before.
+_plans = {}
+_MAX_PLANS = 4096
+_is_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+_current_device = getattr(torch._C, "_cuda_getDevice", None)
+class _Plan:
+    __slots__ = ("segments", "o_shape", "o_like_q", "lse_shape", "device", "workspace_bytes", "engine", "forward")
+
+
+def _bhsd_fields(shape, stride, layout):
+    """The [B, H, S, D] shape and strides of a tensor given in `layout`."""
+    if layout == "bshd":
+        return (shape[0], shape[2], shape[1], shape[3]), (stride[0], stride[2], stride[1], stride[3])
+    return tuple(shape), tuple(stride)
+
+
+def _make_plan(q, k, v, causal, route, softmax_scale, return_lse, layout):
+    """The plan of an eager call, after the full checks; None where the general path must run (a
+    dtype conversion, an empty batch, or tensors on a device other than the current one)."""
+    _check(q, k, v)
+    if softmax_scale is not None and not (math.isfinite(float(softmax_scale)) and float(softmax_scale) > 0):
+        raise ValueError(f"fa4jit.attention: softmax_scale {softmax_scale} is not a finite positive number")
+    qs, qst = _bhsd_fields(q.shape, q.stride(), layout)
+    ks, kst = _bhsd_fields(k.shape, k.stride(), layout)
+    vs, vst = _bhsd_fields(v.shape, v.stride(), layout)
+    _check_shapes(qs, ks, vs)
+    if (q.dtype == torch.float16 and route == "bf16") or q.numel() == 0 or k.numel() == 0:
+        return None
+    device = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    if _current_device is None or _is_capturing is None or device != _current_device():
+        return None
+    # O is made as torch.empty_like(q) makes it (q's memory order, dense), or dense in the caller's
+    # layout where that would not leave the head dim contiguous; its strides are a function of
+    # q's shape and strides, which the plan's key holds.
+    o_shape = tuple(q.shape)
+    o_like_q = torch.empty_like(q).stride()
+    if o_like_q[3] == 1:
+        o_strides = o_like_q
+    else:
+        o_strides = [1] * 4
+        for i in (2, 1, 0):
+            o_strides[i] = o_strides[i + 1] * o_shape[i + 1]
+    os_, ost = _bhsd_fields(o_shape, o_strides, layout)
+    dtype = _DTYPE_CODES[q.dtype]
+    scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(qs[3])
+    plan = _Plan()
+    template = bytes(L.pack_forward_args(
+        ((0, dtype, qs, qst), (0, dtype, ks, kst), (0, dtype, vs, vst), (0, dtype, os_, ost)), 0, L.ROUTES[route],
+        1 if causal else 0, scale, 0))
+    plan.segments = L.forward_args_segments(template)
+    plan.o_shape = o_shape
+    plan.o_like_q = o_like_q[3] == 1
+    plan.lse_shape = tuple(qs[:3]) if return_lse else None
+    plan.device = device
+    plan.engine = L.engine(device)
+    plan.forward = L.forward_with_workspace_raw()
+    plan.workspace_bytes = None  # (asked with the first call's arguments: the engine checks their pointers)
+    return plan
+
+
+def _workspace_size(plan, args):
+    size = ctypes.c_uint64()
+    L.check(L.workspace_size_raw()(plan.engine.handle, args, ctypes.byref(size)))
+    return max(int(size.value), 1)
+
+
+# Eager calls outside a CUDA-graph capture reuse one workspace per (device, stream), grown to the
+# largest size asked: calls on one stream are ordered, so none can overwrite another's workspace.
+# A captured call takes a fresh one from the graph's pool, so that replays own theirs.
+_stream_workspaces = {}
+
+
+def _workspace_for(device, stream, nbytes):
+    key = (device, stream)
+    found = _stream_workspaces.get(key)
+    if found is None or found.numel() < nbytes:
+        found = _stream_workspaces[key] = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{device}")
+    return found
+
+
+def release_workspaces():
+    """Frees the workspaces eager fa4jit.attention calls keep per (device, stream) (PyTorch's
+    allocator gets them back, stream-ordered); the next call makes a new one."""
+    _stream_workspaces.clear()
+
+
+def _attention_eager(q, k, v, causal, route, softmax_scale, return_lse, layout):
+    """fa4jit.attention without the dispatcher: one output allocation per call (two with the LSE),
+    the arguments copied from the plan with the data pointers filled in."""
+    try:
+        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
+               k.get_device(), v.get_device(), k.is_cuda, v.is_cuda, route, causal, softmax_scale, return_lse, layout)
+    except (AttributeError, TypeError):
+        return None  # (not tensors: the general path's checks name what is wrong)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _make_plan(q, k, v, causal, route, softmax_scale, return_lse, layout)
+        if plan is None:
+            return None
+        if len(_plans) >= _MAX_PLANS:  # (a server that sees ever new lengths: start over)
+            _plans.clear()
+        _plans[key] = plan
+    if _current_device() != plan.device:
+        return None
+    o = torch.empty_like(q) if plan.o_like_q else q.new_empty(plan.o_shape)
+    lse = q.new_empty(plan.lse_shape, dtype=torch.float32) if plan.lse_shape is not None else None
+    stream = _raw_stream(plan.device)
+    s0, s1, s2, s3, s4 = plan.segments
+    args = L.FORWARD_ARGS_SPLIT.pack(q.data_ptr(), s0, k.data_ptr(), s1, v.data_ptr(), s2, o.data_ptr(), s3,
+                            lse.data_ptr() if lse is not None else 0, s4, stream)
+    if plan.workspace_bytes is None:
+        plan.workspace_bytes = _workspace_size(plan, args)
+    if _is_capturing():
+        workspace = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=q.device)
+    else:
+        workspace = _workspace_for(plan.device, stream, plan.workspace_bytes)
+    rc = plan.forward(plan.engine.handle, args, workspace.data_ptr(), workspace.numel())
+    if rc != L.OK:
+        # The kernel for the shape may have changed (the tuning database did) and with it the
+        # workspace size: ask again once, then report the engine's message.
+        need = _workspace_size(plan, args)
+        if need <= workspace.numel():
+            L.check(rc)
+        plan.workspace_bytes = need
+        workspace = torch.empty(plan.workspace_bytes, dtype=torch.uint8, device=q.device)
+        L.check(plan.forward(plan.engine.handle, args, workspace.data_ptr(), workspace.numel()))
+        if not _is_capturing():
+            _stream_workspaces[(plan.device, stream)] = workspace
+    return (o, lse) if return_lse else o
 
 
 @torch.library.custom_op("fa4jit::attention_bhsd", mutates_args=())
@@ -192,21 +336,22 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
         raise ValueError(f"fa4jit.attention: unknown route {route!r} (directp, nvfp8 or bf16)")
     if layout not in ("bhsd", "bshd"):
         raise ValueError(f"fa4jit.attention: unknown layout {layout!r} (bhsd or bshd)")
+    compiling = torch.compiler.is_compiling()
+    if not compiling:  # eager: no dispatcher, and the checks and arguments made once per shape
+        out = _attention_eager(q, k, v, causal, route, softmax_scale, return_lse, layout)
+        if out is not None:
+            return out
     _check(q, k, v)
     if layout == "bshd":
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-    if q.shape[0] != k.shape[0] or k.shape != v.shape or q.shape[3] != k.shape[3]:
-        raise ValueError(f"fa4jit.attention: shapes q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} "
-                         "do not form an attention (as [B, H, S, D])")
-    if k.shape[1] == 0 or q.shape[1] % k.shape[1] != 0:
-        raise ValueError(f"fa4jit.attention: {q.shape[1]} query heads are not a multiple of {k.shape[1]} kv heads")
+    _check_shapes(q.shape, k.shape, v.shape)
     dtype = q.dtype
     if dtype == torch.float16 and route == "bf16":  # (its kernels read BF16; nvfp8, directp read FP16)
         q, k, v = q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16)
     scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    if torch.compiler.is_compiling():
+    if compiling:
         o, lse = torch.ops.fa4jit.attention_bhsd(q, k, v, bool(causal), route, scale)
-    else:  # eager: the same function without the dispatcher's cost per call
+    else:  # (eager calls the fast path could not take: FP16 on the bf16 route, empty tensors)
         o, lse = _attention_bhsd_impl(q, k, v, bool(causal), route, scale)
     if o.dtype != dtype:
         o = o.to(dtype)

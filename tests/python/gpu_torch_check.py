@@ -62,7 +62,28 @@ def main():
         a = fa4jit.attention(q, k, v, route=route, causal=True)
         qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
         b = fa4jit.attention(qs, ks, vs, route=route, causal=True, layout="bshd")
-        check(b.shape == qs.shape and torch.equal(b.transpose(1, 2), a), f"{route}: bshd views give the bhsd bits")
+        check(b.shape == qs.shape and b.is_contiguous() and torch.equal(b.transpose(1, 2), a),
+              f"{route}: bshd views give the bhsd bits, O dense in the bshd layout")
+        b2, lse2 = fa4jit.attention(qs, ks, vs, route=route, causal=True, layout="bshd", return_lse=True)
+        _, lse1 = fa4jit.attention(q, k, v, route=route, causal=True, return_lse=True)
+        check(torch.equal(b2, b) and torch.equal(lse2, lse1), f"{route}: bshd LSE equals the bhsd LSE")
+    # Two streams at once: each has its own workspace, and each call's bits are the sequential ones
+    k2, v2 = torch.randn_like(k), torch.randn_like(v)
+    want = [fa4jit.attention(q, k, v, route="directp"), fa4jit.attention(q, k2, v2, route="directp")]
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    for s_ in (s1, s2):
+        s_.wait_stream(torch.cuda.current_stream())
+    got = [[], []]
+    for _ in range(4):
+        with torch.cuda.stream(s1):
+            got[0].append(fa4jit.attention(q, k, v, route="directp"))
+        with torch.cuda.stream(s2):
+            got[1].append(fa4jit.attention(q, k2, v2, route="directp"))
+    torch.cuda.synchronize()
+    check(all(torch.equal(g, want[i]) for i in (0, 1) for g in got[i]),
+          "directp on two streams at once: every call gives its sequential bits")
+    fa4jit.release_workspaces()
+    check(torch.equal(fa4jit.attention(q, k, v, route="directp"), want[0]), "after release_workspaces: the same bits")
     # GQA
     kg, vg = k[:, :2].contiguous(), v[:, :2].contiguous()
     for route in ("nvfp8", "directp"):
@@ -116,36 +137,43 @@ def main():
     f = torch.compile(lambda a, b, c: fa4jit.attention(a, b, c, route="nvfp8", causal=True), fullgraph=True)
     check(torch.equal(f(q, k, v), fa4jit.attention(q, k, v, route="nvfp8", causal=True)),
           "torch.compile(fullgraph=True) gives the eager bits")
-    # Host overhead of the Python call on a tiny shape
-    tq = torch.randn(1, 1, 128, 64, dtype=torch.bfloat16, device=dev)
-    for _ in range(20):
-        fa4jit.attention(tq, tq, tq, route="bf16")
-    torch.cuda.synchronize()
-    n = 2000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fa4jit.attention(tq, tq, tq, route="bf16")
-    host_us = (time.perf_counter() - t0) / n * 1e6
-    torch.cuda.synchronize()
-    print(f"info Python attention host time per call (tiny shape, bf16): {host_us:.1f} us")
-    # Of which the C call alone (its arguments and workspace made once)
+    # Host overhead of the Python call on a tiny shape, beside the C call with its arguments made once
     import ctypes
     from fa4jit import _library as L, _torch_ops as T
+    tq = torch.randn(1, 1, 128, 64, dtype=torch.bfloat16, device=dev)
     to = torch.empty_like(tq)
     tl = torch.empty(tq.shape[:3], dtype=torch.float32, device=dev)
-    cargs = L.ForwardArgs(T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(to),
-                          tl.data_ptr(), L.ROUTES["bf16"], 0, 0.125, torch.cuda.current_stream().cuda_stream)
     eng, lib = L.engine(tq.device.index or 0), L.library()
-    size = ctypes.c_uint64()
-    L.check(lib.fa4jit_workspace_size(eng.handle, ctypes.byref(cargs), ctypes.byref(size)))
-    ws = torch.empty(max(size.value, 1), dtype=torch.uint8, device=dev)
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        lib.fa4jit_forward_with_workspace(eng.handle, ctypes.byref(cargs), ws.data_ptr(), ws.numel())
-    c_us = (time.perf_counter() - t0) / n * 1e6
-    torch.cuda.synchronize()
-    print(f"info of which fa4jit_forward_with_workspace alone: {c_us:.1f} us")
+
+    def per_call_us(fn):
+        """Host time per call: the median of short bursts, each started on an idle device, so that
+        no burst fills the launch queue (then the host would wait for the GPU)."""
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        bursts = []
+        for _ in range(41):
+            t0 = time.perf_counter()
+            for _ in range(16):
+                fn()
+            bursts.append((time.perf_counter() - t0) / 16 * 1e6)
+            torch.cuda.synchronize()
+        return sorted(bursts)[len(bursts) // 2]
+
+    print("\n| route | Python attention (us) | with LSE (us) | C call (us) | Python - C (us) |")
+    print("|---|---|---|---|---|")
+    for route in ("bf16", "nvfp8", "directp"):
+        cargs = L.ForwardArgs(T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(tq), T._tensor_desc(to),
+                              0, L.ROUTES[route], 0, 0.125, torch.cuda.current_stream().cuda_stream)
+        size = ctypes.c_uint64()
+        L.check(lib.fa4jit_workspace_size(eng.handle, ctypes.byref(cargs), ctypes.byref(size)))
+        ws = torch.empty(max(size.value, 1), dtype=torch.uint8, device=dev)
+        py = per_call_us(lambda: fa4jit.attention(tq, tq, tq, route=route))
+        py_lse = per_call_us(lambda: fa4jit.attention(tq, tq, tq, route=route, return_lse=True))
+        c = per_call_us(lambda: lib.fa4jit_forward_with_workspace(eng.handle, ctypes.byref(cargs), ws.data_ptr(),
+                                                                  ws.numel()))
+        print(f"| {route} | {py:.1f} | {py_lse:.1f} | {c:.1f} | {py - c:.1f} |")
+        print(f"info Python attention host time per call (tiny shape, {route}): {py:.1f} us, C call {c:.1f} us")
     # Speed beside cuDNN SDPA, end to end from BF16, non-causal, D128
     print("\n| keys | cuDNN TFLOP/s | fa4jit directp TFLOP/s | x cuDNN | fa4jit nvfp8 | x cuDNN |")
     print("|---|---|---|---|---|---|")

@@ -41,6 +41,28 @@ class Package(unittest.TestCase):
         self.assertEqual(packed.k.shape[1], 7)
         self.assertEqual(packed.stream, 0x1234)
 
+    def test_split_forward_args_rebuild_the_packed_struct(self):
+        t = [(0x7f0000001000 + 64 * i, L.DTYPE_F16, (3, 8 - i, 300 + i, 64), (8 * 300 * 64, 300 * 64, 64, 1))
+             for i in range(4)]
+        full = bytes(L.pack_forward_args(t, 0x7f00000fff00, L.ROUTES["nvfp8"], 1, 0.3, 0x5678))
+        blank = bytes(L.pack_forward_args([(0, *x[1:]) for x in t], 0, L.ROUTES["nvfp8"], 1, 0.3, 0))
+        s = L.forward_args_segments(blank)
+        rebuilt = L.FORWARD_ARGS_SPLIT.pack(t[0][0], s[0], t[1][0], s[1], t[2][0], s[2], t[3][0], s[3],
+                                            0x7f00000fff00, s[4], 0x5678)
+        self.assertEqual(rebuilt, full)
+        self.assertEqual(L.FORWARD_ARGS_SPLIT.size, ctypes.sizeof(L.ForwardArgs))
+        self.assertEqual(L.ForwardArgs.lse.offset, 320)
+        self.assertEqual(L.ForwardArgs.stream.offset, 344)
+
+    def test_raw_bindings_pass_packed_arguments_to_the_library(self):
+        t = [(0, L.DTYPE_BF16, (1, 1, 8, 64), (512, 512, 64, 1))] * 4
+        packed = bytes(L.pack_forward_args(t, 0, L.ROUTES["directp"], 0, 0.125, 0))
+        size = ctypes.c_uint64(7)
+        self.assertEqual(L.workspace_size_raw()(None, packed, ctypes.byref(size)), 1)
+        self.assertIn("engine", L.library().fa4jit_last_error().decode())
+        self.assertEqual(L.forward_with_workspace_raw()(None, packed, 0, 0), 1)
+        self.assertEqual(L.workspace_size_raw()(None, None, ctypes.byref(size)), 1)
+
     def test_engine_errors_carry_the_engine_message(self):
         if os.path.exists("/dev/nvidia0"):
             self.skipTest("a GPU is present: the engine opens")
