@@ -158,7 +158,7 @@ def _make_plan(q, k, v, causal, route, softmax_scale, return_lse, layout):
     plan.device = device
     plan.engine = L.engine(device)
     plan.forward = L.forward_with_workspace_raw()
-    plan.workspace_bytes = None  # (asked with the first call's arguments: the engine checks their pointers)
+    plan.workspace_bytes = None  # (asked with real arguments: the engine checks their pointers)
     return plan
 
 
