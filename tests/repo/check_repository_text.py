@@ -10,7 +10,7 @@ finding makes the exit status 1. Rules:
   - history: an ordinal (first ... thirtieth) followed by session, call or step; the word
     session(s); "call N"; "issue N" or "issue #N"; names like session16 or call5, in text or in
     a file's path (line 0);
-  - outside references: the planning folder beside the repository, DESIGN.md, HARDWARE-NOTES (the repository's own documents are
+  - outside references: the planning folder beside the repository and its design and hardware notes (the repository's own documents are
     under docs/);
   - README.md: lines of at most 100 characters, table rows and code blocks at most 140.
 Skipped: binary files, tests/repo/ (this checker and its samples), tests/codegen/golden/ (hashes).
@@ -23,6 +23,8 @@ import sys
 
 # The planning folder beside the repository, spelled in parts so that this file does not point at it.
 OUTSIDE = "/".join(("..", "sha" + "red"))
+DESIGN_DOC = "DES" + "IGN.md"
+HW_NOTES = "HARDWARE" + "-NOTES"
 
 ORDINALS = (
     "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth "
@@ -40,8 +42,8 @@ TEXT_RULES = [
     ("history: issue number", re.compile(r"\bissue #?[0-9]+\b", re.I)),
     ("history: session/call name", re.compile(r"\b(?:session|call)[0-9]+", re.I)),
     ("outside reference: " + OUTSIDE, re.compile(re.escape(OUTSIDE) + r"\b")),
-    ("outside reference: DESIGN.md", re.compile(r"\bDESIGN\.md\b")),
-    ("outside reference: HARDWARE-NOTES", re.compile(r"\bHARDWARE-NOTES\b")),
+    ("outside reference: " + DESIGN_DOC, re.compile(r"\b" + re.escape(DESIGN_DOC) + r"\b")),
+    ("outside reference: " + HW_NOTES, re.compile(r"\b" + re.escape(HW_NOTES) + r"\b")),
 ]
 PATH_RULE = ("history: session/call name in a path", re.compile(r"(?:session|call)[0-9]+", re.I))
 
@@ -151,8 +153,8 @@ def self_test():
         "docs/perf-data/2026-12-03-session16-call5/": "history: session/call name",
         "see call5/bench.jsonl": "history: session/call name",
         "summary in " + OUTSIDE + "/seed/": "outside reference: " + OUTSIDE,
-        "(DESIGN.md §1.2)": "outside reference: DESIGN.md",
-        "HARDWARE-NOTES.md: Hopper has no FP4": "outside reference: HARDWARE-NOTES",
+        "(" + DESIGN_DOC + " §1.2)": "outside reference: " + DESIGN_DOC,
+        HW_NOTES + ".md: Hopper has no FP4": "outside reference: " + HW_NOTES,
     }
     for text, rule in must_find.items():
         found = line_findings(text)
