@@ -73,8 +73,9 @@ def workspace_size_raw():
 # with the bytes between them, which stay the same for a shape (dtype and shape of each tensor;
 # route, causal, scale): FORWARD_ARGS_SPLIT.pack(q, seg0, k, seg1, v, seg2, o, seg3, lse, seg4,
 # stream) gives the packed struct.
-FORWARD_ARGS_SPLIT = struct.Struct("<Q72sQ72sQ72sQ72sQ16sQ")
-_SEGMENT_BOUNDS = ((8, 80), (88, 160), (168, 240), (248, 320), (328, 344))
+_POINTER_OFFSETS = tuple(getattr(ForwardArgs, n).offset for n in ("q", "k", "v", "o", "lse", "stream"))
+_SEGMENT_BOUNDS = tuple((a + 8, b) for a, b in zip(_POINTER_OFFSETS, _POINTER_OFFSETS[1:]))
+FORWARD_ARGS_SPLIT = struct.Struct("<" + "".join(f"Q{b - a}s" for a, b in _SEGMENT_BOUNDS) + "Q")
 
 
 def forward_args_segments(packed):

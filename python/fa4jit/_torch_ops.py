@@ -107,6 +107,8 @@ _plans = {}
 _MAX_PLANS = 4096
 _is_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
 _current_device = getattr(torch._C, "_cuda_getDevice", None)
+
+
 class _Plan:
     __slots__ = ("segments", "o_shape", "o_like_q", "lse_shape", "device", "workspace_bytes", "engine", "forward")
 
@@ -211,7 +213,7 @@ def _attention_eager(q, k, v, causal, route, softmax_scale, return_lse, layout):
     stream = _raw_stream(plan.device)
     s0, s1, s2, s3, s4 = plan.segments
     args = L.FORWARD_ARGS_SPLIT.pack(q.data_ptr(), s0, k.data_ptr(), s1, v.data_ptr(), s2, o.data_ptr(), s3,
-                            lse.data_ptr() if lse is not None else 0, s4, stream)
+                                     lse.data_ptr() if lse is not None else 0, s4, stream)
     if plan.workspace_bytes is None:
         plan.workspace_bytes = _workspace_size(plan, args)
     if _is_capturing():
