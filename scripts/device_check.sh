@@ -47,7 +47,10 @@ for step in "${steps[@]}"; do
       tail -3 "$OUT/bench_fa4jit.err"
       echo "== PyTorch SDPA, same grid"
       hd=$(echo "$BENCH_ARGS" | sed -n 's/.*--head-dims\{0,1\} \([^ ]*\).*/\1/p'); sl=$(echo "$BENCH_ARGS" | sed -n 's/.*--seqlens\{0,1\} \([^ ]*\).*/\1/p')
-      PYTHONUNBUFFERED=1 timeout 300 python3 scripts/bench_sdpa.py --head-dim "$hd" --seqlen "$sl" > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
+      # (PY_ROUTES: the same grid through the Python package's fa4jit.attention, beside cuDNN)
+      FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 timeout 400 \
+        python3 scripts/bench_sdpa.py --head-dim "$hd" --seqlen "$sl" ${PY_ROUTES:+--fa4jit "$PY_ROUTES"} \
+        > "$OUT/bench_sdpa.jsonl" 2> "$OUT/bench_sdpa.err"
       tail -2 "$OUT/bench_sdpa.err"
       python3 scripts/bench_compare.py "$OUT/bench_fa4jit.jsonl" "$OUT/bench_sdpa.jsonl" | tee "$OUT/bench_table.md" ;;
     ab)

@@ -2,7 +2,6 @@
 torch.compile(fullgraph=True) traces through it. Imported only when torch is importable."""
 import ctypes
 import math
-import struct
 
 import torch
 
@@ -194,8 +193,9 @@ def _attention_eager(q, k, v, causal, route, softmax_scale, return_lse, layout):
     """fa4jit.attention without the dispatcher: one output allocation per call (two with the LSE),
     the arguments copied from the plan with the data pointers filled in."""
     try:
-        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype, q.device,
-               k.get_device(), v.get_device(), k.is_cuda, v.is_cuda, route, causal, softmax_scale, return_lse, layout)
+        # (get_device is the CUDA index, -1 elsewhere: the checks refuse -1, so no plan holds it)
+        key = (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype,
+               q.get_device(), k.get_device(), v.get_device(), route, causal, softmax_scale, return_lse, layout)
     except (AttributeError, TypeError):
         return None  # (not tensors: the general path's checks name what is wrong)
     plan = _plans.get(key)
