@@ -2,6 +2,7 @@
 // Internals of the route models (model.h), shared by model*.cpp only.
 #include <vector>
 
+#include "fa4jit/codegen/block_formats.h"
 #include "fa4jit/codegen/spec.h"
 #include "fa4jit/directp.cuh"
 #include "fa4jit/cpu/model.h"
@@ -16,6 +17,11 @@ struct FedOperand {
   float scale = 1.0f; // Q/K: NVFP4 global scale g (1 for bf16); V: epilogue factor f
   const float *row(int s) const { return values.data() + static_cast<std::size_t>(s) * head_dim; }
 };
+
+// One head of a [B, H, S, D] tensor as a [S, D] matrix.
+formats::MatrixView headView(const TensorRef &t, int b, int h, int seqlen, int head_dim);
+// x rounded to E4M3 (saturating, to nearest even).
+float e4m3Round(float x);
 
 // Q of one (batch, query head), K or V of one (batch, kv head), as the route feeds them.
 llvm::Expected<FedOperand> feedQK(const AttentionSpec &spec, const TensorRef &t, int b, int h,

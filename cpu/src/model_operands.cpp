@@ -13,16 +13,6 @@ namespace {
 // Round up to the 128-key granule of the exchange layout of V^T.
 int paddedKeys(int seqlen) { return (seqlen + 127) / 128 * 128; }
 
-formats::MatrixView headView(const TensorRef &t, int b, int h, int seqlen, int head_dim) {
-  formats::MatrixView m;
-  m.data = t.data + b * t.strides[0] + h * t.strides[1];
-  m.rows = seqlen;
-  m.cols = head_dim;
-  m.row_stride = t.strides[2];
-  m.col_stride = t.strides[3];
-  return m;
-}
-
 // V^T of one head: rows = D, columns = keys (the reduction dimension of P V).
 formats::MatrixView transposedView(const TensorRef &t, int b, int h, int seqlen, int head_dim) {
   formats::MatrixView m = headView(t, b, h, seqlen, head_dim);
@@ -33,14 +23,24 @@ formats::MatrixView transposedView(const TensorRef &t, int b, int h, int seqlen,
   return m;
 }
 
-float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
-
 llvm::Error prefixed(const char *name, int b, int h, llvm::Error e) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s (batch %d, head %d): %s", name,
                                  b, h, llvm::toString(std::move(e)).c_str());
 }
 
 } // namespace
+
+formats::MatrixView headView(const TensorRef &t, int b, int h, int seqlen, int head_dim) {
+  formats::MatrixView m;
+  m.data = t.data + b * t.strides[0] + h * t.strides[1];
+  m.rows = seqlen;
+  m.cols = head_dim;
+  m.row_stride = t.strides[2];
+  m.col_stride = t.strides[3];
+  return m;
+}
+
+float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
 
 float log2ScoreScale(const AttentionSpec &spec) {
   const float scale = spec.softmax_scale != 0.0f

@@ -6,8 +6,6 @@
 
 namespace fa4jit::cpu {
 
-namespace {
-
 llvm::Error checkFinite(const char *name, const TensorRef &t, int batch, int heads, int seqlen,
                         int head_dim) {
   if (!t.data)
@@ -22,8 +20,6 @@ llvm::Error checkFinite(const char *name, const TensorRef &t, int batch, int hea
                                            name, b, h, s, d);
   return llvm::Error::success();
 }
-
-} // namespace
 
 llvm::Error validateProblem(const AttentionProblem &p, const RowSelection &sel) {
   const AttentionShape &s = p.shape;
@@ -60,17 +56,22 @@ std::vector<int> selectedRows(const AttentionShape &shape, const RowSelection &s
 
 Agreement compareOutputs(const AttentionResult &a, const AttentionResult &b) {
   assert(a.o.size() == b.o.size() && "compareOutputs needs results of one shape");
+  return compareValues(a.o, b.o);
+}
+
+Agreement compareValues(const std::vector<double> &a, const std::vector<double> &b) {
+  assert(a.size() == b.size() && "compareValues needs vectors of one size");
   double dot = 0, na = 0, nb = 0, diff = 0, max_abs = 0;
-  for (std::size_t i = 0; i < a.o.size(); ++i) {
-    dot += a.o[i] * b.o[i];
-    na += a.o[i] * a.o[i];
-    nb += b.o[i] * b.o[i];
-    const double d = a.o[i] - b.o[i];
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+    const double d = a[i] - b[i];
     diff += d * d;
     max_abs = std::fmax(max_abs, std::fabs(d));
   }
   Agreement r;
-  // Two all-zero outputs (every row fully masked) agree exactly.
+  // Two all-zero vectors (every row fully masked) agree exactly.
   r.cosine = (na == 0 && nb == 0) ? 1.0 : (na == 0 || nb == 0) ? 0.0 : dot / std::sqrt(na * nb);
   r.rel_l2 = nb == 0 ? std::sqrt(diff) : std::sqrt(diff / nb);
   r.max_abs = max_abs;

@@ -209,6 +209,34 @@ struct AttentionSpec {
   TmemPlanRef tmem;
 };
 
+// The backward of the training route (docs/NUMERICS.md §3). It reads what the training forward
+// saved (NVFP4 Q/K, V, O, LSE) and the incoming gradient dO, and writes dQ, dK, dV in BF16.
+// How P and V feed dV = P^T dO and dP = dO V^T (dO is E4M3 with a per-head scale in both):
+enum class BackwardPvFormat : uint8_t {
+  E4m3,  // P = E4M3(P * 2^p_offset_log2), V the forward's E4M3 payload (the stable training route)
+  Mxfp4, // P in MXFP4 blocked along queries, V in MXFP4 blocked along the head dim, both widened
+         // exactly to E4M3 (the configuration found unstable in training, kept to compare)
+};
+
+// Which Q and K the dS products dQ = dS K and dK = dS^T Q read (dS is BF16 in both):
+enum class BackwardQkOperands : uint8_t {
+  Bf16,        // the BF16 inputs, kept by the training forward (dQ/dK cosine 0.991 at σ = 1)
+  SavedNvfp4,  // the saved NVFP4 payload decoded exactly (no extra memory; cosine 0.987)
+};
+
+struct BackwardSpec {
+  // The training forward whose saved operands and LSE the backward reads: its route (nvfp8), head
+  // dim, causal mask, softmax scale and Q/K widening.
+  AttentionSpec forward;
+  BackwardPvFormat pv = BackwardPvFormat::E4m3;
+  // The BF16 inputs by default: NVFP4's own error in Q and K would otherwise reach dK and dQ
+  // directly (`fa4jit accuracy --backward` shows both).
+  BackwardQkOperands qk = BackwardQkOperands::Bf16;
+  // Fed P = E4M3(P * 2^p_offset_log2). P = exp2(t - LSE) stays below ~1.07 (the forward's l sums
+  // E4M3-rounded values), so 2^8 keeps it under 448 and its small values above E4M3's subnormals.
+  int p_offset_log2 = 8;
+};
+
 enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16 };
 enum class QuantLayout : uint8_t {
   RowMajorK,       // payload [rows, K] K-contiguous (Q, K: K = head dim)

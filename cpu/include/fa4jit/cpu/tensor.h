@@ -66,6 +66,9 @@ struct AttentionResult {
 // element finite: the kernels never consume NaN/Inf) and the row selection (in [0, Sq)).
 // Errors name the tensor and the offending index.
 llvm::Error validateProblem(const AttentionProblem &p, const RowSelection &sel);
+// Checks that `t` has data and that its [batch, heads, seqlen, head_dim] elements are finite; the
+// error names the tensor and the first offending index.
+llvm::Error checkFinite(const char *name, const TensorRef &t, int batch, int heads, int seqlen, int head_dim);
 
 // The selected rows (all rows when sel.rows is empty).
 std::vector<int> selectedRows(const AttentionShape &shape, const RowSelection &sel);
@@ -87,5 +90,7 @@ struct Agreement {
   double max_abs = 0;
 };
 Agreement compareOutputs(const AttentionResult &a, const AttentionResult &b);
+// The same metrics over two vectors of one size (b is the yardstick of rel_l2).
+Agreement compareValues(const std::vector<double> &a, const std::vector<double> &b);
 
 } // namespace fa4jit::cpu
