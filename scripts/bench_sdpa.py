@@ -17,21 +17,9 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
-def time_ms(fn, warmup=5, reps=20):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
-
-
 def time_interleaved_ms(fns, warmup=5, reps=20):
-    """Medians of several calls timed as time_ms does, one repeat of each in turn."""
+    """The median time of each call: CUDA events around every repeat, after warm-up, one repeat
+    of each call in turn."""
     for fn in fns:
         for _ in range(warmup):
             fn()
@@ -44,6 +32,10 @@ def time_interleaved_ms(fns, warmup=5, reps=20):
             b.synchronize()
             ts.append(a.elapsed_time(b))
     return [statistics.median(ts) for ts in times]
+
+
+def time_ms(fn, warmup=5, reps=20):
+    return time_interleaved_ms([fn], warmup, reps)[0]
 
 
 def fa4jit_calls(bufs, causal, route):

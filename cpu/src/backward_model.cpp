@@ -17,10 +17,6 @@ template <typename... Ts> llvm::Error backwardError(const char *fmt, const Ts &.
   return llvm::createStringError(llvm::inconvertibleErrorCode(), fmt, vals...);
 }
 
-std::string fmtHead(const char *name, int b, int h, const std::string &msg) {
-  return std::string(name) + " (batch " + std::to_string(b) + ", head " + std::to_string(h) + "): " + msg;
-}
-
 constexpr int kPBlock = 32; // queries per MXFP4 block of P (blocked along dV's reduction)
 
 llvm::Error validateBackwardSpec(const BackwardSpec &spec, const AttentionShape &shape) {
@@ -135,8 +131,7 @@ llvm::Expected<GradientResult> runBackwardModel(const BackwardSpec &spec, const 
 
   const AttentionSpec &fwd = spec.forward;
   const int D = s.head_dim, group = s.heads_q / s.heads_kv;
-  const float softmax_scale = fwd.softmax_scale != 0.0f ? fwd.softmax_scale
-                                                        : static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const float softmax_scale = detail::softmaxScale(fwd);
   const float log2e = static_cast<float>(M_LOG2E);
   const float fed_p_scale = std::ldexp(1.0f, spec.p_offset_log2);
   GradientResult out;
@@ -163,6 +158,7 @@ llvm::Expected<GradientResult> runBackwardModel(const BackwardSpec &spec, const 
     std::vector<float> dk_group(kv_elems, 0.0f), dv_group(kv_elems, 0.0f);
     std::vector<double> dk_acc(kv_elems), dv_acc(kv_elems);
     std::vector<float> prob(static_cast<std::size_t>(kPBlock) * s.seqlen_k), ds_fed(prob.size()), p_fed(prob.size());
+    std::vector<double> dq_acc(D);
     for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
       auto q = feedQKBoth(spec, p.q, b, h, s.seqlen_q, D, "Q");
       if (!q) {
@@ -171,7 +167,8 @@ llvm::Expected<GradientResult> runBackwardModel(const BackwardSpec &spec, const 
       }
       auto d_o = formats::quantizeFp8PerTensor(detail::headView(problem.d_o, b, h, s.seqlen_q, D), D);
       if (!d_o) {
-        errors[item] = fmtHead("dO", b, h, llvm::toString(d_o.takeError()));
+        errors[item] = llvm::toString(
+            backwardError("dO (batch %d, head %d): %s", b, h, llvm::toString(d_o.takeError()).c_str()));
         return;
       }
       std::vector<float> do_fed(static_cast<std::size_t>(s.seqlen_q) * D);
@@ -224,7 +221,7 @@ llvm::Expected<GradientResult> runBackwardModel(const BackwardSpec &spec, const 
         for (int r = 0; r < rows; ++r) {
           const int i = i0 + r;
           const float *qe = q->grad.row(i), *dor = do_fed.data() + static_cast<std::size_t>(i) * D;
-          std::vector<double> dq_acc(D, 0.0);
+          std::fill(dq_acc.begin(), dq_acc.end(), 0.0);
           for (int j = 0; j < s.seqlen_k; ++j) {
             const float ds = ds_fed[static_cast<std::size_t>(r) * s.seqlen_k + j];
             const float pf = p_fed[static_cast<std::size_t>(r) * s.seqlen_k + j];

@@ -29,6 +29,8 @@ llvm::Expected<FedOperand> feedQK(const AttentionSpec &spec, const TensorRef &t,
 llvm::Expected<FedOperand> feedV(const AttentionSpec &spec, const TensorRef &v, int b, int h,
                                  int seqlen, int head_dim);
 
+// The softmax scale in use: spec.softmax_scale, or 1/sqrt(head_dim) when it is 0.
+float softmaxScale(const AttentionSpec &spec);
 // kscale = softmax_scale * log2(e) as the one FP32 constant codegen folds (NUMERICS.md §2.1).
 float log2ScoreScale(const AttentionSpec &spec);
 // The FP32 factor t = acc * factor for one (q head, kv head) pair.

@@ -42,11 +42,13 @@ formats::MatrixView headView(const TensorRef &t, int b, int h, int seqlen, int h
 
 float e4m3Round(float x) { return formats::e4m3ToFloat(formats::floatToE4M3(x)); }
 
+float softmaxScale(const AttentionSpec &spec) {
+  return spec.softmax_scale != 0.0f ? spec.softmax_scale
+                                    : static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
+}
+
 float log2ScoreScale(const AttentionSpec &spec) {
-  const float scale = spec.softmax_scale != 0.0f
-                          ? spec.softmax_scale
-                          : static_cast<float>(1.0 / std::sqrt(static_cast<double>(spec.head_dim)));
-  return static_cast<float>(static_cast<double>(scale) * M_LOG2E);
+  return static_cast<float>(static_cast<double>(softmaxScale(spec)) * M_LOG2E);
 }
 
 float scoreFactor(const AttentionSpec &spec, float q_scale, float k_scale) {

@@ -54,8 +54,7 @@ llvm::Expected<AttentionResult> referenceAttention(const AttentionProblem &probl
   const int nrows = static_cast<int>(result.rows.size());
   result.o.assign(static_cast<std::size_t>(s.batch) * s.heads_q * nrows * s.head_dim, 0.0);
   result.lse.assign(static_cast<std::size_t>(s.batch) * s.heads_q * nrows, 0.0);
-  const double scale = options.softmax_scale != 0.0f ? static_cast<double>(options.softmax_scale)
-                                                     : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  const double scale = options.scale(s.head_dim);
   // One work item per (batch, head, chunk of rows); each writes only its own rows.
   constexpr int kRowsPerItem = 16;
   const int chunks = (nrows + kRowsPerItem - 1) / kRowsPerItem;

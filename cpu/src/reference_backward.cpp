@@ -17,8 +17,7 @@ llvm::Expected<GradientResult> referenceAttentionBackward(const BackwardProblem 
   const AttentionShape &s = p.shape;
   if (auto e = checkFinite("dO", problem.d_o, s.batch, s.heads_q, s.seqlen_q, s.head_dim))
     return e;
-  const double scale = options.softmax_scale != 0.0f ? static_cast<double>(options.softmax_scale)
-                                                     : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  const double scale = options.scale(s.head_dim);
   const int D = s.head_dim, group = s.heads_q / s.heads_kv;
   GradientResult out;
   out.shape = s;
