@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward]... (default: tests run bench)
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
 # leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward}; do
+      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward}; do
         # (the forward suite takes 380-450 s on the H200: its own limit, the others' 120 s)
         limit=120; [ "$t" = runtime_test_gpu_forward ] && limit=540
         echo "== $t"; timeout $limit "$BIN/$t" "[gpu]" > "$OUT/$t.log" 2>&1; echo "   exit status $?"
@@ -34,6 +34,12 @@ for step in "${steps[@]}"; do
       echo "== the Python package with PyTorch (tests/python/gpu_torch_check.py)"
       FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONPATH="$PWD/python" \
         timeout 300 python3 tests/python/gpu_torch_check.py 2>&1 | tee "$OUT/python.log" | tail -40 ;;
+    backward)
+      # Forward + backward from BF16 through fa4jit.attention(route="nvfp8") beside SDPA (BACKWARD_ARGS)
+      echo "== scripts/bench_backward.py ${BACKWARD_ARGS:-}"
+      FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 timeout 400 \
+        python3 scripts/bench_backward.py ${BACKWARD_ARGS:-} > "$OUT/bench_backward.jsonl" 2> "$OUT/bench_backward.err"
+      tail -20 "$OUT/bench_backward.err" ;;
     tune)
       TUNE_ARGS=${TUNE_ARGS:---route nvfp8,directp --head-dim 128 --seqlen 4096 --causal 0,1 --reps 10}
       echo "== fa4jit tune $TUNE_ARGS"

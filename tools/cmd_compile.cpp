@@ -32,7 +32,7 @@ const char kUsage[] =
     "\n"
     "options (lists are comma-separated):\n"
     "  --all               every variant the code generator can emit for the targets\n"
-    "  --family F          attention | quantize | all (default all)\n"
+    "  --family F          attention | attention-backward | quantize | all (default all)\n"
     "  --route LIST        bf16,nvfp8,directp (default all)\n"
     "  --head-dim LIST     64,128,256 (default all)\n"
     "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0,1)\n"
@@ -60,8 +60,8 @@ int runCompile(int argc, char **argv) {
   if (!targets)
     return fail(llvm::toString(targets.takeError()));
   const std::string family = flags.str("family", "all");
-  if (family != "all" && family != "attention" && family != "quantize")
-    return fail("--family must be attention, quantize or all");
+  if (family != "all" && family != "attention" && family != "quantize" && family != "attention-backward")
+    return fail("--family must be attention, attention-backward, quantize or all");
   auto routes = routesFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return fail(llvm::toString(routes.takeError()));
@@ -77,10 +77,12 @@ int runCompile(int argc, char **argv) {
 
   std::vector<KernelSpec> specs;
   auto wanted = [&](const KernelSpec &s) {
-    const bool isAttn = s.family == KernelFamily::AttentionForward;
-    if (family != "all" && (family == "attention") != isAttn)
+    if (family != "all" && family != toString(s.family))
       return false;
-    if (!isAttn)
+    if (s.family == KernelFamily::AttentionBackward)
+      return std::count(dims->begin(), dims->end(), s.backward.forward.head_dim) &&
+             std::count(causals->begin(), causals->end(), s.backward.forward.causal);
+    if (s.family != KernelFamily::AttentionForward)
       return true;
     const AttentionSpec &a = s.attention;
     return std::count(routes->begin(), routes->end(), a.route) &&
@@ -93,12 +95,17 @@ int runCompile(int argc, char **argv) {
         specs.push_back(s);
   } else {
     for (Target t : *targets) {
-      if (family != "quantize")
+      if (family == "attention-backward" || (family == "all" && t == Target::Sm90a))
+        for (int d : *dims)
+          for (bool c : *causals)
+            if (d != 256)
+              specs.push_back(defaultBackwardSpec(d, c, 0.0f, t));
+      if (family == "attention" || family == "all")
         for (Route r : *routes)
           for (int d : *dims)
             for (bool c : *causals)
               specs.push_back(defaultAttentionSpec(r, d, c, t));
-      if (family != "attention")
+      if (family == "quantize" || family == "all")
         for (const KernelSpec &q : enumerateQuantizeVariants(t))
           if (!q.quantize.input_fp32 && !q.quantize.keys_permuted16 &&
               std::count(dims->begin(), dims->end(), q.quantize.head_dim))

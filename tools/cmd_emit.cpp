@@ -29,7 +29,7 @@ const char *kUsage =
     "Prints the generated instantiation source of one kernel.\n"
     "\n"
     "  --spec FILE.json          read the spec (canonical JSON, see --json); other spec flags are refused\n"
-    "  --family attention|quantize   (default attention)\n"
+    "  --family attention|quantize|attention-backward   (default attention)\n"
     "  --target sm_80|sm_89|sm_90a|sm_100a   (default sm_90a)\n"
     "  --head-dim 64|128|256     (default 128)\n"
     " attention (defaults from the heuristics for route, head dim, causal, target):\n"
@@ -38,6 +38,11 @@ const char *kUsage =
     "  --classifier piecewise|threshold|affine|mixed  --alpha A  --beta B  --y-split Y\n"
     "  --block-m M  --block-n N  --warps W  --permute-v\n"
     "  --softmax-scale S         (default 1/sqrt(head dim))\n"
+    " attention-backward (sm_90a; the nvfp8 training forward's backward):\n"
+    "  --causal, --softmax-scale, --block-m, --block-n, --warps as above\n"
+    "  --pv e4m3|mxfp4           P and V in dV = P^T dO, dP = dO V^T (default e4m3)\n"
+    "  --qk bf16|saved-nvfp4     Q and K in dQ = dS K, dK = dS^T Q (default bf16)\n"
+    "  --deterministic           dQ added in key-block order (same bits every run)\n"
     " quantize:\n"
     "  --format nvfp4|mxfp4|fp8  (default nvfp4; mxfp4 and fp8 write V^T)\n"
     "  --fp32-input, --fp16-input  (default bf16 input)\n"
@@ -57,7 +62,7 @@ int fail(const std::string &msg) {
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
     "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
-    "fp16-input"};
+    "fp16-input", "pv", "qk", "deterministic"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -122,12 +127,38 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
       return e;
     return spec;
   }
-  auto route = routeFlag(flags, "directp");
-  if (!route)
-    return route.takeError();
   auto causal = flags.boolean("causal", false);
   if (!causal)
     return causal.takeError();
+  if (*family == KernelFamily::AttentionBackward) {
+    spec = defaultBackwardSpec(*head_dim, *causal, 0.0f, *target);
+    BackwardSpec &b = spec.backward;
+    if (flags.has("pv")) {
+      auto pv = parseBackwardPvFormat(flags.str("pv", ""));
+      if (!pv)
+        return pv.takeError();
+      b.pv = *pv;
+    }
+    if (flags.has("qk")) {
+      auto qk = parseBackwardQkOperands(flags.str("qk", ""));
+      if (!qk)
+        return qk.takeError();
+      b.qk = *qk;
+    }
+    b.deterministic = flags.has("deterministic");
+    llvm::Error errors[] = {optionalFloat(flags, "softmax-scale", b.forward.softmax_scale),
+                            optionalInt(flags, "block-m", b.tile.block_m),
+                            optionalInt(flags, "block-n", b.tile.block_n), optionalInt(flags, "warps", b.tile.warps)};
+    llvm::Error bad_value = llvm::Error::success();
+    for (llvm::Error &e : errors)
+      bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
+    if (bad_value)
+      return std::move(bad_value);
+    return spec;
+  }
+  auto route = routeFlag(flags, "directp");
+  if (!route)
+    return route.takeError();
   spec = defaultAttentionSpec(*route, *head_dim, *causal, *target);
   AttentionSpec &t = spec.attention;
   if (flags.has("permute-v"))
@@ -195,6 +226,7 @@ int runEmit(int argc, char **argv) {
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
                   {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
+                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None},
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

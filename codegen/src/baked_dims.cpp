@@ -199,12 +199,52 @@ DimensionSplit quantizeSplit(const KernelSpec &spec) {
   return d;
 }
 
+float softmaxScaleOf(const AttentionSpec &a) {
+  return a.softmax_scale != 0.0f ? a.softmax_scale
+                                 : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
+}
+
+DimensionSplit backwardSplit(const KernelSpec &spec) {
+  const BackwardSpec b = canonicalize(spec).backward;
+  const AttentionSpec &f = b.forward;
+  DimensionSplit d;
+  d.family = KernelFamily::AttentionBackward;
+  d.device_namespace = "fa4jit::device::attention_backward";
+  d.params_type = "BackwardParams";
+  d.params_header = "fa4jit/attention_backward/params.cuh";
+  // The members of fa4jit/attention_backward/config.cuh, in its order.
+  d.baked = {
+      {"head_dim", "int", intText(f.head_dim), ""},
+      {"causal", "bool", boolText(f.causal), "bottom-right aligned"},
+      {"pv_mxfp4", "bool", boolText(b.pv == BackwardPvFormat::Mxfp4), std::string("P and V fed as ") + toString(b.pv)},
+      {"qk_saved_nvfp4", "bool", boolText(b.qk == BackwardQkOperands::SavedNvfp4),
+       std::string("dS products read ") + toString(b.qk) + " Q/K"},
+      {"qk_widen_shift", "int", intText(f.operands.qk_widen_shift), "the forward's e4m3 widening of Q/K"},
+      floatConstant("score_scale", foldedScoreScale(f), "softmax_scale * log2(e) * 4^shift"),
+      floatConstant("softmax_scale", softmaxScaleOf(f), "dQ and dK factor"),
+      {"p_offset_log2", "int", intText(b.p_offset_log2), "P fed as E4M3(P * 2^off)"},
+      {"block_m", "int", intText(b.tile.block_m), "queries per step"},
+      {"block_n", "int", intText(b.tile.block_n), "keys per CTA"},
+      {"warps", "int", intText(b.tile.warps), ""},
+      {"deterministic", "bool", boolText(b.deterministic), "dQ added in key-block order"},
+  };
+  d.runtime = {
+      {"q, k, o, d_o", "BF16 inputs (q, k read when the dS products take BF16 Q/K)"},
+      {"dq, dk, dv", "BF16 outputs"},
+      {"lse", "the forward's LSE"},
+      {"q_payload, q_sf, q_global_scale, k_payload, k_sf, k_global_scale", "the saved NVFP4 Q and K"},
+      {"v_payload, v_sf, v_head_scalar", "the saved V^T (E4M3 and s_v, or MXFP4 and v_shift)"},
+      {"delta, do_amax, dq_accum, dq_semaphore", "workspace"},
+      {"*_stride, *_bytes", "strides of every tensor"},
+      {"batch, heads_q, heads_kv, seqlen_q, seqlen_k", "shape (GQA ratio heads_q / heads_kv)"},
+  };
+  return d;
+}
+
 } // namespace
 
 float log2SoftmaxScale(const AttentionSpec &a) {
-  const float scale = a.softmax_scale != 0.0f ? a.softmax_scale
-                                              : static_cast<float>(1.0 / std::sqrt(static_cast<double>(a.head_dim)));
-  return static_cast<float>(static_cast<double>(scale) * M_LOG2E);
+  return static_cast<float>(static_cast<double>(softmaxScaleOf(a)) * M_LOG2E);
 }
 
 float foldedScoreScale(const AttentionSpec &a) {
@@ -225,6 +265,8 @@ llvm::Expected<DimensionSplit> splitDimensions(const KernelSpec &spec) {
     return e;
   if (spec.family == KernelFamily::Quantize)
     return quantizeSplit(spec);
+  if (spec.family == KernelFamily::AttentionBackward)
+    return backwardSplit(spec);
   DimensionSplit d = attentionSplit(spec);
   if (isTcgen05Attention(spec)) { // sm_100a: the TMEM plan's columns are baked too
     llvm::Expected<std::vector<BakedConstant>> extra = tcgen05BakedConstants(spec);

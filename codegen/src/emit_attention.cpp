@@ -26,6 +26,7 @@ bool headerEmbedded(const char *name) {
 } // namespace
 
 bool attentionTemplatesAvailable() { return headerEmbedded("fa4jit/attention/kernel.cuh"); }
+bool backwardTemplatesAvailable() { return headerEmbedded("fa4jit/attention_backward/kernel.cuh"); }
 
 namespace detail {
 namespace {

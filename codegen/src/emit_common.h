@@ -22,5 +22,6 @@ void emitNonFiniteRowsEntry(const KernelSpec &spec, const DimensionSplit &split,
 // Family emitters: the spec is valid and `split` is its splitDimensions().
 llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split);
+llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const DimensionSplit &split);
 
 } // namespace fa4jit::detail

@@ -69,6 +69,8 @@ llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec) {
     return split.takeError();
   if (spec.family == KernelFamily::Quantize)
     return detail::emitQuantize(spec, *split);
+  if (spec.family == KernelFamily::AttentionBackward)
+    return detail::emitBackward(spec, *split);
   return detail::emitAttention(spec, *split);
 }
 

@@ -36,7 +36,10 @@ constexpr StageAblation kAblations[] = {StageAblation::None,        StageAblatio
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
                                          QuantFormat::Fp8PerHead, QuantFormat::Bf16};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
-constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize};
+constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize,
+                                      KernelFamily::AttentionBackward};
+constexpr BackwardPvFormat kBackwardPvFormats[] = {BackwardPvFormat::E4m3, BackwardPvFormat::Mxfp4};
+constexpr BackwardQkOperands kBackwardQkOperands[] = {BackwardQkOperands::Bf16, BackwardQkOperands::SavedNvfp4};
 
 template <typename E, std::size_t N>
 llvm::Expected<E> parseEnum(llvm::StringRef name, const E (&values)[N], const char *what) {
@@ -164,6 +167,24 @@ void writeQuantize(llvm::json::OStream &j, const QuantizeSpec &q) {
     j.attribute("keys_permuted16", q.keys_permuted16);
     j.attribute("layout", toString(q.layout));
     j.attribute("threads", q.threads);
+  });
+}
+
+// The backward's own choices and the forward fields it reads (canonicalize() resets the rest).
+void writeBackward(llvm::json::OStream &j, const BackwardSpec &b) {
+  j.attributeObject("backward", [&] {
+    j.attribute("block_m", b.tile.block_m);
+    j.attribute("block_n", b.tile.block_n);
+    j.attribute("causal", b.forward.causal);
+    j.attribute("deterministic", b.deterministic);
+    j.attribute("head_dim", b.forward.head_dim);
+    j.attribute("p_offset_log2", b.p_offset_log2);
+    j.attribute("pv", toString(b.pv));
+    j.attribute("qk", toString(b.qk));
+    j.attribute("qk_widen_shift", b.forward.operands.qk_widen_shift);
+    j.attribute("qk_widening", toString(b.forward.operands.qk_widening));
+    writeFloat(j, "softmax_scale", b.forward.softmax_scale);
+    j.attribute("warps", b.tile.warps);
   });
 }
 
@@ -403,6 +424,21 @@ llvm::Error readQuantize(ObjectReader &r, QuantizeSpec &q) {
   return r.readInt("threads", q.threads);
 }
 
+llvm::Error readBackward(ObjectReader &r, BackwardSpec &b) {
+  FA4JIT_TRY(r.readInt("block_m", b.tile.block_m));
+  FA4JIT_TRY(r.readInt("block_n", b.tile.block_n));
+  FA4JIT_TRY(r.readBool("causal", b.forward.causal));
+  FA4JIT_TRY(r.readBool("deterministic", b.deterministic));
+  FA4JIT_TRY(r.readInt("head_dim", b.forward.head_dim));
+  FA4JIT_TRY(r.readInt("p_offset_log2", b.p_offset_log2));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("pv"), b.pv, parseBackwardPvFormat));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("qk"), b.qk, parseBackwardQkOperands));
+  FA4JIT_TRY(r.readInt("qk_widen_shift", b.forward.operands.qk_widen_shift));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("qk_widening"), b.forward.operands.qk_widening, parseWidening));
+  FA4JIT_TRY(r.readFloat("softmax_scale", b.forward.softmax_scale));
+  return r.readInt("warps", b.tile.warps);
+}
+
 } // namespace
 
 std::string formatFloat(float value) {
@@ -446,14 +482,38 @@ llvm::Expected<QuantLayout> parseQuantLayout(llvm::StringRef n) {
 llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef n) {
   return parseEnum(n, kFamilies, "kernel family");
 }
+llvm::Expected<BackwardPvFormat> parseBackwardPvFormat(llvm::StringRef n) {
+  return parseEnum(n, kBackwardPvFormats, "backward P/V format");
+}
+llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef n) {
+  return parseEnum(n, kBackwardQkOperands, "backward Q/K operands");
+}
 
 KernelSpec canonicalize(const KernelSpec &in) {
   KernelSpec s = in;
   if (s.family == KernelFamily::Quantize) {
     s.attention = AttentionSpec{};
+    s.backward = BackwardSpec{};
+    return s;
+  }
+  if (s.family == KernelFamily::AttentionBackward) {
+    s.attention = AttentionSpec{};
+    s.quantize = QuantizeSpec{};
+    // Of the forward, the backward reads the shape of its scores only (writeBackward's fields).
+    const AttentionSpec &f = in.backward.forward;
+    AttentionSpec &kept = s.backward.forward;
+    kept = AttentionSpec{};
+    kept.route = Route::Nvfp8;
+    kept.head_dim = f.head_dim;
+    kept.causal = f.causal;
+    kept.softmax_scale = f.softmax_scale;
+    kept.operands.qk_widening = f.operands.qk_widening;
+    if (f.operands.qk_widening == Widening::E4m3)
+      kept.operands.qk_widen_shift = f.operands.qk_widen_shift;
     return s;
   }
   s.quantize = QuantizeSpec{};
+  s.backward = BackwardSpec{};
   AttentionSpec &a = s.attention;
   const ClassifierSpec defaults;
   if (a.route != Route::DirectP) {
@@ -507,7 +567,10 @@ KernelSpec canonicalize(const KernelSpec &in) {
 // A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
 // memo and the cache key start from them); this trips on any change of the struct's size.
 // (TileSpec's fields are the field table's, spec_fields.h.)
-static_assert(sizeof(KernelSpec) - sizeof(TileSpec) == 192, "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) == 192,
+              "KernelSpec changed: update toJson, parseSpec and specsEqual");
+static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
+              "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -550,7 +613,15 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
                      p.input_fp16 == q.input_fp16 &&
                      p.keys_permuted16 == q.keys_permuted16 && p.head_dim == q.head_dim &&
                      p.threads == q.threads;
-  return a.family == b.family && a.target == b.target && attn && quant;
+  const BackwardSpec &u = a.backward, &w = b.backward;
+  const bool backward = u.pv == w.pv && u.qk == w.qk && u.p_offset_log2 == w.p_offset_log2 &&
+                        u.tile.block_m == w.tile.block_m && u.tile.block_n == w.tile.block_n &&
+                        u.tile.warps == w.tile.warps && u.deterministic == w.deterministic &&
+                        u.forward.head_dim == w.forward.head_dim && u.forward.causal == w.forward.causal &&
+                        feq(u.forward.softmax_scale, w.forward.softmax_scale) &&
+                        u.forward.operands.qk_widening == w.forward.operands.qk_widening &&
+                        u.forward.operands.qk_widen_shift == w.forward.operands.qk_widen_shift;
+  return a.family == b.family && a.target == b.target && attn && quant && backward;
 }
 
 std::string toJson(const KernelSpec &spec, unsigned indent) {
@@ -561,6 +632,8 @@ std::string toJson(const KernelSpec &spec, unsigned indent) {
   j.object([&] {
     if (s.family == KernelFamily::AttentionForward)
       writeAttention(j, s.attention, s.target);
+    if (s.family == KernelFamily::AttentionBackward)
+      writeBackward(j, s.backward);
     j.attribute("family", toString(s.family));
     if (s.family == KernelFamily::Quantize)
       writeQuantize(j, s.quantize);
@@ -588,14 +661,19 @@ llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
                                 llvm::Twine(kSpecSchemaVersion) + ")");
   FA4JIT_TRY(r.readEnum(llvm::StringRef("family"), s.family, parseKernelFamily));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("target"), s.target, parseTarget));
-  // Only the family's own sub-object may appear: the other one would be silently dropped.
-  const bool attention = s.family == KernelFamily::AttentionForward;
-  if (root->get(attention ? "quantize" : "attention"))
-    return r.fail(attention ? "quantize" : "attention",
-                  llvm::Twine("not allowed in a spec of family '") + toString(s.family) + "'");
+  // Only the family's own sub-object may appear: another one would be silently dropped.
+  const char *own = s.family == KernelFamily::AttentionForward ? "attention"
+                    : s.family == KernelFamily::Quantize       ? "quantize"
+                                                               : "backward";
+  for (const char *key : {"attention", "quantize", "backward"})
+    if (llvm::StringRef(key) != own && root->get(key))
+      return r.fail(key, llvm::Twine("not allowed in a spec of family '") + toString(s.family) + "'");
   llvm::Error body =
-      attention ? r.readObject("attention", [&](ObjectReader &o) { return readAttention(o, s.attention); })
-                : r.readObject("quantize", [&](ObjectReader &o) { return readQuantize(o, s.quantize); });
+      s.family == KernelFamily::AttentionForward
+          ? r.readObject("attention", [&](ObjectReader &o) { return readAttention(o, s.attention); })
+      : s.family == KernelFamily::Quantize
+          ? r.readObject("quantize", [&](ObjectReader &o) { return readQuantize(o, s.quantize); })
+          : r.readObject("backward", [&](ObjectReader &o) { return readBackward(o, s.backward); });
   FA4JIT_TRY(std::move(body));
   FA4JIT_TRY(r.checkNoUnknownKeys());
   return s;
@@ -613,6 +691,10 @@ std::string kernelName(const KernelSpec &spec) {
   if (spec.family == KernelFamily::Quantize) {
     const QuantizeSpec &q = spec.quantize;
     std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
+  } else if (spec.family == KernelFamily::AttentionBackward) {
+    const BackwardSpec &b = spec.backward;
+    std::snprintf(buf, sizeof buf, "fa4jit_attn_bwd_%s_d%d_c%d_%s", toString(b.pv), b.forward.head_dim,
+                  b.forward.causal ? 1 : 0, hash8.c_str());
   } else {
     const AttentionSpec &a = spec.attention;
     std::snprintf(buf, sizeof buf, "fa4jit_attn_%s_d%d_c%d_%s", toString(a.route), a.head_dim,

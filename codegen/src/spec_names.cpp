@@ -100,6 +100,23 @@ const char *toString(KernelFamily f) {
   switch (f) {
   case KernelFamily::AttentionForward: return "attention";
   case KernelFamily::Quantize: return "quantize";
+  case KernelFamily::AttentionBackward: return "attention-backward";
+  }
+  return "?";
+}
+
+const char *toString(BackwardPvFormat f) {
+  switch (f) {
+  case BackwardPvFormat::E4m3: return "e4m3";
+  case BackwardPvFormat::Mxfp4: return "mxfp4";
+  }
+  return "?";
+}
+
+const char *toString(BackwardQkOperands q) {
+  switch (q) {
+  case BackwardQkOperands::Bf16: return "bf16";
+  case BackwardQkOperands::SavedNvfp4: return "saved-nvfp4";
   }
   return "?";
 }

@@ -339,7 +339,65 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
            "must fit 48 KiB of static shared memory)");
 }
 
+// The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync on sm_90a. Each
+// warp keeps dK and dV of its 16 keys in registers (2 x 16 x head_dim FP32 over 32 lanes), which
+// bounds the tiles: the register-limited ones are the rules below, and the SASS test compiles every
+// variant without spills.
+void checkBackward(const KernelSpec &s, Rules &r) {
+  const BackwardSpec &b = s.backward;
+  const AttentionSpec &f = b.forward;
+  const int D = f.head_dim, bm = b.tile.block_m, warps = b.tile.warps;
+  if (s.target != Target::Sm90a)
+    r.fail("target", toString(s.target), ": the backward kernels are written for sm_90a (FP8 mma.sync); "
+           "there is no backward for other targets");
+  if (D != 64 && D != 128)
+    r.fail("backward.head_dim", D, " is not 64 or 128 (dK and dV of 16 keys x 256 would take all 255 registers)");
+  if (f.operands.qk_widening != Widening::E4m3)
+    r.fail("backward.qk_widening", toString(f.operands.qk_widening),
+           ": the backward rebuilds S as the nvfp8 forward does, from NVFP4 Q/K widened to e4m3");
+  else if (f.operands.qk_widen_shift < kMinQkWidenShift || f.operands.qk_widen_shift > kMaxQkWidenShift)
+    r.fail("backward.qk_widen_shift", f.operands.qk_widen_shift, " is outside [", kMinQkWidenShift, ", ",
+           kMaxQkWidenShift, "]");
+  if (!std::isfinite(f.softmax_scale) || f.softmax_scale < 0.0f)
+    r.fail("backward.softmax_scale", formatFloat(f.softmax_scale), " must be finite and >= 0 (0: 1/sqrt(head_dim))");
+  if (b.p_offset_log2 < 0 || b.p_offset_log2 > kMaxFp8POffsetPlusSlack)
+    r.fail("backward.p_offset_log2", b.p_offset_log2, " is outside [0, 8]: P (up to ~1.07) times 2^offset must stay "
+           "below E4M3's 448");
+  if (warps != 2 && warps != 4 && warps != 8)
+    r.fail("backward.warps", warps, " is not 2, 4 or 8");
+  if (b.tile.block_n != 16 * warps)
+    r.fail("backward.block_n", b.tile.block_n, " must be 16 * warps (", 16 * warps, "): each warp owns 16 keys");
+  if (bm != 16 && bm != 32 && bm != 64) {
+    r.fail("backward.block_m", bm, " is not 16, 32 or 64");
+    return;
+  }
+  if (warps % (bm / 16) != 0)
+    r.fail("backward.block_m", bm, ": dQ = dS K gives each of the ", bm / 16, " 16-query row groups the same number "
+           "of warps, and ", warps, " warps do not divide");
+  else if ((D / (warps / (bm / 16))) % 16 != 0)
+    r.fail("backward.warps", warps, ": dQ's ", D / (warps / (bm / 16)), " columns per warp are not a multiple of 16");
+  if (D == 128 && (bm != 16 || warps < 4))
+    r.fail("backward.block_m", "head_dim 128 holds 128 accumulator registers per thread: block_m 16 with 4 or 8 "
+           "warps only (others spill)");
+  if (D == 64 && bm == 16)
+    r.fail("backward.block_m", "head_dim 64 steps 32 or 64 queries (16 spills)");
+  if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)
+    r.fail("backward.pv", "mxfp4 P blocks 32 queries: block_m ", bm, " is not a multiple of 32");
+  const int shared = backwardSharedBytes(b);
+  if (shared > targetLimits(s.target).max_shared_bytes)
+    r.fail("backward.block_m", "shared memory ", shared, " bytes exceeds the target's ",
+           targetLimits(s.target).max_shared_bytes);
+}
+
 } // namespace
+
+int backwardSharedBytes(const BackwardSpec &b) {
+  const int D = b.forward.head_dim, bm = b.tile.block_m, bn = b.tile.block_n;
+  // Rows padded to an odd multiple of 16 bytes (bank spread): E4M3 rows of D, BF16 rows of D, the
+  // transposed dO rows of bm bytes and the dS^T rows of bm BF16.
+  auto odd = [](int bytes) { return (bytes / 16) % 2 ? bytes + 16 : bytes + 32; };
+  return bn * (2 * odd(D) + odd(2 * D)) + bm * (2 * odd(D) + odd(2 * D)) + D * odd(bm) + bn * odd(2 * bm) + 8 * bm;
+}
 
 TargetLimits targetLimits(Target t) {
   switch (t) {
@@ -411,6 +469,8 @@ std::vector<std::string> specViolations(const KernelSpec &spec) {
   Rules r;
   if (spec.family == KernelFamily::Quantize)
     checkQuantize(spec, r);
+  else if (spec.family == KernelFamily::AttentionBackward)
+    checkBackward(spec, r);
   else
     checkAttention(spec, r);
   return r.out;

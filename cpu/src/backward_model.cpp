@@ -52,27 +52,15 @@ llvm::Error checkLse(const float *lse, const AttentionShape &s) {
   return llvm::Error::success();
 }
 
-// V of one kv head as dP = dO V^T consumes it, [Sk, D] row-major, with the factor applied outside.
+// V of one kv head as dP = dO V^T consumes it, [Sk, D] row-major, with the factor applied outside:
+// what the forward saved, read back. E4M3 P/V: the nvfp8 forward's per-head E4M3 V^T. MXFP4 P/V:
+// directp's MXFP4 V^T (blocked along keys), widened exactly to E4M3 with its v_shift.
 llvm::Expected<detail::FedOperand> feedBackwardV(const BackwardSpec &spec, const TensorRef &v, int b, int h,
                                                  int seqlen, int head_dim) {
-  if (spec.pv == BackwardPvFormat::E4m3) // the forward's per-head E4M3 payload, read in rows
-    return detail::feedV(spec.forward, v, b, h, seqlen, head_dim);
-  // MXFP4 blocked along the head dim (the row view), widened to E4M3 exactly as the forward's
-  // directp V: the largest block at the top of E4M3's range, 2^v_shift applied outside.
-  auto q = formats::quantizeMxfp4(detail::headView(v, b, h, seqlen, head_dim), head_dim);
-  if (!q)
-    return backwardError("V (batch %d, head %d): %s", b, h, llvm::toString(q.takeError()).c_str());
-  detail::FedOperand out;
-  out.seqlen = seqlen;
-  out.head_dim = head_dim;
-  out.values.resize(static_cast<std::size_t>(seqlen) * head_dim);
-  const int v_shift = q->maxBlockExponent() - 6;
-  out.scale = std::ldexp(1.0f, v_shift);
-  for (int s = 0; s < seqlen; ++s)
-    for (int d = 0; d < head_dim; ++d)
-      out.values[static_cast<std::size_t>(s) * head_dim + d] = detail::e4m3Round(
-          std::ldexp(formats::e2m1ToFloat(q->code(s, d)), q->blockExponent(s, d / 32) - v_shift));
-  return out;
+  AttentionSpec saved = spec.forward;
+  saved.route = spec.pv == BackwardPvFormat::E4m3 ? Route::Nvfp8 : Route::DirectP;
+  saved.operands.v_widening = Widening::E4m3;
+  return detail::feedV(saved, v, b, h, seqlen, head_dim);
 }
 
 // The operands of one head: as the S product reads them (the forward's widening, with the NVFP4

@@ -89,6 +89,18 @@ class QuantizedForwardArgs(ctypes.Structure):
                 ("softmax_scale", ctypes.c_float), ("stream", ctypes.c_void_p)]
 
 
+PV_FORMATS = {"e4m3": 0, "mxfp4": 1}
+QK_OPERANDS = {"bf16": 0, "saved-nvfp4": 1}
+
+
+class BackwardArgs(ctypes.Structure):
+    _fields_ = [("q", ctypes.c_void_p), ("k", ctypes.c_void_p), ("v", ctypes.c_void_p), ("q_bf16", Tensor),
+                ("k_bf16", Tensor), ("o", Tensor), ("d_o", Tensor), ("lse", ctypes.c_uint64), ("dq", Tensor),
+                ("dk", Tensor), ("dv", Tensor), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
+                ("pv", ctypes.c_int32), ("qk", ctypes.c_int32), ("deterministic", ctypes.c_int32),
+                ("stream", ctypes.c_void_p)]
+
+
 def _candidates():
     """Where libfa4jit.so is looked for: FA4JIT_LIBRARY, then beside this package (a wheel)."""
     explicit = os.environ.get("FA4JIT_LIBRARY")
@@ -127,6 +139,7 @@ def library():
             "fa4jit_quantize": ([p, ctypes.POINTER(Tensor), i32, p, ctypes.POINTER(p)], ctypes.c_int),
             "fa4jit_quantized_destroy": ([p], None),
             "fa4jit_forward_quantized": ([p, ctypes.POINTER(QuantizedForwardArgs)], ctypes.c_int),
+            "fa4jit_backward": ([p, ctypes.POINTER(BackwardArgs)], ctypes.c_int),
             "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),
             "fa4jit_last_error": ([], ctypes.c_char_p),
             "fa4jit_version": ([], ctypes.c_char_p),

@@ -315,8 +315,114 @@ def _attention_quantized(q, kv, causal, softmax_scale, return_lse, layout):
     return (o, lse) if return_lse else o
 
 
+class _Saved:
+    """One quantized operand the training forward keeps for the backward, owned by the library
+    until this object is collected."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        if self.handle and L._lib is not None:
+            L._lib.fa4jit_quantized_destroy(self.handle)
+            self.handle = None
+
+
+def _gradient_ready(t):
+    """t as the backward reads it: BF16, head dim contiguous, 16-byte aligned rows."""
+    t = t.to(torch.bfloat16)
+    if t.stride(-1) != 1 or any(s % 8 for s in t.stride()[:3]) or t.data_ptr() % 16:
+        t = t.contiguous()
+    return t
+
+
+class _TrainingAttention(torch.autograd.Function):
+    """The training route: the nvfp8 forward on NVFP4 Q/K and FP8 V (quantized here and kept), and
+    its backward (fa4jit_backward, docs/NUMERICS.md §3) from dO. [B, H, S, D] BF16 views."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale, pv, qk, deterministic):
+        device = q.device.index if q.device.index is not None else torch.cuda.current_device()
+        eng = L.engine(device)
+        stream = _current_stream(device)
+        saved_q = _Saved(_quantize(eng, q, L.FORMAT_NVFP4, stream))
+        saved_k = _Saved(_quantize(eng, k, L.FORMAT_NVFP4, stream))
+        forward_v = _Saved(_quantize(eng, v, L.FORMAT_FP8, stream))
+        o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+        lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+        args = L.QuantizedForwardArgs()
+        args.q, args.k, args.v = saved_q.handle, saved_k.handle, forward_v.handle
+        args.o = _tensor_desc(o)
+        args.lse = lse.data_ptr()
+        args.route = L.ROUTES["nvfp8"]
+        args.causal = 1 if causal else 0
+        args.softmax_scale = scale
+        args.stream = stream
+        L.check(L.library().fa4jit_forward_quantized(eng.handle, ctypes.byref(args)))
+        # The MXFP4 P/V variant reads V as directp's forward stores it.
+        saved_v = forward_v if pv == "e4m3" else _Saved(_quantize(eng, v, L.FORMAT_MXFP4, stream))
+        ctx.quantized = (saved_q, saved_k, saved_v)
+        ctx.options = (device, bool(causal), scale, pv, qk, bool(deterministic))
+        ctx.save_for_backward(q if qk == "bf16" else None, k if qk == "bf16" else None, o, lse)
+        ctx.kv_shape = tuple(k.shape)
+        ctx.mark_non_differentiable(lse)
+        return o, lse
+
+    @staticmethod
+    def backward(ctx, d_o, _d_lse):
+        q, k, o, lse = ctx.saved_tensors
+        device, causal, scale, pv, qk, deterministic = ctx.options
+        saved_q, saved_k, saved_v = ctx.quantized
+        d_o = _gradient_ready(d_o)
+        dq = torch.empty(o.shape, dtype=torch.bfloat16, device=o.device)
+        dk = torch.empty(ctx.kv_shape, dtype=torch.bfloat16, device=o.device)
+        dv = torch.empty(ctx.kv_shape, dtype=torch.bfloat16, device=o.device)
+        args = L.BackwardArgs()
+        args.q, args.k, args.v = saved_q.handle, saved_k.handle, saved_v.handle
+        if qk == "bf16":
+            args.q_bf16, args.k_bf16 = _tensor_desc(q), _tensor_desc(k)
+        args.o, args.d_o, args.lse = _tensor_desc(o), _tensor_desc(d_o), lse.data_ptr()
+        args.dq, args.dk, args.dv = _tensor_desc(dq), _tensor_desc(dk), _tensor_desc(dv)
+        args.causal = 1 if causal else 0
+        args.softmax_scale = scale
+        args.pv, args.qk = L.PV_FORMATS[pv], L.QK_OPERANDS[qk]
+        args.deterministic = 1 if deterministic else 0
+        args.stream = _current_stream(device)
+        L.check(L.library().fa4jit_backward(L.engine(device).handle, ctypes.byref(args)))
+        return dq, dk, dv, None, None, None, None, None
+
+
+def _attention_training(q, k, v, causal, route, softmax_scale, return_lse, layout, backward):
+    """fa4jit.attention with gradients: route nvfp8 forward and the quantized backward."""
+    if route != "nvfp8":
+        raise ValueError(f"fa4jit.attention: gradients are computed on the training route (route='nvfp8'); "
+                         f"route {route!r} has no backward")
+    pv, qk, deterministic = backward
+    if pv not in L.PV_FORMATS:
+        raise ValueError(f"fa4jit.attention: unknown backward_pv {pv!r} (e4m3 or mxfp4)")
+    if qk not in L.QK_OPERANDS:
+        raise ValueError(f"fa4jit.attention: unknown backward_qk {qk!r} (bf16 or saved-nvfp4)")
+    _check(q, k, v)
+    if layout == "bshd":
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    _check_shapes(q.shape, k.shape, v.shape)
+    if q.shape[-1] not in (64, 128):
+        raise ValueError(f"fa4jit.attention: the backward takes head dim 64 or 128, not {q.shape[-1]}")
+    dtype = q.dtype
+    scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    q, k, v = _gradient_ready(q), _gradient_ready(k), _gradient_ready(v)
+    o, lse = _TrainingAttention.apply(q, k, v, bool(causal), scale, pv, qk, bool(deterministic))
+    if o.dtype != dtype:
+        o = o.to(dtype)
+    if layout == "bshd":
+        o = o.transpose(1, 2)
+    return (o, lse) if return_lse else o
+
+
 def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None, return_lse=False,
-              layout="bhsd"):
+              layout="bhsd", backward_pv="e4m3", backward_qk="bf16", deterministic=False):
     """Scaled dot-product attention with fa4jit on the current CUDA stream.
 
     q [B, Hq, Sq, D], k and v [B, Hkv, Sk, D] (layout "bhsd", as SDPA), or [B, S, H, D] (layout
@@ -327,6 +433,13 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
 
     With k a QuantizedKV (fa4jit.quantize_kv) and no v, only q is quantized per call (eagerly:
     that form is not a custom op, and it allocates Q's quantized operand each call).
+
+    Gradients (autograd, when q, k or v requires grad): route "nvfp8" only, head dim 64 or 128.
+    The forward keeps NVFP4 Q/K and FP8 V; the backward rebuilds P from them and returns BF16
+    dQ, dK, dV (docs/NUMERICS.md §3). backward_pv "mxfp4" feeds P and V as MXFP4 instead (the
+    variant the paper found unstable in training), backward_qk "saved-nvfp4" has the dS products
+    read the saved NVFP4 Q/K instead of the BF16 inputs, and deterministic=True gives the same
+    dQ bits every run.
     """
     if isinstance(k, QuantizedKV):
         if v is not None:
@@ -338,6 +451,9 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
         raise ValueError(f"fa4jit.attention: unknown route {route!r} (directp, nvfp8 or bf16)")
     if layout not in ("bhsd", "bshd"):
         raise ValueError(f"fa4jit.attention: unknown layout {layout!r} (bhsd or bshd)")
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v)):
+        return _attention_training(q, k, v, causal, route, softmax_scale, return_lse, layout,
+                                   (backward_pv, backward_qk, deterministic))
     compiling = torch.compiler.is_compiling()
     if not compiling:  # eager: no dispatcher, and the checks and arguments made once per shape
         out = _attention_eager(q, k, v, causal, route, softmax_scale, return_lse, layout)

@@ -49,7 +49,45 @@ TEST_CASE("every variant has a distinct name and emits", "[codegen][heuristics]"
   const std::vector<KernelSpec> two = enumerateVariants({Target::Sm90a, Target::Sm100a});
   CHECK(two.size() == enumerateQuantizeVariants(Target::Sm90a).size() * 2 +
                           enumerateAttentionVariants(Target::Sm90a).size() +
-                          enumerateAttentionVariants(Target::Sm100a).size());
+                          enumerateAttentionVariants(Target::Sm100a).size() +
+                          enumerateBackwardVariants(Target::Sm90a).size());
+}
+
+TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim", "[codegen][heuristics]") {
+  for (Target t : {Target::Sm80, Target::Sm89, Target::Sm100a})
+    CHECK(enumerateBackwardVariants(t).empty());
+  if (!backwardTemplatesAvailable()) {
+    CHECK(enumerateBackwardVariants(Target::Sm90a).empty());
+    return;
+  }
+  const std::vector<KernelSpec> v = enumerateBackwardVariants(Target::Sm90a);
+  std::set<std::string> names;
+  int mxfp4 = 0, deterministic = 0, saved = 0;
+  for (const KernelSpec &s : v) {
+    CHECK(s.family == KernelFamily::AttentionBackward);
+    INFO(toJson(s));
+    CHECK(specViolations(s).empty());
+    names.insert(kernelName(s));
+    mxfp4 += s.backward.pv == BackwardPvFormat::Mxfp4;
+    deterministic += s.backward.deterministic;
+    saved += s.backward.qk == BackwardQkOperands::SavedNvfp4;
+  }
+  CHECK(names.size() == v.size());
+  CHECK(mxfp4 == 2);         // D64 at 64- and 32-query steps
+  CHECK(deterministic == 2); // D64, D128
+  CHECK(saved == 2);
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const KernelSpec s = defaultBackwardSpec(d, causal, 0.0f, Target::Sm90a);
+      CHECK(s.backward.forward.head_dim == d);
+      CHECK(s.backward.forward.causal == causal);
+      CHECK(s.backward.tile.block_m == (d == 128 ? 16 : 64));
+      CHECK(s.backward.pv == BackwardPvFormat::E4m3);
+      CHECK(s.backward.qk == BackwardQkOperands::Bf16);
+      // the nvfp8 forward's widening, which the rebuilt S must repeat
+      CHECK(s.backward.forward.operands.qk_widen_shift ==
+            defaultAttentionSpec(Route::Nvfp8, d, causal, Target::Sm90a).attention.operands.qk_widen_shift);
+    }
 }
 
 TEST_CASE("attention variants follow the target's tensor cores", "[codegen][heuristics]") {

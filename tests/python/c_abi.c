@@ -21,6 +21,13 @@ int main(void) {
   FIELD(fa4jit_quantized_forward_args, lse), FIELD(fa4jit_quantized_forward_args, route);
   FIELD(fa4jit_quantized_forward_args, causal), FIELD(fa4jit_quantized_forward_args, softmax_scale);
   FIELD(fa4jit_quantized_forward_args, stream);
+  printf("\"fa4jit_backward_args\": %zu, ", sizeof(fa4jit_backward_args));
+  FIELD(fa4jit_backward_args, q), FIELD(fa4jit_backward_args, k), FIELD(fa4jit_backward_args, v);
+  FIELD(fa4jit_backward_args, q_bf16), FIELD(fa4jit_backward_args, k_bf16), FIELD(fa4jit_backward_args, o);
+  FIELD(fa4jit_backward_args, d_o), FIELD(fa4jit_backward_args, lse), FIELD(fa4jit_backward_args, dq);
+  FIELD(fa4jit_backward_args, dk), FIELD(fa4jit_backward_args, dv), FIELD(fa4jit_backward_args, causal);
+  FIELD(fa4jit_backward_args, softmax_scale), FIELD(fa4jit_backward_args, pv), FIELD(fa4jit_backward_args, qk);
+  FIELD(fa4jit_backward_args, deterministic), FIELD(fa4jit_backward_args, stream);
   printf("\"end\": 0}\n");
   return 0;
 }

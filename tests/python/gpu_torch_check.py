@@ -175,8 +175,49 @@ def main():
             lambda: lib.fa4jit_forward_with_workspace(eng.handle, ctypes.byref(cargs), ws.data_ptr(), ws.numel()))
         print(f"| {route} | {py:.1f} | {py_lse:.1f} | {c:.1f} | {py - c:.1f} |")
         print(f"info Python attention host time per call (tiny shape, {route}): {py:.1f} us, C call {c:.1f} us")
+    gradients(dev)
     print(f"\n{len(failures)} failed")
     return 1 if failures else 0
+
+
+def gradients(dev):
+    """Autograd through fa4jit.attention (route nvfp8): dQ, dK, dV against FP64 autograd, GQA and
+    BSHD, the deterministic mode, the variants, and the errors of routes without a backward."""
+    torch.manual_seed(3)
+    for d in (64, 128):
+        for causal in (False, True):
+            q, k, v, do = (torch.randn(2, 4, 384, d, device=dev, dtype=torch.bfloat16) for _ in range(4))
+            k, v = k[:, :2], v[:, :2]  # GQA 4:2
+            for t in (q, k, v):
+                t.requires_grad_(True)
+            got = torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", causal=causal), (q, k, v), do)
+            q64, k64, v64 = (t.detach().double().requires_grad_(True) for t in (q, k, v))
+            want = torch.autograd.grad(reference(q64, k64, v64, causal)[0], (q64, k64, v64), do.double())
+            cos = [cosine(g.float(), w) for g, w in zip(got, want)]
+            check(min(cos) >= 0.98, f"backward D{d} causal={int(causal)} GQA: cosine dQ/dK/dV vs FP64 "
+                  + " / ".join(f"{c:.4f}" for c in cos))
+    q, k, v, do = (torch.randn(1, 300, 2, 64, device=dev, dtype=torch.bfloat16) for _ in range(4))
+    for t in (q, k, v):
+        t.requires_grad_(True)
+    # (deterministic: dQ's atomics would otherwise add in a different order in each call)
+    bshd = torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", layout="bshd", deterministic=True),
+                               (q, k, v), do)
+    bhsd = torch.autograd.grad(fa4jit.attention(*(t.transpose(1, 2) for t in (q, k, v)), route="nvfp8",
+                                                deterministic=True), (q, k, v), do.transpose(1, 2))
+    check(all(torch.equal(a, b) for a, b in zip(bshd, bhsd)) and bshd[0].shape == q.shape,
+          "backward: BSHD gradients equal the BHSD ones, in the caller's layout")
+    det = [torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", layout="bshd", causal=True,
+                                                deterministic=True), (q, k, v), do) for _ in range(3)]
+    check(all(torch.equal(a, b) for r in det[1:] for a, b in zip(r, det[0])), "backward: deterministic dQ repeats bit for bit")
+    for kw in ({"backward_pv": "mxfp4"}, {"backward_qk": "saved-nvfp4"}):
+        g = torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", layout="bshd", **kw), (q, k, v), do)
+        check(all(torch.isfinite(x).all() for x in g) and cosine(g[2].float(), bshd[2].float()) > 0.95,
+              f"backward {kw}: finite, dV close to the default's")
+    try:
+        fa4jit.attention(q, k, v, route="directp", layout="bshd")
+        check(False, "route directp with gradients is refused")
+    except ValueError as e:
+        check("route='nvfp8'" in str(e), "route directp with gradients is refused with a ValueError naming nvfp8")
 
 
 if __name__ == "__main__":

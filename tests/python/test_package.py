@@ -25,7 +25,8 @@ class Package(unittest.TestCase):
     def test_structs_match_the_c_layout(self):
         layout = json.loads(subprocess.run([C_ABI], check=True, capture_output=True, text=True).stdout)
         for cname, cls in (("fa4jit_tensor", L.Tensor), ("fa4jit_forward_args", L.ForwardArgs),
-                           ("fa4jit_quantized_forward_args", L.QuantizedForwardArgs)):
+                           ("fa4jit_quantized_forward_args", L.QuantizedForwardArgs),
+                           ("fa4jit_backward_args", L.BackwardArgs)):
             self.assertEqual(ctypes.sizeof(cls), layout[cname], cname)
             for field, _ in cls._fields_:
                 self.assertEqual(getattr(cls, field).offset, layout[f"{cname}.{field}"], f"{cname}.{field}")

@@ -173,3 +173,36 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
   }
   CHECK(checked > 0);
 }
+
+TEST_CASE("SASS of every backward variant: FP8 and BF16 mma.sync, FP32 reductions, no local memory",
+          "[runtime][sass][variants][backward]") {
+  const std::optional<std::string> cuobjdump = fa4jit::testing::findCuobjdump();
+  if (!cuobjdump) {
+    WARN("SKIPPED: cuobjdump not found (PATH, /usr/local/cuda/bin, Python package nvidia-cuda-cuobjdump); "
+         "run scripts/install-deps.sh to get it");
+    return;
+  }
+  int checked = 0;
+  for (const auto &v : variantCubins()) {
+    if (v.spec.family != KernelFamily::AttentionBackward)
+      continue;
+    INFO(kernelName(v.spec));
+    REQUIRE(v.error.empty());
+    const std::optional<std::string> sass = fa4jit::testing::disassemble(*cuobjdump, v.result.cubin);
+    if (!sass)
+      FAIL("cuobjdump " << *cuobjdump << " could not disassemble the cubin (is nvdisasm beside it?)");
+    const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
+    CHECK(total(local) == 0);
+    // Five products per query block: S, dP, dV (E4M3 m16n8k32) and dK, dQ (BF16 m16n8k16), all
+    // HMMA on sm_90; dQ reaches its FP32 accumulator by global reductions.
+    const auto mma = countOpcodes(*sass, [](const std::string &op) { return op == "HMMA"; });
+    CHECK(total(mma) >= 5);
+    const auto red = countOpcodes(*sass, [](const std::string &op) { return op == "RED" || op == "REDG"; });
+    CHECK(total(red) > 0);
+    const auto ldsm = countOpcodes(*sass, [](const std::string &op) { return op == "LDSM"; });
+    CHECK(total(ldsm) > 0); // Q, dS^T and K transposed by ldmatrix
+    std::printf("sass %-46s %s | %s\n", kernelName(v.spec).c_str(), describe(mma).c_str(), describe(red).c_str());
+    ++checked;
+  }
+  CHECK(checked == 15);
+}

@@ -147,3 +147,40 @@ TEST_CASE("quantized forward checks formats against the route", "[runtime][valid
   a.route = Route::Bf16;
   CHECK(errorOf(runtime::validateQuantizedForward(a)).find("takes BF16 inputs") != std::string::npos);
 }
+
+TEST_CASE("backward checks the saved operands, the gradients' shapes and the P/V format", "[runtime][validate]") {
+  QuantizedTensor q, k, v;
+  q.format = k.format = QuantFormat::Nvfp4;
+  v.format = QuantFormat::Fp8PerHead;
+  q.batch = k.batch = v.batch = 1;
+  q.heads = 4, k.heads = v.heads = 2;
+  q.seqlen = 10, k.seqlen = v.seqlen = 20;
+  q.head_dim = k.head_dim = v.head_dim = 64;
+  BackwardArgs a;
+  a.q = &q, a.k = &k, a.v = &v;
+  a.q_bf16 = a.o = a.d_o = a.dq = TensorDesc::contiguous(kBase, DType::BF16, 1, 4, 10, 64);
+  a.k_bf16 = a.dk = a.dv = TensorDesc::contiguous(kBase, DType::BF16, 1, 2, 20, 64);
+  a.lse = kBase;
+  CHECK(errorOf(runtime::validateBackward(a)).empty());
+
+  a.pv = BackwardPvFormat::Mxfp4;
+  CHECK(errorOf(runtime::validateBackward(a)).find("pv mxfp4 needs v as mxfp4, got fp8") != std::string::npos);
+  a.pv = BackwardPvFormat::E4m3;
+  a.dk = TensorDesc::contiguous(kBase, DType::BF16, 1, 4, 20, 64);
+  CHECK(errorOf(runtime::validateBackward(a)).find("dk is [1, 4, 20, 64]; k needs [1, 2, 20, 64]") !=
+        std::string::npos);
+  a.dk = a.dv;
+  a.dq.dtype = DType::F16;
+  CHECK(errorOf(runtime::validateBackward(a)).find("dq: dtype f16, expected bf16") != std::string::npos);
+  a.dq.dtype = DType::BF16;
+  a.lse = 0;
+  CHECK(errorOf(runtime::validateBackward(a)).find("lse (the forward's") != std::string::npos);
+  a.lse = kBase;
+  // The saved Q/K variant does not read the BF16 inputs.
+  a.q_bf16 = TensorDesc{};
+  CHECK(errorOf(runtime::validateBackward(a)).find("q_bf16") != std::string::npos);
+  a.qk = BackwardQkOperands::SavedNvfp4;
+  CHECK(errorOf(runtime::validateBackward(a)).empty());
+  q.head_dim = k.head_dim = v.head_dim = 256;
+  CHECK(errorOf(runtime::validateBackward(a)).find("head dim 256 is not 64 or 128") != std::string::npos);
+}

@@ -1,6 +1,7 @@
 // The default spec of a call: route numerics, the target's operand formats and kernel, the
 // decision tables' tiles (heuristics.h).
 #include "decisions.h"
+#include "fa4jit/codegen/spec_io.h"
 
 #include <cassert>
 #include <cmath>
@@ -26,6 +27,21 @@ void applyRouteNumericsDefaults(AttentionSpec &a) {
   // slack of 8 costs nothing numerically and spares the rescales (+2-11%, `--variants slack0`).
   if (a.route == Route::Bf16)
     setGuardSlack(a, kBf16GuardSlackLog2);
+}
+
+KernelSpec defaultBackwardSpec(const AttentionSpec &forward, Target target) {
+  KernelSpec s;
+  s.family = KernelFamily::AttentionBackward;
+  s.target = target;
+  s.backward.forward = forward;
+  s.backward.tile = decisions::backwardTiles(forward.head_dim);
+  return canonicalize(s);
+}
+
+KernelSpec defaultBackwardSpec(int head_dim, bool causal, float softmax_scale, Target target) {
+  AttentionSpec forward = defaultAttentionSpec(Route::Nvfp8, head_dim, causal, target).attention;
+  forward.softmax_scale = softmax_scale;
+  return defaultBackwardSpec(forward, target);
 }
 
 void setGuardSlack(AttentionSpec &a, float slack_log2) {

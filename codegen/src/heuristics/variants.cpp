@@ -148,6 +148,42 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
   return out;
 }
 
+std::vector<KernelSpec> enumerateBackwardVariants(Target target) {
+  std::vector<KernelSpec> out;
+  if (target != Target::Sm90a || !backwardTemplatesAvailable())
+    return out; // the backward kernels are sm_90a's (spec_validate)
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      const KernelSpec chosen = defaultBackwardSpec(d, causal, 0.0f, target);
+      out.push_back(chosen);
+      if (causal)
+        continue; // the choices below do not touch the mask
+      KernelSpec v = chosen;
+      v.backward.deterministic = true;
+      out.push_back(v);
+      v = chosen;
+      v.backward.qk = BackwardQkOperands::SavedNvfp4;
+      out.push_back(v);
+      // Every other tile the rules admit: 2, 4 or 8 warps, and at D64 32-query steps.
+      for (int warps : {2, 4, 8})
+        for (int block_m : {16, 32, 64}) {
+          v = chosen;
+          v.backward.tile = TileShape{block_m, 16 * warps, warps};
+          if (specsEqual(v, chosen) || !specViolations(v).empty())
+            continue;
+          out.push_back(v);
+        }
+      if (d == 64) { // MXFP4 P/V needs 32-query blocks, which D128's 16-query step does not have
+        v = chosen;
+        v.backward.pv = BackwardPvFormat::Mxfp4;
+        out.push_back(v);
+        v.backward.tile = TileShape{32, 64, 4};
+        out.push_back(v);
+      }
+    }
+  return out;
+}
+
 std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets) {
   std::vector<Target> ts = targets;
   if (ts.empty())
@@ -157,6 +193,8 @@ std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets) {
     for (KernelSpec &s : enumerateQuantizeVariants(t))
       out.push_back(std::move(s));
     for (KernelSpec &s : enumerateAttentionVariants(t))
+      out.push_back(std::move(s));
+    for (KernelSpec &s : enumerateBackwardVariants(t))
       out.push_back(std::move(s));
   }
   return out;

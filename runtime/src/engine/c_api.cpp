@@ -163,6 +163,33 @@ int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forwa
   return fromError(engine->engine->forward(a));
 }
 
+int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args) {
+  if (!engine || !args)
+    return fail("fa4jit_backward: engine and args must not be NULL");
+  if (!args->q || !args->k || !args->v)
+    return fail("fa4jit_backward: q, k and v must all be given");
+  if (args->pv != FA4JIT_PV_E4M3 && args->pv != FA4JIT_PV_MXFP4)
+    return fail("fa4jit_backward: pv must be FA4JIT_PV_E4M3 or FA4JIT_PV_MXFP4, got " + std::to_string(args->pv));
+  if (args->qk != FA4JIT_QK_BF16 && args->qk != FA4JIT_QK_SAVED_NVFP4)
+    return fail("fa4jit_backward: qk must be FA4JIT_QK_BF16 or FA4JIT_QK_SAVED_NVFP4, got " + std::to_string(args->qk));
+  fa4jit::BackwardArgs a;
+  a.q = &args->q->tensor, a.k = &args->k->tensor, a.v = &args->v->tensor;
+  a.qk = args->qk == FA4JIT_QK_BF16 ? fa4jit::BackwardQkOperands::Bf16 : fa4jit::BackwardQkOperands::SavedNvfp4;
+  if (a.qk == fa4jit::BackwardQkOperands::Bf16 &&
+      (!toTensor(args->q_bf16, "q_bf16", a.q_bf16) || !toTensor(args->k_bf16, "k_bf16", a.k_bf16)))
+    return FA4JIT_ERROR;
+  if (!toTensor(args->o, "o", a.o) || !toTensor(args->d_o, "d_o", a.d_o) || !toTensor(args->dq, "dq", a.dq) ||
+      !toTensor(args->dk, "dk", a.dk) || !toTensor(args->dv, "dv", a.dv))
+    return FA4JIT_ERROR;
+  a.lse = args->lse;
+  a.causal = args->causal != 0;
+  a.softmax_scale = args->softmax_scale;
+  a.pv = args->pv == FA4JIT_PV_E4M3 ? fa4jit::BackwardPvFormat::E4m3 : fa4jit::BackwardPvFormat::Mxfp4;
+  a.deterministic = args->deterministic != 0;
+  a.stream = args->stream;
+  return fromError(engine->engine->backward(a));
+}
+
 int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out) {
   if (!engine || !out)
     return fail("fa4jit_engine_workspace_bytes: engine and out must not be NULL");

@@ -114,4 +114,60 @@ llvm::Error validateQuantizedForward(const QuantizedForwardArgs &a) {
   return llvm::Error::success();
 }
 
+namespace {
+llvm::Error checkShape(const TensorDesc &t, const char *name, const QuantizedTensor &like, const char *like_name) {
+  if (auto e = validateTensor(t, name, DType::BF16, /*allow_empty=*/true))
+    return e;
+  if (t.shape[0] != like.batch || t.shape[1] != like.heads || t.shape[2] != like.seqlen || t.shape[3] != like.head_dim)
+    return fail(llvm::formatv("backward: {0} is [{1}, {2}, {3}, {4}]; {5} needs [{6}, {7}, {8}, {9}]", name, t.shape[0],
+                              t.shape[1], t.shape[2], t.shape[3], like_name, like.batch, like.heads, like.seqlen,
+                              like.head_dim));
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error validateBackward(const BackwardArgs &a) {
+  if (!a.q || !a.k || !a.v)
+    return fail("backward: q, k and v (the forward's saved operands) must all be given");
+  if (a.q->format != QuantFormat::Nvfp4 || a.k->format != QuantFormat::Nvfp4)
+    return fail(llvm::formatv("backward: q and k must be NVFP4 as the forward saved them, got {0} and {1}",
+                              toString(a.q->format), toString(a.k->format)));
+  const QuantFormat want_v = a.pv == BackwardPvFormat::Mxfp4 ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
+  if (a.v->format != want_v)
+    return fail(llvm::formatv("backward: pv {0} needs v as {1}, got {2}", toString(a.pv), toString(want_v),
+                              toString(a.v->format)));
+  if (a.q->head_dim != a.k->head_dim || a.k->head_dim != a.v->head_dim)
+    return fail("backward: head dims of q, k, v differ");
+  if (a.q->head_dim != 64 && a.q->head_dim != 128)
+    return fail(llvm::formatv("backward: head dim {0} is not 64 or 128", a.q->head_dim));
+  if (a.q->batch != a.k->batch || a.k->batch != a.v->batch)
+    return fail("backward: batch sizes of q, k, v differ");
+  if (a.k->heads != a.v->heads || a.k->seqlen != a.v->seqlen)
+    return fail("backward: k and v heads or lengths differ");
+  if (a.k->heads <= 0 || a.q->heads % a.k->heads)
+    return fail(llvm::formatv("backward: query heads {0} are not a multiple of key/value heads {1}", a.q->heads,
+                              a.k->heads));
+  const struct {
+    const TensorDesc &t;
+    const char *name;
+    const QuantizedTensor &like;
+    const char *like_name;
+  } tensors[] = {{a.o, "o", *a.q, "q"}, {a.d_o, "d_o", *a.q, "q"}, {a.dq, "dq", *a.q, "q"},
+                 {a.dk, "dk", *a.k, "k"}, {a.dv, "dv", *a.k, "k"}};
+  for (const auto &t : tensors)
+    if (auto e = checkShape(t.t, t.name, t.like, t.like_name))
+      return e;
+  if (a.qk == BackwardQkOperands::Bf16) {
+    if (auto e = checkShape(a.q_bf16, "q_bf16", *a.q, "q"))
+      return e;
+    if (auto e = checkShape(a.k_bf16, "k_bf16", *a.k, "k"))
+      return e;
+  }
+  if (a.lse == 0 && a.q->batch * a.q->heads * a.q->seqlen > 0)
+    return fail("backward: lse (the forward's, float [B, Hq, Sq]) is required");
+  if (a.lse % 4)
+    return fail("lse: misaligned pointer: must be 4-byte aligned");
+  return llvm::Error::success();
+}
+
 } // namespace fa4jit::runtime

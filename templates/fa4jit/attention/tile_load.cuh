@@ -23,13 +23,14 @@ FA4JIT_DEVICE uint4 permuteKeys16(uint4 v) {
 }
 
 // BF16 rows [kRows][kHeadDim] (head dim contiguous, `row_stride` elements apart) into shared rows
-// of kPitch bytes; rows >= valid_rows become zeros.
-template <int kHeadDim, int kRows, int kPitch, int kThreads>
+// of kPitch bytes; rows >= valid_rows become zeros. kUnroll: vectors in flight per thread (the
+// backward, whose dK/dV accumulators stay live across its loads, takes 1).
+template <int kHeadDim, int kRows, int kPitch, int kThreads, int kUnroll = kLoadUnroll>
 FA4JIT_DEVICE void loadBf16Rows(uint8_t *smem, const uint16_t *gmem, int row_stride, int valid_rows,
                                 int tid) {
   constexpr int kVecsPerRow = kHeadDim * 2 / 16;
   constexpr int kVecs = kRows * kVecsPerRow;
-#pragma unroll kLoadUnroll
+#pragma unroll kUnroll
   for (int it = 0; it < (kVecs + kThreads - 1) / kThreads; ++it) {
     const int u = tid + it * kThreads;
     if (kVecs % kThreads == 0 || u < kVecs) {
@@ -47,12 +48,12 @@ FA4JIT_DEVICE void loadBf16Rows(uint8_t *smem, const uint16_t *gmem, int row_str
 //   kToBf16: BF16(E2M1[c] * s_b), exact (NUMERICS.md §2.1, Widening::Bf16);
 //   else   : E4M3(E2M1[c] * s_b * pre_scale) with pre_scale = 2^-sigma, one rounding (E4m3).
 // `row0` is the absolute row of tile row 0 (the SF layout is indexed by absolute row).
-template <int kHeadDim, int kRows, int kPitch, int kThreads, bool kToBf16>
+template <int kHeadDim, int kRows, int kPitch, int kThreads, bool kToBf16, int kUnroll = kLoadUnroll>
 FA4JIT_DEVICE void loadNvfp4Rows(uint8_t *smem, const uint8_t *payload, int row_stride,
                                  const uint8_t *sf, int row0, int valid_rows, float pre_scale, int tid) {
   constexpr int kBlocksPerRow = kHeadDim / 16; // one scale and 8 payload bytes each
   constexpr int kUnits = kRows * kBlocksPerRow;
-#pragma unroll kLoadUnroll
+#pragma unroll kUnroll
   for (int it = 0; it < (kUnits + kThreads - 1) / kThreads; ++it) {
     const int u = tid + it * kThreads;
     if (kUnits % kThreads == 0 || u < kUnits) {

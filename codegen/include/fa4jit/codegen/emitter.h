@@ -32,5 +32,7 @@ llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec);
 
 // Whether the attention templates (fa4jit/attention/kernel.cuh) are embedded in this build.
 bool attentionTemplatesAvailable();
+// Whether the attention backward's templates (fa4jit/attention_backward/kernel.cuh) are embedded.
+bool backwardTemplatesAvailable();
 
 } // namespace fa4jit

@@ -50,6 +50,13 @@ KernelSpec keepingFitKeyBlocks(KernelSpec spec);
 // keeps |S| finite) or in FP32 (the default shift).
 KernelSpec withScoresFp16(KernelSpec spec, bool fp16);
 
+// The backward of the training forward `forward` (an nvfp8 attention spec of this target): its
+// head dim, mask, softmax scale and Q/K widening, E4M3 P/V, BF16 Q/K in the dS products, and the
+// tiles of the head dim (backward_decisions.cpp). Non-deterministic dQ.
+KernelSpec defaultBackwardSpec(const AttentionSpec &forward, Target target);
+// The same for the default nvfp8 forward of (head dim, causal, softmax scale) on `target`.
+KernelSpec defaultBackwardSpec(int head_dim, bool causal, float softmax_scale, Target target);
+
 // The quantizer that produces one attention operand in the layout `attention` consumes.
 enum class AttentionOperand : uint8_t { Q, K, V };
 // Precondition: attention.family == AttentionForward and its route is nvfp8 or directp (the bf16

@@ -10,7 +10,7 @@ namespace fa4jit {
 
 enum class Target : uint8_t { Sm80, Sm89, Sm90a, Sm100a };
 enum class Route : uint8_t { Bf16, Nvfp8, DirectP };
-enum class KernelFamily : uint8_t { AttentionForward, Quantize };
+enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackward };
 
 // How an FP4 operand (NVFP4 or MXFP4) is widened for a tensor core that has no FP4 input.
 //  Bf16: exact (E2M1 x UE4M3 needs at most 6 significant bits).
@@ -235,6 +235,13 @@ struct BackwardSpec {
   // Fed P = E4M3(P * 2^p_offset_log2). P = exp2(t - LSE) stays below ~1.07 (the forward's l sums
   // E4M3-rounded values), so 2^8 keeps it under 448 and its small values above E4M3's subnormals.
   int p_offset_log2 = 8;
+  // The kernel's tiles (templates/fa4jit/attention_backward): block_n keys per CTA, 16 per warp
+  // (block_n = 16 * warps), and block_m queries per step. The heuristic (defaultBackwardSpec)
+  // picks them per head dim; the CPU model ignores them.
+  TileShape tile{32, 64, 4};
+  // dQ's FP32 accumulator takes the key blocks in order, so that every run gives the same bits
+  // (FlashAttention-3's deterministic mode); otherwise they add in arrival order.
+  bool deterministic = false;
 };
 
 enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16 };
@@ -260,6 +267,7 @@ struct KernelSpec {
   Target target = Target::Sm90a;
   AttentionSpec attention; // family == AttentionForward
   QuantizeSpec quantize;   // family == Quantize
+  BackwardSpec backward;   // family == AttentionBackward
 };
 
 const char *toString(Target t);
@@ -273,5 +281,7 @@ const char *toString(KvStaging k);
 const char *toString(QuantFormat f);
 const char *toString(QuantLayout l);
 const char *toString(KernelFamily f);
+const char *toString(BackwardPvFormat f);
+const char *toString(BackwardQkOperands q);
 
 } // namespace fa4jit

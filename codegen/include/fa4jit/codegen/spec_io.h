@@ -55,5 +55,7 @@ llvm::Expected<KvStaging> parseKvStaging(llvm::StringRef name);
 llvm::Expected<QuantFormat> parseQuantFormat(llvm::StringRef name);
 llvm::Expected<QuantLayout> parseQuantLayout(llvm::StringRef name);
 llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef name);
+llvm::Expected<BackwardPvFormat> parseBackwardPvFormat(llvm::StringRef name);
+llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef name);
 
 } // namespace fa4jit

@@ -49,6 +49,11 @@ bool handsOutWorkTiles(const AttentionSpec &a);
 // flag has no effect (canonicalize clears it).
 bool fusesWidening(const AttentionSpec &a);
 
+// Dynamic shared memory of the attention backward's main kernel (K, V and one query block's Q,
+// dO, dS^T, LSE and delta; templates/fa4jit/attention_backward/params.cuh computes the same, and
+// the emitted static_assert makes a disagreement a compile error).
+int backwardSharedBytes(const BackwardSpec &b);
+
 // Every violated rule, one message each, naming the field (e.g. "attention.tile.shape.block_n: 48 is
 // not a multiple of 32 (the Direct-P block)"). Empty when the spec is valid.
 std::vector<std::string> specViolations(const KernelSpec &spec);

@@ -98,6 +98,24 @@ struct QuantizedForwardArgs {
   void *stream = nullptr;
 };
 
+// The backward of the training route (docs/NUMERICS.md §3): the forward saved NVFP4 Q and K, V
+// (FP8 per head for E4M3 P/V, or MXFP4 for the MXFP4 variant), its BF16 output O and LSE, all
+// quantized by quantize() and run by forward(QuantizedForwardArgs) with route nvfp8.
+struct BackwardArgs {
+  const QuantizedTensor *q = nullptr, *k = nullptr, *v = nullptr; // as the forward saved them
+  TensorDesc q_bf16, k_bf16; // the BF16 inputs, read by dQ = dS K and dK = dS^T Q (qk bf16, the default)
+  TensorDesc o, d_o;         // BF16 [B, Hq, Sq, D]: the forward's output and the incoming gradient
+  std::uint64_t lse = 0;     // float [B, Hq, Sq], dense: the forward's LSE
+  TensorDesc dq, dk, dv;     // BF16 outputs: [B, Hq, Sq, D], [B, Hkv, Sk, D], [B, Hkv, Sk, D]
+  bool causal = false;       // as the forward (bottom-right aligned)
+  float softmax_scale = 0.0f; // as the forward; 0 => 1/sqrt(D)
+  BackwardPvFormat pv = BackwardPvFormat::E4m3;      // v must then be FP8 (e4m3) or MXFP4 (mxfp4)
+  BackwardQkOperands qk = BackwardQkOperands::Bf16;  // saved-nvfp4: q_bf16 and k_bf16 are not read
+  bool deterministic = false; // dQ summed in key-block order: the same bits every run
+  std::optional<KernelSpec> spec; // use exactly this backward spec (tuning, tests)
+  void *stream = nullptr;
+};
+
 struct EngineOptions {
   std::optional<runtime::RuntimeConfig> config; // default: runtime::loadConfig() (FA4JIT_*)
   int device = 0;
@@ -137,6 +155,15 @@ public:
   llvm::Expected<std::size_t> workspaceSize(const ForwardArgs &args) const;
   // Attention forward on quantized operands (no quantization, no synchronization).
   llvm::Error forward(const QuantizedForwardArgs &args);
+
+  // The backward of the training route: dQ, dK, dV from dO and what the forward saved, on
+  // args.stream (three launches, the engine's backward workspace; grown only when a larger shape
+  // arrives, so that steady-state calls allocate nothing and never wait for the device). A call
+  // with no batch or no heads does nothing; no queries give dK = dV = 0, no keys dQ = 0. One
+  // backward at a time per Engine (the workspace is shared).
+  llvm::Error backward(const BackwardArgs &args);
+  // The backward spec backward() would use: the heuristic's tiles for the arguments' head dim.
+  llvm::Expected<KernelSpec> backwardSpecFor(const BackwardArgs &args) const;
 
   // The attention spec forward() would use for these arguments: the tuning database's winner for
   // (target, route, head dim, causal, seqlen bucket of seqlen_k) when it has one (docs/TUNING.md),
@@ -223,6 +250,7 @@ private:
     runtime::DeviceBuffer buffer;
     std::size_t counters_zero_bytes = 0;
     QuantizedTensor check_scratch; // the Check policy's scan of bf16-route inputs
+    runtime::DeviceBuffer backward;  // backward(): delta, dO maxima, dQ accumulator, semaphores
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;

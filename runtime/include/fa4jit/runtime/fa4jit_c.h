@@ -73,6 +73,24 @@ typedef struct {
   void *stream;
 } fa4jit_quantized_forward_args;
 
+/* The training route's backward (docs/NUMERICS.md §3): the forward ran fa4jit_forward_quantized with
+ * route nvfp8 on q, k (NVFP4) and v (FP8); its o and lse, and d_o, are BF16 / float. */
+typedef enum { FA4JIT_PV_E4M3 = 0, FA4JIT_PV_MXFP4 = 1 } fa4jit_backward_pv;
+typedef enum { FA4JIT_QK_BF16 = 0, FA4JIT_QK_SAVED_NVFP4 = 1 } fa4jit_backward_qk;
+typedef struct {
+  const fa4jit_quantized *q, *k, *v; /* as the forward saved them; v MXFP4 for FA4JIT_PV_MXFP4 */
+  fa4jit_tensor q_bf16, k_bf16;      /* BF16 inputs (read with FA4JIT_QK_BF16) */
+  fa4jit_tensor o, d_o;              /* BF16 [B, Hq, Sq, D] */
+  uint64_t lse;                      /* float [B, Hq, Sq], the forward's */
+  fa4jit_tensor dq, dk, dv;          /* BF16 outputs */
+  int32_t causal;
+  float softmax_scale;
+  int32_t pv;            /* fa4jit_backward_pv */
+  int32_t qk;            /* fa4jit_backward_qk */
+  int32_t deterministic; /* 1: dQ summed in key-block order, the same bits every run */
+  void *stream;
+} fa4jit_backward_args;
+
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
 FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
@@ -96,6 +114,9 @@ FA4JIT_API int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, in
 FA4JIT_API void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
 /* Attention forward on quantized operands: no quantization, no synchronization. */
 FA4JIT_API int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
+/* dQ, dK, dV of the training route on args->stream; steady-state calls allocate nothing and never
+ * wait for the device. */
+FA4JIT_API int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args);
 /* Device bytes the engine's workspace holds now (it grows when a larger shape arrives). */
 FA4JIT_API int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
 /* Sends fa4jit's log messages (level 0 trace ... 5 critical) to `callback` instead of stderr, at

@@ -27,4 +27,10 @@ llvm::Error validateForwardShapes(const TensorDesc &q, const TensorDesc &k, cons
 // Quantized operands agree with each other and with the route.
 llvm::Error validateQuantizedForward(const QuantizedForwardArgs &args);
 
+// The backward's operands agree with each other and with the P/V format and Q/K choice: q, k
+// NVFP4 of one head dim (64 or 128), v FP8 (pv e4m3) or MXFP4 (pv mxfp4) with k's heads and length,
+// BF16 o, d_o, dq like q, dk and dv like k, q_bf16 and k_bf16 like q and k when qk is bf16, lse
+// 4-byte aligned and given.
+llvm::Error validateBackward(const BackwardArgs &args);
+
 } // namespace fa4jit::runtime

@@ -1,0 +1,46 @@
+// The attention-backward family, against the instantiation contract of templates/fa4jit/
+// attention_backward/config.cuh: include, config struct, pinning static_asserts, and three
+// extern "C" entry points taking BackwardParams by value, in launch order (prep, main, dq).
+#include <sstream>
+
+#include "emit_common.h"
+#include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
+
+namespace fa4jit::detail {
+
+llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const DimensionSplit &split) {
+  constexpr int kPassThreads = 256; // kPrepThreads of attention_backward/params.cuh (prep and dq)
+  EmittedKernel k;
+  k.name = kernelName(spec);
+  const BackwardSpec b = canonicalize(spec).backward;
+  const int threads = b.tile.warps * 32, shared = backwardSharedBytes(b);
+  const std::string ns = split.device_namespace, cfg = "GeneratedConfig";
+  std::ostringstream os;
+  os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention_backward/kernel.cuh\"\n\n"
+     << "namespace " << ns << " {\nnamespace {\n"
+     << emitConfigStruct(split, cfg)
+     << "static_assert(BackwardTraits<" << cfg << ">::kThreads == " << threads
+     << ", \"generator and template disagree on threads\");\n"
+     << "static_assert(BackwardTraits<" << cfg << ">::kSharedBytes == " << shared
+     << ", \"generator and template disagree on shared memory\");\n"
+     << "static_assert(kPrepThreads == " << kPassThreads << ", \"generator and template disagree on threads\");\n"
+     << "} // namespace\n} // namespace " << ns << "\n";
+  const struct {
+    const char *suffix, *fn;
+    int threads, shared;
+  } entries[] = {{"_prep", "backwardPrep", kPassThreads, 0},
+                 {"", "backwardMain", threads, shared},
+                 {"_dq", "backwardDq", kPassThreads, 0}};
+  for (const auto &e : entries) {
+    const std::string name = k.name + e.suffix;
+    os << "\nextern \"C\" __global__ void __launch_bounds__(" << e.threads << ")\n"
+       << name << "(const " << ns << "::" << split.params_type << " params) {\n"
+       << "  " << ns << "::" << e.fn << "<" << ns << "::" << cfg << ">(params);\n}\n";
+    k.entries.push_back({name, e.threads, e.shared});
+  }
+  k.source = os.str();
+  return k;
+}
+
+} // namespace fa4jit::detail

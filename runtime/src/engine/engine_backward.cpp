@@ -1,0 +1,190 @@
+// Engine::backward: the backward spec, the workspace (delta, dO maxima, dQ's FP32 accumulator,
+// the deterministic mode's semaphores), BackwardParams (templates/fa4jit/attention_backward/
+// params.cuh) and the three launches: prep, main, dq.
+#include "fa4jit/runtime/engine.h"
+
+#include "fa4jit/attention_backward/params.cuh"
+#include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/quantize/params.cuh"
+#include "fa4jit/runtime/forward_validate.h"
+
+#include "engine/workspace_buffers.h"
+#include "toolchain/driver_api.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdint>
+
+namespace fa4jit {
+
+namespace {
+
+llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::size_t alignUp(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Where each part of the backward's workspace lies.
+struct BackwardWorkspace {
+  std::size_t delta = 0, do_amax = 0, dq_accum = 0, dq_semaphore = 0, total = 0;
+};
+
+BackwardWorkspace backwardWorkspace(const QuantizedTensor &q, int block_m) {
+  const std::size_t rows = std::size_t(q.batch) * q.heads * q.seqlen;
+  const std::size_t heads = std::size_t(q.batch) * q.heads;
+  const std::size_t m_blocks = (std::size_t(q.seqlen) + block_m - 1) / block_m;
+  BackwardWorkspace w;
+  w.delta = 0;
+  w.do_amax = alignUp(w.delta + rows * 4);
+  w.dq_accum = alignUp(w.do_amax + heads * 4);
+  w.dq_semaphore = alignUp(w.dq_accum + rows * q.head_dim * 4);
+  w.total = alignUp(w.dq_semaphore + heads * m_blocks * 4);
+  return w;
+}
+
+// Per-head byte sizes of a saved operand's payload rows, payload and scales (quantize/params.cuh).
+struct SavedStrides {
+  std::int64_t head_bytes, row_bytes, sf_head_bytes;
+};
+SavedStrides savedStrides(const QuantizedTensor &t) {
+  namespace dq = device::quantize;
+  const int f = static_cast<int>(t.format);
+  const std::int64_t row = t.format == QuantFormat::Nvfp4   ? t.head_dim / 2
+                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
+                                                            : dq::quantizePaddedKeys(t.seqlen);
+  return {dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen), row,
+          dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen)};
+}
+
+const EntryPoint *entryWithSuffix(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
+  for (const EntryPoint &e : compiled.emitted.entries)
+    if (llvm::StringRef(e.name).endswith(suffix) &&
+        (suffix.size() > 0 || !(llvm::StringRef(e.name).endswith("_prep") || llvm::StringRef(e.name).endswith("_dq"))))
+      return &e;
+  return nullptr;
+}
+
+} // namespace
+
+llvm::Expected<KernelSpec> Engine::backwardSpecFor(const BackwardArgs &a) const {
+  if (a.spec) {
+    if (a.spec->family != KernelFamily::AttentionBackward)
+      return fail("backward: the spec is not an attention-backward spec");
+    return *a.spec;
+  }
+  if (!a.q)
+    return fail("backward: q (the forward's saved NVFP4 Q) must be given");
+  KernelSpec spec = defaultBackwardSpec(a.q->head_dim, a.causal, a.softmax_scale, target_);
+  spec.backward.pv = a.pv;
+  spec.backward.qk = a.qk;
+  spec.backward.deterministic = a.deterministic;
+  return spec;
+}
+
+llvm::Error Engine::backward(const BackwardArgs &a) {
+  namespace db = device::attention_backward;
+  if (auto err = runtime::validateBackward(a))
+    return err;
+  auto chosen = backwardSpecFor(a);
+  if (!chosen)
+    return chosen.takeError();
+  const KernelSpec &spec = *chosen;
+  const BackwardSpec &bs = spec.backward;
+  const QuantizedTensor &q = *a.q, &k = *a.k, &v = *a.v;
+  if (bs.forward.head_dim != q.head_dim)
+    return fail(llvm::formatv("backward: spec head dim {0} differs from the tensors' {1}", bs.forward.head_dim,
+                              q.head_dim));
+  if (bs.forward.causal != a.causal || bs.pv != a.pv || bs.qk != a.qk)
+    return fail("backward: args.spec disagrees with the arguments' causal, pv or qk");
+  if (q.batch == 0 || q.heads == 0)
+    return llvm::Error::success(); // nothing to differentiate
+  if (q.batch > 65535 || q.heads > 65535)
+    return fail(llvm::formatv("backward: batch {0} and query heads {1} must each be at most 65535", q.batch, q.heads));
+
+  struct Checked {
+    const TensorDesc *t;
+    const char *name;
+  };
+  std::vector<Checked> tensors = {{&a.o, "o"}, {&a.d_o, "d_o"}, {&a.dq, "dq"}, {&a.dk, "dk"}, {&a.dv, "dv"}};
+  if (bs.qk == BackwardQkOperands::Bf16)
+    tensors.insert(tensors.end(), {{&a.q_bf16, "q_bf16"}, {&a.k_bf16, "k_bf16"}});
+  for (const Checked &c : tensors)
+    if (!runtime::isEmpty(*c.t))
+      if (auto err = checkTensorMemory(*c.t, c.name))
+        return err;
+  if (q.seqlen > 0)
+    if (auto err = checkDeviceMemory(a.lse, std::uint64_t(q.batch) * q.heads * q.seqlen * 4, "lse"))
+      return err;
+
+  auto compiled = jit_->get(spec);
+  if (!compiled)
+    return compiled.takeError();
+  const EntryPoint *prep = entryWithSuffix(**compiled, "_prep"), *main = entryWithSuffix(**compiled, "");
+  const EntryPoint *dq_pass = entryWithSuffix(**compiled, "_dq");
+  if (!prep || !main || !dq_pass)
+    return fail(llvm::formatv("backward: kernel {0} lacks its prep, main or dq entry point", (*compiled)->emitted.name));
+
+  const BackwardWorkspace layout = backwardWorkspace(q, bs.tile.block_m);
+  Workspace &w = *workspace_;
+  if (auto err = engine_detail::ensureBytes(driver_, w.backward, layout.total))
+    return err;
+  const std::uint64_t base = w.backward.address();
+
+  db::BackwardParams p{};
+  p.q = a.q_bf16.data, p.k = a.k_bf16.data, p.o = a.o.data, p.d_o = a.d_o.data;
+  p.dq = a.dq.data, p.dk = a.dk.data, p.dv = a.dv.data, p.lse = a.lse;
+  p.q_payload = q.payload.address(), p.q_sf = q.scales.address(), p.q_global_scale = q.head_scalar.address();
+  p.k_payload = k.payload.address(), p.k_sf = k.scales.address(), p.k_global_scale = k.head_scalar.address();
+  p.v_payload = v.payload.address(), p.v_sf = v.scales.address(), p.v_head_scalar = v.head_scalar.address();
+  p.delta = base + layout.delta, p.do_amax = base + layout.do_amax;
+  p.dq_accum = base + layout.dq_accum, p.dq_semaphore = base + layout.dq_semaphore;
+  auto strides = [](const TensorDesc &t, std::int64_t &batch, std::int64_t &head, std::int64_t &row) {
+    batch = t.stride[0], head = t.stride[1], row = t.stride[2];
+  };
+  if (bs.qk == BackwardQkOperands::Bf16) {
+    strides(a.q_bf16, p.q_batch_stride, p.q_head_stride, p.q_row_stride);
+    strides(a.k_bf16, p.k_batch_stride, p.k_head_stride, p.k_row_stride);
+  }
+  strides(a.o, p.o_batch_stride, p.o_head_stride, p.o_row_stride);
+  strides(a.d_o, p.do_batch_stride, p.do_head_stride, p.do_row_stride);
+  strides(a.dq, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride);
+  strides(a.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride);
+  strides(a.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride);
+  const SavedStrides qs = savedStrides(q), ks = savedStrides(k), vs = savedStrides(v);
+  p.q_payload_head_bytes = qs.head_bytes, p.q_payload_row_bytes = qs.row_bytes, p.q_sf_head_bytes = qs.sf_head_bytes;
+  p.k_payload_head_bytes = ks.head_bytes, p.k_payload_row_bytes = ks.row_bytes, p.k_sf_head_bytes = ks.sf_head_bytes;
+  p.v_payload_head_bytes = vs.head_bytes, p.v_payload_row_bytes = vs.row_bytes, p.v_sf_head_bytes = vs.sf_head_bytes;
+  p.batch = q.batch, p.heads_q = q.heads, p.heads_kv = k.heads;
+  p.seqlen_q = q.seqlen, p.seqlen_k = k.seqlen;
+  p.dq_semaphore_blocks = (q.seqlen + bs.tile.block_m - 1) / bs.tile.block_m;
+
+  CUstream stream = static_cast<CUstream>(a.stream);
+  if (auto err = driver_.check(driver_.api().cuMemsetD32Async(p.do_amax, 0, std::size_t(q.batch) * q.heads, stream),
+                               "cuMemsetD32Async"))
+    return err;
+  void *args[] = {&p};
+  auto launch = [&](const EntryPoint &entry, runtime::Dim3 grid) -> llvm::Error {
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+      return llvm::Error::success();
+    auto kern = kernel(spec, entry.name);
+    if (!kern)
+      return kern.takeError();
+    runtime::LaunchConfig config;
+    config.grid = grid;
+    config.block = {unsigned(entry.threads), 1, 1};
+    config.dynamic_shared_bytes = unsigned(entry.dynamic_shared_bytes);
+    config.stream = a.stream;
+    return kern->launch(config, args);
+  };
+  const unsigned row_blocks = unsigned((q.seqlen + db::kPrepRows - 1) / db::kPrepRows);
+  if (auto err = launch(*prep, {row_blocks, unsigned(q.heads), unsigned(q.batch)}))
+    return err;
+  // (no queries: the main pass still runs, and writes dK = dV = 0)
+  const unsigned key_blocks = unsigned((k.seqlen + bs.tile.block_n - 1) / bs.tile.block_n);
+  if (auto err = launch(*main, {key_blocks, unsigned(k.heads), unsigned(q.batch)}))
+    return err;
+  return launch(*dq_pass, {row_blocks, unsigned(q.heads), unsigned(q.batch)});
+}
+
+} // namespace fa4jit

@@ -1,0 +1,398 @@
+#pragma once
+// The attention backward of the training route (docs/NUMERICS.md §3), three passes on mma.sync:
+//   backwardPrep: delta = rowsum(dO o O) per query, the head's max |dO| (NaN kept), dQ's FP32
+//                 accumulator and the deterministic mode's semaphores zeroed;
+//   backwardMain: one CTA per block_n keys of one kv head; each warp owns 16 keys and keeps their
+//                 dK and dV in registers over every query block of every query head of the group.
+//                 Per query block it rebuilds S^T = K Q^T from the saved NVFP4 Q/K widened to E4M3,
+//                 P^T = exp2(S^T mul - LSE2), dP^T = V dO^T (E4M3), dS^T = P^T o (dP^T - delta)
+//                 (BF16), then dV += P8^T dO8 (E4M3), dK += dS^T Q (BF16) and dQ += dS K (BF16,
+//                 FP32 atomics into the accumulator, in key-block order when deterministic);
+//   backwardDq:   dQ = BF16(accumulator * softmax_scale * g_k).
+// Register layouts: attention/mma.cuh (lane = g * 4 + q).
+#include "fa4jit/attention/mma.cuh"
+#include "fa4jit/attention/tile_load.cuh"
+#include "fa4jit/attention_backward/tiles.cuh"
+#include "fa4jit/score_terms.cuh"
+
+namespace fa4jit::device::attention_backward {
+
+constexpr float kLog2e = 1.44269504088896340736f;
+FA4JIT_DEVICE float infinity() { return __int_as_float(0x7F800000); }
+
+// The head's dO scale s_dO = amax / 448 (1 when amax is 0), from the prep pass's maximum.
+FA4JIT_DEVICE float doScale(const BackwardParams &p, int head_row) {
+  const float amax = bitsAsFloat(reinterpret_cast<const uint32_t *>(p.do_amax)[head_row]);
+  const float s = amax / 448.0f;
+  return s > 0.0f || s != s ? s : 1.0f; // NaN stays NaN: the gradients of a NaN dO are NaN
+}
+
+// ---- prep -----------------------------------------------------------------------------------
+template <class C> FA4JIT_DEVICE void backwardPrep(const BackwardParams &p) {
+  constexpr int kD = C::head_dim, kWarpsPerCta = kPrepThreads / 32;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int h = blockIdx.y, b = blockIdx.z, row0 = blockIdx.x * kPrepRows;
+  const int head_row = b * p.heads_q + h;
+  const uint16_t *d_o = reinterpret_cast<const uint16_t *>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride;
+  const uint16_t *o = reinterpret_cast<const uint16_t *>(p.o) + b * p.o_batch_stride + h * p.o_head_stride;
+  float *dq_accum = reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
+  uint32_t amax_bits = 0; // max of |dO| as bits: NaN (above +Inf) wins
+  for (int r = warp; r < kPrepRows; r += kWarpsPerCta) {
+    const int row = row0 + r;
+    if (row >= p.seqlen_q)
+      break;
+    float delta = 0.0f;
+    for (int d = 2 * lane; d < kD; d += 64) {
+      const uint32_t g = *reinterpret_cast<const uint32_t *>(d_o + row * p.do_row_stride + d);
+      const uint32_t f = *reinterpret_cast<const uint32_t *>(o + row * p.o_row_stride + d);
+      const float g0 = bf16ToFloat(static_cast<uint16_t>(g)), g1 = bf16ToFloat(static_cast<uint16_t>(g >> 16));
+      delta = fmaf(g0, bf16ToFloat(static_cast<uint16_t>(f)), delta);
+      delta = fmaf(g1, bf16ToFloat(static_cast<uint16_t>(f >> 16)), delta);
+      amax_bits = max(amax_bits, max(floatAsBits(g0) & 0x7FFFFFFFu, floatAsBits(g1) & 0x7FFFFFFFu));
+      *reinterpret_cast<float2 *>(dq_accum + static_cast<int64_t>(row) * kD + d) = make_float2(0.0f, 0.0f);
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off /= 2)
+      delta += __shfl_xor_sync(0xffffffffu, delta, off);
+    if (lane == 0)
+      reinterpret_cast<float *>(p.delta)[static_cast<int64_t>(head_row) * p.seqlen_q + row] = delta;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off /= 2)
+    amax_bits = max(amax_bits, __shfl_xor_sync(0xffffffffu, amax_bits, off));
+  if (lane == 0 && amax_bits != 0)
+    atomicMax(reinterpret_cast<uint32_t *>(p.do_amax) + head_row, amax_bits);
+  if (C::deterministic) { // the semaphores of the main pass's query blocks inside these rows
+    int *sem = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
+    for (int m = row0 / C::block_m + static_cast<int>(threadIdx.x);
+         m < min((row0 + kPrepRows) / C::block_m, p.dq_semaphore_blocks); m += kPrepThreads)
+      sem[m] = 0;
+  }
+}
+
+// ---- dq -------------------------------------------------------------------------------------
+template <class C> FA4JIT_DEVICE void backwardDq(const BackwardParams &p) {
+  constexpr int kD = C::head_dim, kVecsPerRow = kD / 4;
+  const int h = blockIdx.y, b = blockIdx.z, row0 = blockIdx.x * kPrepRows;
+  const int head_row = b * p.heads_q + h;
+  float factor = C::softmax_scale;
+  if (C::qk_saved_nvfp4)
+    factor *= reinterpret_cast<const float *>(p.k_global_scale)[b * p.heads_kv + h / (p.heads_q / p.heads_kv)];
+  const float *acc = reinterpret_cast<const float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
+  uint16_t *dq = reinterpret_cast<uint16_t *>(p.dq) + b * p.dq_batch_stride + h * p.dq_head_stride;
+  const int rows = min(kPrepRows, p.seqlen_q - row0);
+  for (int u = threadIdx.x; u < rows * kVecsPerRow; u += kPrepThreads) {
+    const int row = row0 + u / kVecsPerRow, d = (u % kVecsPerRow) * 4;
+    const float4 a = *reinterpret_cast<const float4 *>(acc + static_cast<int64_t>(row) * kD + d);
+    *reinterpret_cast<uint2 *>(dq + row * p.dq_row_stride + d) =
+        make_uint2(attention::packBf16x2(a.x * factor, a.y * factor), attention::packBf16x2(a.z * factor, a.w * factor));
+  }
+}
+
+// ---- main -----------------------------------------------------------------------------------
+namespace detail {
+
+FA4JIT_DEVICE uint32_t lds32(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
+
+// Four FP32 to four E4M3 bytes (a first, in the lowest byte).
+FA4JIT_DEVICE uint32_t packE4m3x4(float a, float b, float c, float d) {
+  return static_cast<uint32_t>(floatsToE4M3x2(a, b)) | (static_cast<uint32_t>(floatsToE4M3x2(c, d)) << 16);
+}
+
+// MXFP4 value of x in a block whose largest magnitude is amax (NUMERICS.md §1), times 2^offset.
+FA4JIT_DEVICE float mxfp4Scaled(float x, int e, int offset) {
+  return e2m1ToFloat(floatToE2M1(x * exp2Int(-e))) * exp2Int(e + offset);
+}
+
+} // namespace detail
+
+template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
+  using T = BackwardTraits<C>;
+  constexpr int kD = T::kHeadDim, kBm = T::kBlockM, kBn = T::kBlockN, kQt = T::kQueryTiles, kDt = T::kDimTiles;
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, q4 = lane % 4;
+  const int hkv = blockIdx.y, b = blockIdx.z, n_block = blockIdx.x, key0 = n_block * kBn;
+  const int group = p.heads_q / p.heads_kv, kv_row = b * p.heads_kv + hkv;
+  const int keys_padded = (p.seqlen_k + 127) / 128 * 128;
+  const int valid_keys = min(kBn, p.seqlen_k - key0);
+  const int diagonal = p.seqlen_k - p.seqlen_q; // query i sees keys j <= i + diagonal
+
+  // The key block: K widened to E4M3 for S, K as the dQ product reads it (BF16), V as E4M3 rows.
+  {
+    const uint8_t *kpay = reinterpret_cast<const uint8_t *>(p.k_payload) + kv_row * p.k_payload_head_bytes;
+    const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + kv_row * p.k_sf_head_bytes;
+    const int krow = static_cast<int>(p.k_payload_row_bytes);
+    attention::loadNvfp4Rows<kD, kBn, T::kFp8Pitch, T::kThreads, false, 1>(
+        smem + T::kK8, kpay + key0 * p.k_payload_row_bytes, krow, ksf, key0, valid_keys, exp2Int(-C::qk_widen_shift),
+        tid);
+    if (C::qk_saved_nvfp4)
+      attention::loadNvfp4Rows<kD, kBn, T::kBf16Pitch, T::kThreads, true, 1>(
+          smem + T::kKb, kpay + key0 * p.k_payload_row_bytes, krow, ksf, key0, valid_keys, 1.0f, tid);
+    else
+      attention::loadBf16Rows<kD, kBn, T::kBf16Pitch, T::kThreads, 1>(
+          smem + T::kKb,
+          reinterpret_cast<const uint16_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride + key0 * p.k_row_stride,
+          static_cast<int>(p.k_row_stride), valid_keys, tid);
+    const uint8_t *vt = reinterpret_cast<const uint8_t *>(p.v_payload) + kv_row * p.v_payload_head_bytes;
+    if (C::pv_mxfp4)
+      loadMxfp4VtAsRows<kD, kBn, T::kFp8Pitch, T::kThreads>(
+          smem + T::kV8, vt, p.v_payload_row_bytes,
+          reinterpret_cast<const uint8_t *>(p.v_sf) + kv_row * p.v_sf_head_bytes, key0, keys_padded,
+          reinterpret_cast<const int32_t *>(p.v_head_scalar)[kv_row], tid);
+    else
+      loadFp8VtAsRows<kD, kBn, T::kFp8Pitch, T::kThreads>(smem + T::kV8, vt, p.v_payload_row_bytes, key0, keys_padded,
+                                                          tid);
+  }
+  const float s_v = C::pv_mxfp4 ? exp2Int(reinterpret_cast<const int32_t *>(p.v_head_scalar)[kv_row])
+                                : reinterpret_cast<const float *>(p.v_head_scalar)[kv_row];
+  const float g_k = reinterpret_cast<const float *>(p.k_global_scale)[kv_row];
+
+  const uint8_t *k8 = smem + T::kK8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
+  const uint8_t *v8 = smem + T::kV8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
+  const float *lse2_s = reinterpret_cast<const float *>(smem + T::kLse2);
+  const float *delta_s = reinterpret_cast<const float *>(smem + T::kDelta);
+
+  float dk[kDt][4], dv[kDt][4];
+#pragma unroll
+  for (int t = 0; t < kDt; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      dk[t][i] = dv[t][i] = 0.0f;
+  float dk_factor = 1.0f, dv_factor = 1.0f; // the factors of the heads summed so far
+
+  const int m_blocks = (p.seqlen_q + kBm - 1) / kBm;
+  // The first query block with a query that sees a key of this block.
+  const int m_first = C::causal ? max(0, key0 - diagonal) / kBm : 0;
+  const int key_row_base = key0 + warp * 16 + g; // this thread's keys: key_row_base and + 8
+
+  for (int hi = 0; hi < group; ++hi) {
+    const int hq = hkv * group + hi, head_row = b * p.heads_q + hq;
+    const float s_do = doScale(p, head_row);
+    const float g_q = reinterpret_cast<const float *>(p.q_global_scale)[head_row];
+    const float mul = scoreMultiplier((g_q * g_k) * C::score_scale);
+    const float dp_factor = s_do * s_v;
+    // dK and dV are summed over the group as each head's FP32 result times its factor; the
+    // accumulators carry the running sum divided by the current head's factor.
+    const float dv_f = s_do * exp2Int(-C::p_offset_log2);
+    const float dk_f = C::softmax_scale * (C::qk_saved_nvfp4 ? g_q : 1.0f);
+    if (hi > 0) {
+      const float rv = dv_factor / dv_f, rk = dk_factor / dk_f;
+#pragma unroll
+      for (int t = 0; t < kDt; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          dv[t][i] *= rv, dk[t][i] *= rk;
+    }
+    dv_factor = dv_f, dk_factor = dk_f;
+
+    const uint8_t *qpay = (reinterpret_cast<const uint8_t *>(p.q_payload) + head_row * p.q_payload_head_bytes);
+    const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + head_row * p.q_sf_head_bytes;
+    const uint16_t *qbf = (reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride);
+    const uint16_t *d_o = (reinterpret_cast<const uint16_t *>(p.d_o) + b * p.do_batch_stride + hq * p.do_head_stride);
+    const float *lse = reinterpret_cast<const float *>(p.lse) + static_cast<int64_t>(head_row) * p.seqlen_q;
+    const float *delta = reinterpret_cast<const float *>(p.delta) + static_cast<int64_t>(head_row) * p.seqlen_q;
+    float *dq_accum = (reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD);
+    int *semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
+    const float r_do = 1.0f / s_do;
+
+    for (int m = m_first; m < m_blocks; ++m) {
+      const int q0 = m * kBm, valid_q = min(kBm, p.seqlen_q - q0);
+      __syncthreads(); // the previous block's readers are done
+      attention::loadNvfp4Rows<kD, kBm, T::kFp8Pitch, T::kThreads, false, 1>(
+          smem + T::kQ8, qpay + q0 * p.q_payload_row_bytes, static_cast<int>(p.q_payload_row_bytes), qsf, q0, valid_q,
+          exp2Int(-C::qk_widen_shift), tid);
+      if (C::qk_saved_nvfp4)
+        attention::loadNvfp4Rows<kD, kBm, T::kBf16Pitch, T::kThreads, true, 1>(
+            smem + T::kQb, qpay + q0 * p.q_payload_row_bytes, static_cast<int>(p.q_payload_row_bytes), qsf, q0,
+            valid_q, 1.0f, tid);
+      else
+        attention::loadBf16Rows<kD, kBm, T::kBf16Pitch, T::kThreads, 1>(smem + T::kQb, qbf + q0 * p.q_row_stride,
+                                                                   static_cast<int>(p.q_row_stride), valid_q, tid);
+      loadQuantizedDo<kD, kBm, T::kFp8Pitch, T::kThreads>(smem + T::kDo8, d_o + q0 * p.do_row_stride, p.do_row_stride,
+                                                          valid_q, s_do, r_do, tid);
+      if (tid < kBm) {
+        const int row = q0 + tid;
+        const float l = row < p.seqlen_q ? lse[row] : -infinity();
+        // A row that saw no key (LSE = -inf) and a row past the end get P = exp2(-inf) = 0.
+        reinterpret_cast<float *>(smem + T::kLse2)[tid] = l == -infinity() ? infinity() : l * kLog2e;
+        reinterpret_cast<float *>(smem + T::kDelta)[tid] = row < p.seqlen_q ? delta[row] : 0.0f;
+      }
+      __syncthreads();
+      transposeDo<kD, kBm, T::kFp8Pitch, T::kDoTPitch, T::kThreads>(smem + T::kDoT, smem + T::kDo8, tid);
+      __syncthreads();
+
+      // S^T = K Q^T and dP^T = V dO^T, 16 keys x kBm queries per warp.
+      float s[kQt][4], dp[kQt][4];
+#pragma unroll
+      for (int t = 0; t < kQt; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          s[t][i] = dp[t][i] = 0.0f;
+#pragma unroll 1
+      for (int kk = 0; kk < kD / 32; ++kk) {
+        const uint32_t ka0 = detail::lds32(k8 + kk * 32), ka1 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32);
+        const uint32_t ka2 = detail::lds32(k8 + kk * 32 + 16), ka3 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32 + 16);
+        const uint32_t va0 = detail::lds32(v8 + kk * 32), va1 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32);
+        const uint32_t va2 = detail::lds32(v8 + kk * 32 + 16), va3 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32 + 16);
+#pragma unroll
+        for (int t = 0; t < kQt; ++t) {
+          const uint8_t *qrow = smem + T::kQ8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
+          const uint8_t *dorow = smem + T::kDo8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
+          attention::sm89_mma_m16n8k32_f32_e4m3(s[t], ka0, ka1, ka2, ka3, detail::lds32(qrow), detail::lds32(qrow + 16));
+          attention::sm89_mma_m16n8k32_f32_e4m3(dp[t], va0, va1, va2, va3, detail::lds32(dorow),
+                                                detail::lds32(dorow + 16));
+        }
+      }
+      // P^T (in s) and dS^T (in dp); element i of tile t: key key_row_base + 8 * (i / 2), query
+      // q0 + 8t + 2 q4 + i % 2.
+#pragma unroll
+      for (int t = 0; t < kQt; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int qi = t * 8 + 2 * q4 + (i % 2), key = key_row_base + 8 * (i / 2);
+          const bool visible = key < p.seqlen_k && (!C::causal || key <= q0 + qi + diagonal);
+          const float pv = visible ? exp2Hw(fmaf(s[t][i], mul, -lse2_s[qi])) : 0.0f;
+          s[t][i] = pv;
+          dp[t][i] = pv * (dp[t][i] * dp_factor - delta_s[qi]);
+        }
+
+      // dV += P8^T dO8: P^T as the A fragment (k = queries in the permuted order), dO^T from
+      // shared memory in the same order. 16-query blocks fill half of the k = 32 step.
+#pragma unroll
+      for (int kk = 0; kk < (kBm + 31) / 32; ++kk) {
+        uint32_t a[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int t0 = 4 * kk + 2 * half;
+          if (t0 < kQt) {
+            float v[2][4]; // [tile t0, t0 + 1][i]
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+              for (int i = 0; i < 4; ++i)
+                v[j][i] = s[t0 + j][i] * exp2Int(C::p_offset_log2);
+            if (C::pv_mxfp4) { // MXFP4 blocks of 32 queries per key: tiles 4kk .. 4kk + 3
+#pragma unroll
+              for (int r = 0; r < 2; ++r) { // key rows g and g + 8
+                float amax = 0.0f;
+#pragma unroll
+                for (int t = 4 * kk; t < 4 * kk + 4; ++t)
+                  amax = fmaxf(amax, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
+                amax = attention::warpQuadMax(amax);
+                const int e = max(-127, min(127, static_cast<int>((floatAsBits(amax) >> 23) & 0xFFu) - 127 - 2));
+#pragma unroll
+                for (int j = 0; j < 2; ++j)
+#pragma unroll
+                  for (int c = 0; c < 2; ++c)
+                    v[j][2 * r + c] = amax == 0.0f ? 0.0f : detail::mxfp4Scaled(s[t0 + j][2 * r + c], e, C::p_offset_log2);
+              }
+            }
+            a[2 * half] = detail::packE4m3x4(v[0][0], v[0][1], v[1][0], v[1][1]);
+            a[2 * half + 1] = detail::packE4m3x4(v[0][2], v[0][3], v[1][2], v[1][3]);
+          }
+        }
+#pragma unroll
+        for (int t = 0; t < kDt; ++t) {
+          const uint8_t *row = smem + T::kDoT + (t * 8 + g) * T::kDoTPitch + kk * 32 + 4 * q4;
+          const uint32_t b1 = kBm >= 32 ? detail::lds32(row + 16) : 0u;
+          attention::sm89_mma_m16n8k32_f32_e4m3(dv[t], a[0], a[1], a[2], a[3], detail::lds32(row), b1);
+        }
+      }
+
+      // dK += dS^T Q (BF16): dS^T as the A fragment, Q rows transposed by ldmatrix.
+#pragma unroll
+      for (int kk = 0; kk < kBm / 16; ++kk) {
+        const uint32_t a0 = attention::packBf16x2(dp[2 * kk][0], dp[2 * kk][1]);
+        const uint32_t a1 = attention::packBf16x2(dp[2 * kk][2], dp[2 * kk][3]);
+        const uint32_t a2 = attention::packBf16x2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+        const uint32_t a3 = attention::packBf16x2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+        const int j = lane / 8, r = lane % 8;
+        const uint8_t *qrow = smem + T::kQb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (j >> 1) * 16;
+#pragma unroll
+        for (int t = 0; t < kDt / 2; ++t) {
+          uint32_t bq[4];
+          attention::sm75_ldmatrix_x4_trans_b16(bq, attention::sharedAddress(qrow + t * 32));
+          attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t], a0, a1, a2, a3, bq[0], bq[1]);
+          attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t + 1], a0, a1, a2, a3, bq[2], bq[3]);
+        }
+      }
+
+      // dS^T to shared memory (BF16, [key][query]) for dQ = dS K.
+#pragma unroll
+      for (int t = 0; t < kQt; ++t)
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          *reinterpret_cast<uint32_t *>(smem + T::kDsT + (warp * 16 + g + 8 * r) * T::kDsPitch + (t * 8 + 2 * q4) * 2) =
+              attention::packBf16x2(dp[t][2 * r], dp[t][2 * r + 1]);
+      __syncthreads();
+
+      // dQ (kBm x kD) += dS K over this CTA's keys: warp = (row group, column slice).
+      {
+        const int rg = warp / T::kDqColumnSlices, col0 = (warp % T::kDqColumnSlices) * T::kDqCols;
+        float dq[T::kDqCols / 8][4];
+#pragma unroll
+        for (int t = 0; t < T::kDqCols / 8; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            dq[t][i] = 0.0f;
+        const int j = lane / 8, r = lane % 8;
+#pragma unroll 1
+        for (int kk = 0; kk < kBn / 16; ++kk) {
+          uint32_t a[4];
+          attention::sm75_ldmatrix_x4_trans_b16(
+              a, attention::sharedAddress(smem + T::kDsT + (kk * 16 + (j >> 1) * 8 + r) * T::kDsPitch +
+                                          (rg * 16 + (j & 1) * 8) * 2));
+          const uint8_t *krow = smem + T::kKb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (col0 + (j >> 1) * 8) * 2;
+#pragma unroll
+          for (int t = 0; t < T::kDqCols / 16; ++t) {
+            uint32_t bk[4];
+            attention::sm75_ldmatrix_x4_trans_b16(bk, attention::sharedAddress(krow + t * 32));
+            attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t], a[0], a[1], a[2], a[3], bk[0], bk[1]);
+            attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t + 1], a[0], a[1], a[2], a[3], bk[2], bk[3]);
+          }
+        }
+        if (C::deterministic) { // the key blocks that see query block m are 0 .. some n: in order
+          if (tid == 0) {
+            int seen;
+            do
+              asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(semaphore + m) : "memory");
+            while (seen != n_block);
+          }
+          __syncthreads();
+        }
+#pragma unroll
+        for (int t = 0; t < T::kDqCols / 8; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int row = q0 + rg * 16 + g + 8 * (i / 2), col = col0 + t * 8 + 2 * q4 + (i % 2);
+            if (row < p.seqlen_q)
+              atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + col, dq[t][i]);
+          }
+        if (C::deterministic) {
+          __threadfence();
+          __syncthreads();
+          if (tid == 0)
+            asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
+        }
+      }
+    }
+  }
+
+  // This CTA's keys: dK = sum * factor, dV likewise, in BF16.
+  uint16_t *dkg = reinterpret_cast<uint16_t *>(p.dk) + b * p.dk_batch_stride + hkv * p.dk_head_stride;
+  uint16_t *dvg = reinterpret_cast<uint16_t *>(p.dv) + b * p.dv_batch_stride + hkv * p.dv_head_stride;
+#pragma unroll
+  for (int t = 0; t < kDt; ++t)
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int key = key_row_base + 8 * r, col = t * 8 + 2 * q4;
+      if (key < p.seqlen_k) {
+        *reinterpret_cast<uint32_t *>(dkg + key * p.dk_row_stride + col) =
+            attention::packBf16x2(dk[t][2 * r] * dk_factor, dk[t][2 * r + 1] * dk_factor);
+        *reinterpret_cast<uint32_t *>(dvg + key * p.dv_row_stride + col) =
+            attention::packBf16x2(dv[t][2 * r] * dv_factor, dv[t][2 * r + 1] * dv_factor);
+      }
+    }
+}
+
+} // namespace fa4jit::device::attention_backward

@@ -1,0 +1,77 @@
+#pragma once
+// Run-time arguments of the attention backward's three launches (docs/NUMERICS.md §3 for what
+// they compute, docs/ARCHITECTURE.md §11 for the passes). Host-compilable: the runtime fills this
+// exact struct and passes it by value to each entry point; the static_asserts pin its bytes.
+//
+// Units as in attention/params.cuh: device addresses as uint64; strides in elements of the
+// tensor's storage unit (BF16 elements for q, k, o, d_o, dq, dk, dv; bytes for the NVFP4 payload
+// rows [S, D/2] and the V^T payload rows [D, Skp] (FP8) or [D, Skp/2] (MXFP4); bytes per
+// (batch, head) for scale-factor tensors). The innermost dimension is contiguous; every base
+// address and byte stride is a multiple of 16.
+#include "fa4jit/common.cuh"
+
+namespace fa4jit::device::attention_backward {
+
+struct BackwardParams {
+  // The BF16 tensors: inputs q, k ([B,H,S,D]; read when the dS products take BF16 Q/K), the
+  // forward's output o, the incoming gradient d_o, and the outputs dq ([B,Hq,Sq,D]), dk, dv
+  // ([B,Hkv,Sk,D]).
+  uint64_t q, k, o, d_o, dq, dk, dv;
+  uint64_t lse; // float [B,Hq,Sq], dense, natural log as the forward wrote it (-inf: no key seen)
+  // What the training forward saved: NVFP4 Q and K (payload, UE4M3 scales in the SF layout, FP32
+  // global scale per head) and V^T (E4M3 with a float s_v per head, or MXFP4 with UE8M0 scales
+  // and an int32 v_shift per head).
+  uint64_t q_payload, q_sf, q_global_scale;
+  uint64_t k_payload, k_sf, k_global_scale;
+  uint64_t v_payload, v_sf, v_head_scalar;
+  // Workspace, all dense: delta float [B*Hq*Sq]; do_amax uint32 [B*Hq] (bits of max |dO|, zero
+  // before the prep launch); dq_accum float [B*Hq*Sq*D] (zeroed by the prep launch);
+  // dq_semaphore int32 [B*Hq*ceil(Sq/block_m)] (deterministic mode; zeroed by the prep launch).
+  uint64_t delta, do_amax, dq_accum, dq_semaphore;
+
+  int64_t q_batch_stride, q_head_stride, q_row_stride;
+  int64_t k_batch_stride, k_head_stride, k_row_stride;
+  int64_t o_batch_stride, o_head_stride, o_row_stride;
+  int64_t do_batch_stride, do_head_stride, do_row_stride;
+  int64_t dq_batch_stride, dq_head_stride, dq_row_stride;
+  int64_t dk_batch_stride, dk_head_stride, dk_row_stride;
+  int64_t dv_batch_stride, dv_head_stride, dv_row_stride;
+  int64_t q_payload_head_bytes, q_payload_row_bytes, q_sf_head_bytes; // per (batch * Hq + head)
+  int64_t k_payload_head_bytes, k_payload_row_bytes, k_sf_head_bytes; // per (batch * Hkv + head)
+  int64_t v_payload_head_bytes, v_payload_row_bytes, v_sf_head_bytes; // per (batch * Hkv + head)
+
+  int32_t batch;
+  int32_t heads_q;
+  int32_t heads_kv; // heads_q % heads_kv == 0
+  int32_t seqlen_q; // >= 1
+  int32_t seqlen_k; // >= 1; V^T rows hold Skp = seqlen_k rounded up to 128 keys
+  int32_t dq_semaphore_blocks; // ceil(seqlen_q / block_m): the semaphores of one (batch, head)
+};
+
+static_assert(sizeof(BackwardParams) == 21 * 8 + 30 * 8 + 6 * 4, "BackwardParams layout changed");
+static_assert(alignof(BackwardParams) == 8, "BackwardParams alignment changed");
+
+// The prep and dq launches: grid (ceil(seqlen_q / kPrepRows), heads_q, batch), kPrepThreads
+// threads, no dynamic shared memory. The main launch: grid (ceil(seqlen_k / block_n), heads_kv,
+// batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared memory.
+constexpr int kPrepRows = 64;
+constexpr int kPrepThreads = 256;
+
+// Shared-memory rows: E4M3 rows of the head dim, BF16 rows of the head dim, the transposed dO
+// rows of block_m queries and the dS^T rows of block_m BF16 values. Each pitch is an odd multiple
+// of 16 bytes, so that the 8 rows one quad-group of an mma fragment reads fall into distinct banks.
+FA4JIT_HD constexpr int backwardOddPitch(int bytes) { return (bytes / 16) % 2 ? bytes + 16 : bytes + 32; }
+FA4JIT_HD constexpr int backwardFp8Pitch(int head_dim) { return backwardOddPitch(head_dim); }
+FA4JIT_HD constexpr int backwardBf16Pitch(int head_dim) { return backwardOddPitch(2 * head_dim); }
+FA4JIT_HD constexpr int backwardDoTPitch(int block_m) { return backwardOddPitch(block_m); }
+FA4JIT_HD constexpr int backwardDsPitch(int block_m) { return backwardOddPitch(2 * block_m); }
+
+// K (E4M3 for S, BF16 for dQ) and V (E4M3) of the CTA's key block; Q (E4M3, BF16), dO (E4M3 rows
+// and transposed), the dS^T tile and the per-query LSE and delta of one query block.
+FA4JIT_HD constexpr int backwardSharedBytes(int head_dim, int block_m, int block_n) {
+  return block_n * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
+         block_m * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
+         head_dim * backwardDoTPitch(block_m) + block_n * backwardDsPitch(block_m) + 2 * 4 * block_m;
+}
+
+} // namespace fa4jit::device::attention_backward
