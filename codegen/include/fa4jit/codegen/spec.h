@@ -214,13 +214,14 @@ struct AttentionSpec {
 // How P and V feed dV = P^T dO and dP = dO V^T (dO is E4M3 with a per-head scale in both):
 enum class BackwardPvFormat : uint8_t {
   E4m3,  // P = E4M3(P * 2^p_offset_log2), V the forward's E4M3 payload (the stable training route)
-  Mxfp4, // P in MXFP4 blocked along queries, V in MXFP4 blocked along the head dim, both widened
-         // exactly to E4M3 (the configuration found unstable in training, kept to compare)
+  Mxfp4, // P in MXFP4 blocked along queries, V as directp's forward saves it (MXFP4 V^T blocked
+         // along keys), both widened exactly to E4M3 (the configuration found unstable in training,
+         // kept to compare)
 };
 
 // Which Q and K the dS products dQ = dS K and dK = dS^T Q read (dS is BF16 in both):
 enum class BackwardQkOperands : uint8_t {
-  Bf16,        // the BF16 inputs, kept by the training forward (dQ/dK cosine 0.991 at σ = 1)
+  Bf16,        // the BF16 inputs, kept by the training forward (dQ/dK cosine 0.992 at σ = 1)
   SavedNvfp4,  // the saved NVFP4 payload decoded exactly (no extra memory; cosine 0.987)
 };
 
@@ -230,7 +231,7 @@ struct BackwardSpec {
   AttentionSpec forward;
   BackwardPvFormat pv = BackwardPvFormat::E4m3;
   // The BF16 inputs by default: NVFP4's own error in Q and K would otherwise reach dK and dQ
-  // directly (`fa4jit accuracy --backward` shows both).
+  // directly (the predicted cosines above: docs/NUMERICS.md §3).
   BackwardQkOperands qk = BackwardQkOperands::Bf16;
   // Fed P = E4M3(P * 2^p_offset_log2). P = exp2(t - LSE) stays below ~1.07 (the forward's l sums
   // E4M3-rounded values), so 2^8 keeps it under 448 and its small values above E4M3's subnormals.
