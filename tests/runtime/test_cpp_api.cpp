@@ -42,6 +42,8 @@ TEST_CASE("C++ API: a call on no engine is a Status with the library's message",
   CHECK_FALSE(q.ok());
   CHECK(q.value().handle() == nullptr);
   CHECK(q.status().message().find("fa4jit_quantize: engine, x and out must not be NULL") != std::string::npos);
+  const api::Status b = none.backward(api::BackwardArgs{});
+  CHECK(b.message().find("fa4jit_backward: engine and args must not be NULL") != std::string::npos);
   CHECK(api::Status().ok());
   CHECK(api::version() == "0.5.0");
 }

@@ -146,6 +146,22 @@ struct QuantizedForwardArgs {
   void *stream = nullptr;
 };
 
+// The training route's backward: what the nvfp8 forward on quantized operands saved (NVFP4 q, k;
+// FP8 v, or MXFP4 v with pv_mxfp4), its o and lse, and d_o; BF16 dq, dk, dv out.
+struct BackwardArgs {
+  const QuantizedTensor *q = nullptr, *k = nullptr, *v = nullptr;
+  Tensor q_bf16, k_bf16; // the BF16 inputs (read unless qk_saved_nvfp4)
+  Tensor o, d_o;
+  uint64_t lse = 0;
+  Tensor dq, dk, dv;
+  bool causal = false;
+  float softmax_scale = 0;
+  bool pv_mxfp4 = false;       // P and V as MXFP4 (the unstable variant, to compare)
+  bool qk_saved_nvfp4 = false; // dQ, dK from the saved NVFP4 Q/K instead of the BF16 inputs
+  bool deterministic = false;  // the same dQ bits every run
+  void *stream = nullptr;
+};
+
 // One device's engine: kernels, cache, tuning and workspace. One forward at a time per engine on
 // its own workspace; forward(args, workspace, bytes) takes the caller's instead.
 class Engine {
@@ -204,6 +220,20 @@ public:
     a.o = args.o.c(), a.lse = args.lse, a.route = static_cast<int32_t>(args.route);
     a.causal = args.causal ? 1 : 0, a.softmax_scale = args.softmax_scale, a.stream = args.stream;
     return Status::fromCode(fa4jit_forward_quantized(engine_, &a));
+  }
+  // dQ, dK, dV on args.stream; steady-state calls allocate nothing and never wait for the device.
+  Status backward(const BackwardArgs &args) {
+    fa4jit_backward_args a{};
+    a.q = args.q ? args.q->handle() : nullptr;
+    a.k = args.k ? args.k->handle() : nullptr;
+    a.v = args.v ? args.v->handle() : nullptr;
+    a.q_bf16 = args.q_bf16.c(), a.k_bf16 = args.k_bf16.c(), a.o = args.o.c(), a.d_o = args.d_o.c();
+    a.lse = args.lse, a.dq = args.dq.c(), a.dk = args.dk.c(), a.dv = args.dv.c();
+    a.causal = args.causal ? 1 : 0, a.softmax_scale = args.softmax_scale;
+    a.pv = args.pv_mxfp4 ? FA4JIT_PV_MXFP4 : FA4JIT_PV_E4M3;
+    a.qk = args.qk_saved_nvfp4 ? FA4JIT_QK_SAVED_NVFP4 : FA4JIT_QK_BF16;
+    a.deterministic = args.deterministic ? 1 : 0, a.stream = args.stream;
+    return Status::fromCode(fa4jit_backward(engine_, &a));
   }
   // Device bytes the engine's own workspace holds now.
   Result<uint64_t> workspaceBytes() const {
