@@ -138,6 +138,7 @@ def library():
             "fa4jit_forward_with_workspace": ([p, ctypes.POINTER(ForwardArgs), u64, u64], ctypes.c_int),
             "fa4jit_quantize": ([p, ctypes.POINTER(Tensor), i32, p, ctypes.POINTER(p)], ctypes.c_int),
             "fa4jit_quantized_destroy": ([p], None),
+            "fa4jit_quantize_into": ([p, ctypes.POINTER(Tensor), i32, p, p], ctypes.c_int),
             "fa4jit_forward_quantized": ([p, ctypes.POINTER(QuantizedForwardArgs)], ctypes.c_int),
             "fa4jit_backward": ([p, ctypes.POINTER(BackwardArgs)], ctypes.c_int),
             "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),

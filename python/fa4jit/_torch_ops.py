@@ -315,19 +315,45 @@ def _attention_quantized(q, kv, causal, softmax_scale, return_lse, layout):
     return (o, lse) if return_lse else o
 
 
+# Quantized operands the training steps have finished with, per (device, stream, format): the next
+# step on that stream quantizes into one (fa4jit_quantize_into), which reuses its device memory, so
+# that steady-state steps allocate nothing. Work on one stream is ordered, so the operand's last
+# reader (its backward) is done before the next quantizer writes it.
+_saved_pool = {}
+_SAVED_POOL_MAX = 256
+
+
 class _Saved:
-    """One quantized operand the training forward keeps for the backward, owned by the library
-    until this object is collected."""
+    """One quantized operand the training forward keeps for the backward; back to the pool when
+    collected."""
 
-    __slots__ = ("handle",)
+    __slots__ = ("handle", "key")
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, key):
+        self.handle, self.key = handle, key
 
     def __del__(self):
         if self.handle and L._lib is not None:
-            L._lib.fa4jit_quantized_destroy(self.handle)
+            free = _saved_pool.setdefault(self.key, [])
+            if len(free) < _SAVED_POOL_MAX:
+                free.append(self.handle)
+            else:
+                L._lib.fa4jit_quantized_destroy(self.handle)
             self.handle = None
+
+
+def _quantize_saved(eng, device, x, fmt, stream):
+    key = (device, stream, fmt)
+    free = _saved_pool.get(key)
+    if not free:
+        return _Saved(_quantize(eng, x, fmt, stream), key)
+    handle = free.pop()
+    desc = _tensor_desc(x)
+    rc = L.library().fa4jit_quantize_into(eng.handle, ctypes.byref(desc), fmt, stream, handle)
+    if rc != L.OK:
+        L.library().fa4jit_quantized_destroy(handle)
+        L.check(rc)
+    return _Saved(handle, key)
 
 
 def _gradient_ready(t):
@@ -347,9 +373,9 @@ class _TrainingAttention(torch.autograd.Function):
         device = q.device.index if q.device.index is not None else torch.cuda.current_device()
         eng = L.engine(device)
         stream = _current_stream(device)
-        saved_q = _Saved(_quantize(eng, q, L.FORMAT_NVFP4, stream))
-        saved_k = _Saved(_quantize(eng, k, L.FORMAT_NVFP4, stream))
-        forward_v = _Saved(_quantize(eng, v, L.FORMAT_FP8, stream))
+        saved_q = _quantize_saved(eng, device, q, L.FORMAT_NVFP4, stream)
+        saved_k = _quantize_saved(eng, device, k, L.FORMAT_NVFP4, stream)
+        forward_v = _quantize_saved(eng, device, v, L.FORMAT_FP8, stream)
         o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
         lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
         args = L.QuantizedForwardArgs()
@@ -362,7 +388,7 @@ class _TrainingAttention(torch.autograd.Function):
         args.stream = stream
         L.check(L.library().fa4jit_forward_quantized(eng.handle, ctypes.byref(args)))
         # The MXFP4 P/V variant reads V as directp's forward stores it.
-        saved_v = forward_v if pv == "e4m3" else _Saved(_quantize(eng, v, L.FORMAT_MXFP4, stream))
+        saved_v = forward_v if pv == "e4m3" else _quantize_saved(eng, device, v, L.FORMAT_MXFP4, stream)
         ctx.quantized = (saved_q, saved_k, saved_v)
         ctx.options = (device, bool(causal), scale, pv, qk, bool(deterministic))
         ctx.save_for_backward(q if qk == "bf16" else None, k if qk == "bf16" else None, o, lse)

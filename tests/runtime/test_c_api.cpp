@@ -42,6 +42,9 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(std::string(fa4jit_last_error()).find("fa4jit_workspace_size: engine, args and out") != std::string::npos);
   CHECK(fa4jit_forward_with_workspace(nullptr, nullptr, 0, 0) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("fa4jit_forward_with_workspace: engine and args") != std::string::npos);
+  CHECK(fa4jit_quantize_into(nullptr, nullptr, FA4JIT_FORMAT_NVFP4, nullptr, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("fa4jit_quantize_into: engine, x and into must not be NULL") !=
+        std::string::npos);
   CHECK(fa4jit_backward(nullptr, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("fa4jit_backward: engine and args must not be NULL") !=
         std::string::npos);

@@ -123,18 +123,25 @@ int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_ar
   return fromError(engine->engine->forward(a, workspace, workspace_bytes));
 }
 
+// The C format code as the engine's (false: unknown, with the message set).
+bool toFormat(int32_t format, const char *fn, fa4jit::QuantFormat &f) {
+  switch (format) {
+  case FA4JIT_FORMAT_NVFP4: f = fa4jit::QuantFormat::Nvfp4; return true;
+  case FA4JIT_FORMAT_MXFP4: f = fa4jit::QuantFormat::Mxfp4; return true;
+  case FA4JIT_FORMAT_FP8: f = fa4jit::QuantFormat::Fp8PerHead; return true;
+  }
+  fail(std::string(fn) + ": unknown format " + std::to_string(format));
+  return false;
+}
+
 int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
                     fa4jit_quantized **out) {
   if (!engine || !x || !out)
     return fail("fa4jit_quantize: engine, x and out must not be NULL");
   *out = nullptr;
   fa4jit::QuantFormat f;
-  switch (format) {
-  case FA4JIT_FORMAT_NVFP4: f = fa4jit::QuantFormat::Nvfp4; break;
-  case FA4JIT_FORMAT_MXFP4: f = fa4jit::QuantFormat::Mxfp4; break;
-  case FA4JIT_FORMAT_FP8: f = fa4jit::QuantFormat::Fp8PerHead; break;
-  default: return fail("fa4jit_quantize: unknown format " + std::to_string(format));
-  }
+  if (!toFormat(format, "fa4jit_quantize", f))
+    return FA4JIT_ERROR;
   fa4jit::TensorDesc t;
   if (!toTensor(*x, "x", t))
     return FA4JIT_ERROR;
@@ -161,6 +168,19 @@ int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forwa
   if (!copyCommon(*args, a))
     return FA4JIT_ERROR;
   return fromError(engine->engine->forward(a));
+}
+
+int fa4jit_quantize_into(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
+                         fa4jit_quantized *into) {
+  if (!engine || !x || !into)
+    return fail("fa4jit_quantize_into: engine, x and into must not be NULL");
+  fa4jit::QuantFormat f;
+  if (!toFormat(format, "fa4jit_quantize_into", f))
+    return FA4JIT_ERROR;
+  fa4jit::TensorDesc t;
+  if (!toTensor(*x, "x", t))
+    return FA4JIT_ERROR;
+  return fromError(engine->engine->quantize(t, f, into->tensor, "x", stream));
 }
 
 int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args) {

@@ -112,6 +112,11 @@ FA4JIT_API int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit
 FA4JIT_API int fa4jit_quantize(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
                     fa4jit_quantized **out);
 FA4JIT_API void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
+/* The same into an operand quantize made before, reusing its device memory where it holds enough
+ * (a KV cache, or a training step's saved operands, quantized again step after step: no
+ * allocation once the buffers have their size). The stream must be past every use of `into`. */
+FA4JIT_API int fa4jit_quantize_into(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
+                                    fa4jit_quantized *into);
 /* Attention forward on quantized operands: no quantization, no synchronization. */
 FA4JIT_API int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
 /* dQ, dK, dV of the training route on args->stream; steady-state calls allocate nothing and never
