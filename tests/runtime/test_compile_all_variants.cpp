@@ -111,25 +111,39 @@ std::string describe(const std::map<std::string, int> &m) {
   return s.empty() ? "none" : s;
 }
 
+// The SASS of one variant's cubin; nullopt (with a WARN) where no cuobjdump is installed, a
+// failure where it cannot disassemble.
+std::optional<std::string> sassOf(const fa4jit::testing::VariantCubin &v) {
+  static const std::optional<std::string> cuobjdump = fa4jit::testing::findCuobjdump();
+  if (!cuobjdump)
+    return std::nullopt;
+  const std::optional<std::string> sass = fa4jit::testing::disassemble(*cuobjdump, v.result.cubin);
+  // cuobjdump 13.5 and later disassemble through nvdisasm beside them (scripts/install-deps.sh).
+  if (!sass)
+    FAIL("cuobjdump " << *cuobjdump << " could not disassemble the cubin (is nvdisasm beside it?)");
+  return sass;
+}
+
+bool haveCuobjdump() {
+  if (fa4jit::testing::findCuobjdump())
+    return true;
+  WARN("SKIPPED: cuobjdump not found (PATH, /usr/local/cuda/bin, Python package nvidia-cuda-cuobjdump); "
+       "run scripts/install-deps.sh to get it");
+  return false;
+}
+
 } // namespace
 
 TEST_CASE("SASS of every attention variant: the route's tensor-core instructions, no local memory",
           "[runtime][sass][variants]") {
-  const std::optional<std::string> cuobjdump = fa4jit::testing::findCuobjdump();
-  if (!cuobjdump) {
-    WARN("SKIPPED: cuobjdump not found (PATH, /usr/local/cuda/bin, Python package nvidia-cuda-cuobjdump); "
-         "run scripts/install-deps.sh to get it");
+  if (!haveCuobjdump())
     return;
-  }
   int checked = 0;
   for (const auto &v : variantCubins()) {
     if (v.spec.family != KernelFamily::AttentionForward || !v.error.empty())
       continue;
     INFO(kernelName(v.spec) << " (" << toString(v.spec.target) << ")");
-    const std::optional<std::string> sass = fa4jit::testing::disassemble(*cuobjdump, v.result.cubin);
-    // cuobjdump 13.5 and later disassemble through nvdisasm beside them (scripts/install-deps.sh).
-    if (!sass)
-      FAIL("cuobjdump " << *cuobjdump << " could not disassemble the cubin (is nvdisasm beside it?)");
+    const std::optional<std::string> sass = sassOf(v);
     const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
     CHECK(total(local) == 0);
     const auto mma = countOpcodes(*sass, [](const std::string &op) {
@@ -176,21 +190,15 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
 
 TEST_CASE("SASS of every backward variant: FP8 and BF16 mma.sync, FP32 reductions, no local memory",
           "[runtime][sass][variants][backward]") {
-  const std::optional<std::string> cuobjdump = fa4jit::testing::findCuobjdump();
-  if (!cuobjdump) {
-    WARN("SKIPPED: cuobjdump not found (PATH, /usr/local/cuda/bin, Python package nvidia-cuda-cuobjdump); "
-         "run scripts/install-deps.sh to get it");
+  if (!haveCuobjdump())
     return;
-  }
   int checked = 0;
   for (const auto &v : variantCubins()) {
     if (v.spec.family != KernelFamily::AttentionBackward)
       continue;
     INFO(kernelName(v.spec));
     REQUIRE(v.error.empty());
-    const std::optional<std::string> sass = fa4jit::testing::disassemble(*cuobjdump, v.result.cubin);
-    if (!sass)
-      FAIL("cuobjdump " << *cuobjdump << " could not disassemble the cubin (is nvdisasm beside it?)");
+    const std::optional<std::string> sass = sassOf(v);
     const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
     CHECK(total(local) == 0);
     // Five products per query block: S, dP, dV (E4M3 m16n8k32) and dK, dQ (BF16 m16n8k16), all

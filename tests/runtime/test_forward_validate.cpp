@@ -129,14 +129,25 @@ TEST_CASE("bad forward arguments are named", "[runtime][validate]") {
   }
 }
 
-TEST_CASE("quantized forward checks formats against the route", "[runtime][validate]") {
+namespace {
+// Saved operands (no device memory: the checks read only their shapes and formats): NVFP4 q
+// [1, 4, 10, 64], k and FP8 v [1, 2, 20, 64].
+struct SavedOperands {
   QuantizedTensor q, k, v;
-  q.format = k.format = QuantFormat::Nvfp4;
-  v.format = QuantFormat::Fp8PerHead;
-  q.batch = k.batch = v.batch = 1;
-  q.heads = 4, k.heads = v.heads = 2;
-  q.seqlen = 10, k.seqlen = v.seqlen = 20;
-  q.head_dim = k.head_dim = v.head_dim = 64;
+  SavedOperands() {
+    q.format = k.format = QuantFormat::Nvfp4;
+    v.format = QuantFormat::Fp8PerHead;
+    q.batch = k.batch = v.batch = 1;
+    q.heads = 4, k.heads = v.heads = 2;
+    q.seqlen = 10, k.seqlen = v.seqlen = 20;
+    q.head_dim = k.head_dim = v.head_dim = 64;
+  }
+};
+} // namespace
+
+TEST_CASE("quantized forward checks formats against the route", "[runtime][validate]") {
+  SavedOperands saved;
+  QuantizedTensor &q = saved.q, &k = saved.k, &v = saved.v;
   QuantizedForwardArgs a;
   a.q = &q, a.k = &k, a.v = &v;
   a.o = TensorDesc::contiguous(kBase, DType::BF16, 1, 4, 10, 64);
@@ -149,13 +160,8 @@ TEST_CASE("quantized forward checks formats against the route", "[runtime][valid
 }
 
 TEST_CASE("backward checks the saved operands, the gradients' shapes and the P/V format", "[runtime][validate]") {
-  QuantizedTensor q, k, v;
-  q.format = k.format = QuantFormat::Nvfp4;
-  v.format = QuantFormat::Fp8PerHead;
-  q.batch = k.batch = v.batch = 1;
-  q.heads = 4, k.heads = v.heads = 2;
-  q.seqlen = 10, k.seqlen = v.seqlen = 20;
-  q.head_dim = k.head_dim = v.head_dim = 64;
+  SavedOperands saved;
+  QuantizedTensor &q = saved.q, &k = saved.k, &v = saved.v;
   BackwardArgs a;
   a.q = &q, a.k = &k, a.v = &v;
   a.q_bf16 = a.o = a.d_o = a.dq = TensorDesc::contiguous(kBase, DType::BF16, 1, 4, 10, 64);

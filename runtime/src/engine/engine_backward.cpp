@@ -75,7 +75,13 @@ llvm::Expected<KernelSpec> Engine::backwardSpecFor(const BackwardArgs &a) const 
   }
   if (!a.q)
     return fail("backward: q (the forward's saved NVFP4 Q) must be given");
-  KernelSpec spec = defaultBackwardSpec(a.q->head_dim, a.causal, a.softmax_scale, target_);
+  // S is rebuilt with the Q/K widening of the forward this engine runs for the shape, so that P
+  // repeats the forward's scores.
+  auto forward = attentionSpecFor(Route::Nvfp8, a.q->head_dim, a.causal, a.k ? a.k->seqlen : 0, std::nullopt);
+  if (!forward)
+    return forward.takeError();
+  forward->attention.softmax_scale = a.softmax_scale;
+  KernelSpec spec = defaultBackwardSpec(forward->attention, target_);
   spec.backward.pv = a.pv;
   spec.backward.qk = a.qk;
   spec.backward.deterministic = a.deterministic;

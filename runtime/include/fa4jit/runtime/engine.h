@@ -162,7 +162,8 @@ public:
   // with no batch or no heads does nothing; no queries give dK = dV = 0, no keys dQ = 0. One
   // backward at a time per Engine (the workspace is shared).
   llvm::Error backward(const BackwardArgs &args);
-  // The backward spec backward() would use: the heuristic's tiles for the arguments' head dim.
+  // The backward spec backward() would use: the Q/K widening of the nvfp8 forward this engine
+  // runs for the shape (attentionSpecFor) and the heuristic's tiles for the head dim.
   llvm::Expected<KernelSpec> backwardSpecFor(const BackwardArgs &args) const;
 
   // The attention spec forward() would use for these arguments: the tuning database's winner for
