@@ -80,7 +80,59 @@ def main_job(run_log):
             "tflops": dev.group(3), "rows": acc.group(1).strip(), "cosine": acc.group(2)}
 
 
-def build(run_dir, out_path):
+def training_section(run_dir):
+    """The training step from its own run folder: run.json and scripts/bench_backward.py's output
+    (backward.jsonl)."""
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    rows = load(os.path.join(run_dir, meta.get("files", {}).get("backward", "backward.jsonl")))
+    ceil = next((r for r in rows if r.get("kind") == "ceiling"), {})
+    out = ["", "## Training: forward + backward", ""]
+    out.append(wrap(
+        f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}, "
+        f"PyTorch {meta.get('torch', '?')}), its own run: `scripts/bench_backward.py` times a training "
+        "step of attention as PyTorch code calls it, `o = attention(q, k, v)` then "
+        "`torch.autograd.grad(o, (q, k, v), do)` from BF16 tensors, for fa4jit "
+        "(`route=\"nvfp8\"`: quantization, the nvfp8 forward, the quantized backward) and for SDPA "
+        "BF16 (cuDNN and flash backends), interleaved repeat by repeat, median of "
+        f"{meta.get('reps', 10)}. 16 heads, batch x seqlen = {meta.get('tokens', 131072) // 16}."))
+    out.append("")
+    if ceil:
+        out.append(wrap(
+            f"Ceilings of the run: BF16 GEMM {ceil.get('bf16_gemm_tflops', 0):.0f} TFLOP/s, FP8 GEMM "
+            f"{ceil.get('fp8_gemm_tflops', 0):.0f} TFLOP/s, copy {ceil.get('copy_tb_s', 0):.2f} TB/s. "
+            "The backward's floor is its five products (2.5x the forward's FLOPs) at the FP8 GEMM rate."))
+        out.append("")
+    out.append("| D | keys | causal | SDPA cuDNN ms | SDPA flash ms | fa4jit ms | x cuDNN | deterministic ms "
+               "| MXFP4 P/V ms | backward alone, cuDNN / fa4jit ms | backward floor ms |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def cell(v):
+        return "-" if v is None else f"{v:.3f}"
+    for r in rows:
+        if r.get("kind") != "backward":
+            continue
+        m = r["ms"]
+        cu, fa = m.get("sdpa_cudnn"), m.get("fa4jit")
+        ratio = f"{cu / fa:.2f}" if cu and fa else "-"
+        out.append(f"| {r['head_dim']} | {keys_label(r['seqlen'])} | {r['causal']} | {cell(cu)} | "
+                   f"{cell(m.get('sdpa_flash'))} | {cell(fa)} | {ratio} | {cell(m.get('fa4jit_deterministic'))} | "
+                   f"{cell(m.get('fa4jit_mxfp4'))} | {cell(m.get('sdpa_cudnn_bwd'))} / {cell(m.get('fa4jit_bwd'))} | "
+                   f"{cell(r.get('floor_bwd_fp8_ms'))} |")
+    out.append("")
+    for note in meta.get("notes", []):
+        out.append(wrap(note))
+        out.append("")
+    out.append("Reproduce (GPU machine, binaries from `scripts/prepare_device_carry.sh`):")
+    out.append("")
+    out.append("```sh")
+    args = meta.get("bench_args", "")
+    out.append((f'BACKWARD_ARGS="{args}" ' if args else "") + "scripts/device_check.sh backward")
+    out.append("```")
+    return out
+
+
+def build(run_dir, out_path, backward_dir=None):
     meta, ours, sdpa, gpu, run_log = read_run(run_dir)
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
@@ -353,6 +405,8 @@ def build(run_dir, out_path):
     w("```sh")
     w("python3 scripts/make_benchmarks.py            # --run DIR --out FILE for another run folder")
     w("```")
+    if backward_dir and os.path.exists(os.path.join(backward_dir, "run.json")):
+        out.extend(training_section(backward_dir))
     text = "\n".join(out) + "\n"
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
@@ -364,8 +418,10 @@ def main():
                     help="run folder (default docs/benchmarks/h200)")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "BENCHMARKS.md"),
                     help="page to write (default docs/BENCHMARKS.md)")
+    ap.add_argument("--backward-run", default=os.path.join(REPO, "docs", "benchmarks", "backward"),
+                    help="run folder of scripts/bench_backward.py (default docs/benchmarks/backward)")
     args = ap.parse_args()
-    build(args.run, args.out)
+    build(args.run, args.out, args.backward_run)
 
 
 if __name__ == "__main__":
