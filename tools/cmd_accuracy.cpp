@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "accuracy_backward.h"
 #include "accuracy_grid.h"
 #include "cli_flags.h"
 #include "cli_values.h"
@@ -49,6 +50,9 @@ const char kUsage[] =
     "  --threads N         worker threads, 0 = all cores     (default 0)\n"
     "  --json              print one JSON array of rows instead of a table\n"
     "  --calibrate FILE    fit classifier coefficients to captured scores (docs/CALIBRATION.md)\n"
+    "  --backward          the training route's backward instead: cosine and rel. L2 of dQ, dK, dV\n"
+    "                      against FP64 for E4M3 P/V (dS against BF16 or the saved NVFP4 Q/K) and\n"
+    "                      MXFP4 P/V, over the whole head (head dims 64, 128; dO ~ N(0, 1))\n"
     "  --help              this text\n";
 
 int fail(const std::string &msg) {
@@ -120,6 +124,38 @@ void printTable(const std::vector<AccuracyRow> &rows) {
     fmt::print("  {:<8} {:<10} {:>11.5f} {:>11.5f} {:>14.5f} {:>14.5f}  {}\n", r.route,
                r.classifier == "none" ? "-" : r.classifier, r.cos_vs_fp64, r.cos_vs_bf16,
                r.rel_l2_vs_fp64, r.rel_l2_vs_bf16, coefficientText(r));
+  }
+  std::fflush(stdout);
+}
+
+void printBackward(const std::vector<BackwardAccuracyRow> &rows, bool json) {
+  if (json) {
+    llvm::json::Array arr;
+    for (const BackwardAccuracyRow &r : rows) {
+      llvm::json::Object o{{"variant", r.variant}, {"sigma", r.sigma}, {"seqlen", r.seqlen},
+                           {"head_dim", r.head_dim}, {"causal", r.causal}};
+      for (const auto &[name, a] : {std::pair{"dq", &r.vs_fp64.dq}, {"dk", &r.vs_fp64.dk}, {"dv", &r.vs_fp64.dv}}) {
+        o[std::string("cos_") + name] = a->cosine;
+        o[std::string("rel_l2_") + name] = a->rel_l2;
+      }
+      arr.push_back(std::move(o));
+    }
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
+    return;
+  }
+  std::string last_group;
+  for (const BackwardAccuracyRow &r : rows) {
+    const std::string group = fmt::format("sigma={:g} seqlen={} head_dim={} causal={}", r.sigma, r.seqlen,
+                                          r.head_dim, r.causal ? "yes" : "no");
+    if (group != last_group) {
+      fmt::print("{}{}\n  {:<18} {:>9} {:>9} {:>9} {:>11} {:>11} {:>11}\n", last_group.empty() ? "" : "\n", group,
+                 "P/V, dS against", "cos dQ", "cos dK", "cos dV", "rel_l2 dQ", "rel_l2 dK", "rel_l2 dV");
+      last_group = group;
+    }
+    const cpu::GradientAgreement &a = r.vs_fp64;
+    fmt::print("  {:<18} {:>9.5f} {:>9.5f} {:>9.5f} {:>11.5f} {:>11.5f} {:>11.5f}\n",
+               r.variant == "e4m3" ? "e4m3, bf16 Q/K" : r.variant == "mxfp4" ? "mxfp4, bf16 Q/K" : "e4m3, saved Q/K",
+               a.dq.cosine, a.dk.cosine, a.dv.cosine, a.dq.rel_l2, a.dk.rel_l2, a.dv.rel_l2);
   }
   std::fflush(stdout);
 }
@@ -229,7 +265,8 @@ llvm::Error readGrid(const CliFlags &flags, AccuracyGrid &grid) {
 int runAccuracy(int argc, char **argv) {
   CliFlags flags({{"sigma"}, shared_flags::seqlen(), shared_flags::headDim(), shared_flags::causal(),
                   shared_flags::route(), {"classifiers"}, {"scores"}, {"qk-widening"}, {"slack"}, {"rows"},
-                  shared_flags::threads(), {"seed"}, {"calibrate"}, shared_flags::json()});
+                  shared_flags::threads(), {"seed"}, {"calibrate"}, shared_flags::json(),
+                  {"backward", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit accuracy: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
@@ -244,6 +281,14 @@ int runAccuracy(int argc, char **argv) {
   if (auto e = validateGrid(grid))
     return fail(llvm::toString(std::move(e)));
   ProgressLine progress(!json);
+  if (flags.has("backward")) {
+    auto rows = runBackwardAccuracy(grid, [&](int done, int total) { progress.update("grid points", done, total); });
+    progress.clear();
+    if (!rows)
+      return fail(llvm::toString(rows.takeError()));
+    printBackward(*rows, json);
+    return 0;
+  }
   auto rows = runAccuracyGrid(grid, [&](int done, int total) { progress.update("grid points", done, total); });
   progress.clear();
   if (!rows)

@@ -140,3 +140,36 @@ TEST_CASE("accuracy --calibrate fits coefficients from captured scores", "[cli][
   std::remove(huge.c_str());
   std::remove(scaled.c_str());
 }
+
+TEST_CASE("accuracy --backward: the backward variants' gradients against FP64", "[cli][accuracy][backward]") {
+  const Run r = runCli("--backward --json --sigma 1 --seqlen 128 --head-dim 64 --causal 0,1 --seed 2");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto v = llvm::json::parse(r.out);
+  if (!v)
+    FAIL(llvm::toString(v.takeError()));
+  const llvm::json::Array *rows = v->getAsArray();
+  REQUIRE(rows != nullptr);
+  REQUIRE(rows->size() == 2 * 3); // causal x (e4m3, e4m3 saved-nvfp4, mxfp4)
+  double e4m3_dv = 0, mxfp4_dv = 0;
+  for (const llvm::json::Value &row : *rows) {
+    const llvm::json::Object *o = row.getAsObject();
+    REQUIRE(o != nullptr);
+    for (const char *key : {"cos_dq", "cos_dk", "cos_dv"}) {
+      const double cos = o->getNumber(key).getValueOr(0);
+      CHECK(cos > 0.95);
+      CHECK(cos <= 1.0);
+    }
+    if (o->getBoolean("causal").getValueOr(true))
+      continue;
+    const std::string variant = o->getString("variant").getValueOr("").str();
+    if (variant == "e4m3")
+      e4m3_dv = o->getNumber("cos_dv").getValueOr(0);
+    if (variant == "mxfp4")
+      mxfp4_dv = o->getNumber("cos_dv").getValueOr(0);
+  }
+  CHECK(mxfp4_dv < e4m3_dv); // FP4 P/V costs dV accuracy
+  const Run bad = runCli("--backward --head-dim 256 --seqlen 64");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("head dim 256 has no backward kernel") != std::string::npos);
+}
