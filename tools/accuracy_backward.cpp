@@ -2,7 +2,6 @@
 #include "accuracy_backward.h"
 
 #include "fa4jit/codegen/formats.h"
-#include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/cpu/model.h"
 
@@ -11,10 +10,9 @@ namespace fa4jit::tools {
 namespace {
 
 std::vector<float> gaussianBf16(std::size_t n, double sigma, uint64_t seed) {
-  GaussianRng rng(seed);
-  std::vector<float> v(n);
+  std::vector<float> v = gaussian(n, sigma, seed);
   for (float &x : v)
-    x = formats::roundToBF16(static_cast<float>(rng.normal() * sigma));
+    x = formats::roundToBF16(x);
   return v;
 }
 

@@ -12,8 +12,6 @@
 
 namespace fa4jit::tools {
 
-namespace {
-
 std::vector<float> gaussian(std::size_t n, double sigma, uint64_t seed) {
   GaussianRng rng(seed);
   std::vector<float> v(n);
@@ -21,6 +19,8 @@ std::vector<float> gaussian(std::size_t n, double sigma, uint64_t seed) {
     x = static_cast<float>(rng.normal() * sigma);
   return v;
 }
+
+namespace {
 
 bool knownVariant(const std::string &v) {
   for (const char *k : kClassifierVariants)

@@ -49,6 +49,9 @@ struct AccuracyRow {
   double rel_l2_vs_fp64 = 0, rel_l2_vs_bf16 = 0;
 };
 
+// n values ~ N(0, sigma^2) of the experiments' generator, from `seed`.
+std::vector<float> gaussian(std::size_t n, double sigma, uint64_t seed);
+
 // Checks the grid (head dims 64/128/256, lengths and rows >= 1, sigma > 0, known classifiers).
 llvm::Error validateGrid(const AccuracyGrid &grid);
 
