@@ -23,7 +23,10 @@ llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-std::size_t alignUp(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+std::size_t alignUp(std::size_t bytes) {
+  constexpr std::size_t a = engine_detail::kWorkspaceAlignment;
+  return (bytes + a - 1) / a * a;
+}
 
 // Where each part of the backward's workspace lies.
 struct BackwardWorkspace {
@@ -41,20 +44,6 @@ BackwardWorkspace backwardWorkspace(const QuantizedTensor &q, int block_m) {
   w.dq_semaphore = alignUp(w.dq_accum + rows * q.head_dim * 4);
   w.total = alignUp(w.dq_semaphore + heads * m_blocks * 4);
   return w;
-}
-
-// Per-head byte sizes of a saved operand's payload rows, payload and scales (quantize/params.cuh).
-struct SavedStrides {
-  std::int64_t head_bytes, row_bytes, sf_head_bytes;
-};
-SavedStrides savedStrides(const QuantizedTensor &t) {
-  namespace dq = device::quantize;
-  const int f = static_cast<int>(t.format);
-  const std::int64_t row = t.format == QuantFormat::Nvfp4   ? t.head_dim / 2
-                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
-                                                            : dq::quantizePaddedKeys(t.seqlen);
-  return {dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen), row,
-          dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen)};
 }
 
 const EntryPoint *entryWithSuffix(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
@@ -157,10 +146,12 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   strides(a.dq, p.dq_batch_stride, p.dq_head_stride, p.dq_row_stride);
   strides(a.dk, p.dk_batch_stride, p.dk_head_stride, p.dk_row_stride);
   strides(a.dv, p.dv_batch_stride, p.dv_head_stride, p.dv_row_stride);
-  const SavedStrides qs = savedStrides(q), ks = savedStrides(k), vs = savedStrides(v);
-  p.q_payload_head_bytes = qs.head_bytes, p.q_payload_row_bytes = qs.row_bytes, p.q_sf_head_bytes = qs.sf_head_bytes;
-  p.k_payload_head_bytes = ks.head_bytes, p.k_payload_row_bytes = ks.row_bytes, p.k_sf_head_bytes = ks.sf_head_bytes;
-  p.v_payload_head_bytes = vs.head_bytes, p.v_payload_row_bytes = vs.row_bytes, p.v_sf_head_bytes = vs.sf_head_bytes;
+  using engine_detail::operandOf, engine_detail::quantStrides;
+  const engine_detail::QuantStrides qs = quantStrides(operandOf(q)), ks = quantStrides(operandOf(k)),
+                                    vs = quantStrides(operandOf(v));
+  p.q_payload_head_bytes = qs.head, p.q_payload_row_bytes = qs.row, p.q_sf_head_bytes = qs.sf_head;
+  p.k_payload_head_bytes = ks.head, p.k_payload_row_bytes = ks.row, p.k_sf_head_bytes = ks.sf_head;
+  p.v_payload_head_bytes = vs.head, p.v_payload_row_bytes = vs.row, p.v_sf_head_bytes = vs.sf_head;
   p.batch = q.batch, p.heads_q = q.heads, p.heads_kv = k.heads;
   p.seqlen_q = q.seqlen, p.seqlen_k = k.seqlen;
   p.dq_semaphore_blocks = (q.seqlen + bs.tile.block_m - 1) / bs.tile.block_m;

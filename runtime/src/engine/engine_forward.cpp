@@ -28,20 +28,6 @@ llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-// Strides of one quantized operand's payload and scales, as AttentionParams wants them (bytes).
-struct QuantStrides {
-  std::int64_t batch, head, row, sf_batch, sf_head;
-};
-QuantStrides quantStrides(const engine_detail::QuantizedOperand &t) {
-  namespace dq = device::quantize;
-  const int f = static_cast<int>(t.format);
-  const std::int64_t head = dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen);
-  const std::int64_t row = t.format == QuantFormat::Nvfp4 ? t.head_dim / 2
-                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
-                                                            : dq::quantizePaddedKeys(t.seqlen);
-  const std::int64_t sf = dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen);
-  return {head * t.heads, head, row, sf * t.heads, sf};
-}
 } // namespace
 
 llvm::Error Engine::checkForwardArgs(const ForwardArgs &a, bool &empty) const {
@@ -300,7 +286,8 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const engine_detail:
 
   da::AttentionParams p{};
   if (quantized) {
-    const QuantStrides qs = quantStrides(*q), ks = quantStrides(*k), vs = quantStrides(*v);
+    using engine_detail::quantStrides;
+    const engine_detail::QuantStrides qs = quantStrides(*q), ks = quantStrides(*k), vs = quantStrides(*v);
     p.q = q->payload, p.k = k->payload, p.v = v->payload;
     p.q_sf = q->scales, p.k_sf = k->scales;
     p.v_sf = v->format == QuantFormat::Mxfp4 ? v->scales : 0;

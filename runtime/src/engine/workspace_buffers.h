@@ -4,6 +4,7 @@
 #include "fa4jit/runtime/engine.h"
 
 #include "engine/workspace_layout.h"
+#include "fa4jit/quantize/params.cuh"
 
 namespace fa4jit::engine_detail {
 
@@ -31,6 +32,21 @@ inline QuantizedOperand operandOf(const QuantizedTensor &t) {
   o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
   o.sync = o.amax_partial; // (not known to be zero: the two passes may have written partials there)
   return o;
+}
+
+// Strides of one quantized operand's payload and scales, as the kernels' params want them (bytes).
+struct QuantStrides {
+  std::int64_t batch, head, row, sf_batch, sf_head;
+};
+inline QuantStrides quantStrides(const QuantizedOperand &t) {
+  namespace dq = device::quantize;
+  const int f = static_cast<int>(t.format);
+  const std::int64_t head = dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen);
+  const std::int64_t row = t.format == QuantFormat::Nvfp4 ? t.head_dim / 2
+                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
+                                                            : dq::quantizePaddedKeys(t.seqlen);
+  const std::int64_t sf = dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen);
+  return {head * t.heads, head, row, sf * t.heads, sf};
 }
 
 } // namespace fa4jit::engine_detail
