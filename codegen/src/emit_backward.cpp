@@ -1,6 +1,6 @@
 // The attention-backward family, against the instantiation contract of templates/fa4jit/
-// attention_backward/config.cuh: include, config struct, pinning static_asserts, and three
-// extern "C" entry points taking BackwardParams by value, in launch order (prep, main, dq).
+// attention_backward/config.cuh: include, config struct, pinning static_asserts, and four
+// extern "C" entry points taking BackwardParams by value, in launch order (prep, stage, main, dq).
 #include <sstream>
 
 #include "emit_common.h"
@@ -10,7 +10,7 @@
 namespace fa4jit::detail {
 
 llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const DimensionSplit &split) {
-  constexpr int kPassThreads = 256; // kPrepThreads of attention_backward/params.cuh (prep and dq)
+  constexpr int kPassThreads = 256; // kPrepThreads of attention_backward/params.cuh (prep, stage, dq)
   EmittedKernel k;
   k.name = kernelName(spec);
   const BackwardSpec b = canonicalize(spec).backward;
@@ -30,11 +30,14 @@ llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const Dimensi
     const char *suffix, *fn;
     int threads, shared;
   } entries[] = {{"_prep", "backwardPrep", kPassThreads, 0},
+                 {"_stage", "backwardStage", kPassThreads, 0},
                  {"", "backwardMain", threads, shared},
                  {"_dq", "backwardDq", kPassThreads, 0}};
   for (const auto &e : entries) {
     const std::string name = k.name + e.suffix;
-    os << "\nextern \"C\" __global__ void __launch_bounds__(" << e.threads << ")\n"
+    // One main CTA per SM is the register budget's assumption (its dK/dV accumulators take most
+    // of the 255 registers); without it ptxas trades registers for occupancy and spills.
+    os << "\nextern \"C\" __global__ void __launch_bounds__(" << e.threads << (e.shared > 0 ? ", 1" : "") << ")\n"
        << name << "(const " << ns << "::" << split.params_type << " params) {\n"
        << "  " << ns << "::" << e.fn << "<" << ns << "::" << cfg << ">(params);\n}\n";
     k.entries.push_back({name, e.threads, e.shared});

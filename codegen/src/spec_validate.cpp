@@ -7,6 +7,7 @@
 
 #include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/attention_backward/params.cuh"
 #include "fa4jit/directp.cuh"
 #include <sstream>
 
@@ -376,9 +377,9 @@ void checkBackward(const KernelSpec &s, Rules &r) {
            "of warps, and ", warps, " warps do not divide");
   else if ((D / (warps / (bm / 16))) % 16 != 0)
     r.fail("backward.warps", warps, ": dQ's ", D / (warps / (bm / 16)), " columns per warp are not a multiple of 16");
-  if (D == 128 && (bm != 16 || warps < 4))
-    r.fail("backward.block_m", "head_dim 128 holds 128 accumulator registers per thread: block_m 16 with 4 or 8 "
-           "warps only (others spill)");
+  if (D == 128 && (bm == 64 || (bm == 32 && warps < 4)))
+    r.fail("backward.block_m", bm, ": head_dim 128 holds 128 accumulator registers per thread: block_m 16, or 32 "
+           "with 4 or 8 warps (others spill)");
   if (D == 64 && bm == 16)
     r.fail("backward.block_m", "head_dim 64 steps 32 or 64 queries (16 spills)");
   if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)
@@ -392,11 +393,7 @@ void checkBackward(const KernelSpec &s, Rules &r) {
 } // namespace
 
 int backwardSharedBytes(const BackwardSpec &b) {
-  const int D = b.forward.head_dim, bm = b.tile.block_m, bn = b.tile.block_n;
-  // Rows padded to an odd multiple of 16 bytes (bank spread): E4M3 rows of D, BF16 rows of D, the
-  // transposed dO rows of bm bytes and the dS^T rows of bm BF16.
-  auto odd = [](int bytes) { return (bytes / 16) % 2 ? bytes + 16 : bytes + 32; };
-  return bn * (2 * odd(D) + odd(2 * D)) + bm * (2 * odd(D) + odd(2 * D)) + D * odd(bm) + bn * odd(2 * bm) + 8 * bm;
+  return device::attention_backward::backwardSharedBytes(b.forward.head_dim, b.tile.block_m, b.tile.block_n);
 }
 
 TargetLimits targetLimits(Target t) {

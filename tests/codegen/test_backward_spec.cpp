@@ -94,28 +94,37 @@ TEST_CASE("backward spec: the rules", "[codegen][backward]") {
   s.backward.tile = TileShape{16, 64, 4};
   CHECK_THAT(violations(s), Catch::Contains("head_dim 64 steps 32 or 64 queries"));
   s = d128;
-  s.backward.tile = TileShape{32, 64, 4};
+  s.backward.tile = TileShape{64, 64, 4};
+  CHECK_THAT(violations(s), Catch::Contains("head_dim 128 holds 128 accumulator registers"));
+  s.backward.tile = TileShape{32, 32, 2};
   CHECK_THAT(violations(s), Catch::Contains("head_dim 128 holds 128 accumulator registers"));
   s = d128;
+  s.backward.tile = TileShape{16, 64, 4};
   s.backward.pv = BackwardPvFormat::Mxfp4;
   CHECK_THAT(violations(s), Catch::Contains("mxfp4 P blocks 32 queries"));
+  s.backward.tile = TileShape{32, 64, 4};
+  CHECK(violations(s).empty());
   s = d128;
   s.backward.tile = TileShape{16, 128, 8};
   CHECK(violations(s).empty());
+  s.backward.tile = TileShape{16, 32, 2};
+  CHECK(violations(s).empty());
 }
 
-TEST_CASE("backward spec: three entry points in launch order", "[codegen][backward]") {
+TEST_CASE("backward spec: four entry points in launch order", "[codegen][backward]") {
   if (!backwardTemplatesAvailable())
     return;
   const KernelSpec s = defaultBackwardSpec(128, true, 0.0f, Target::Sm90a);
   auto k = emitKernel(s);
   REQUIRE(static_cast<bool>(k));
-  REQUIRE(k->entries.size() == 3);
+  REQUIRE(k->entries.size() == 4);
   CHECK(k->entries[0].name == k->name + "_prep");
-  CHECK(k->entries[1].name == k->name);
-  CHECK(k->entries[1].threads == 32 * s.backward.tile.warps);
-  CHECK(k->entries[1].dynamic_shared_bytes == backwardSharedBytes(s.backward));
-  CHECK(k->entries[2].name == k->name + "_dq");
+  CHECK(k->entries[1].name == k->name + "_stage");
+  CHECK(k->entries[1].dynamic_shared_bytes == 0);
+  CHECK(k->entries[2].name == k->name);
+  CHECK(k->entries[2].threads == 32 * s.backward.tile.warps);
+  CHECK(k->entries[2].dynamic_shared_bytes == backwardSharedBytes(s.backward));
+  CHECK(k->entries[3].name == k->name + "_dq");
   CHECK_THAT(k->source, Catch::Contains("static constexpr bool causal = true;"));
-  CHECK_THAT(k->source, Catch::Contains("static constexpr int block_m = 16;"));
+  CHECK_THAT(k->source, Catch::Contains("static constexpr int block_m = 32;"));
 }

@@ -73,7 +73,7 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
     saved += s.backward.qk == BackwardQkOperands::SavedNvfp4;
   }
   CHECK(names.size() == v.size());
-  CHECK(mxfp4 == 2);         // D64 at 64- and 32-query steps
+  CHECK(mxfp4 == 3);         // D64 at 64- and 32-query steps, D128 at its 32-query step
   CHECK(deterministic == 2); // D64, D128
   CHECK(saved == 2);
   for (int d : {64, 128})
@@ -81,7 +81,7 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
       const KernelSpec s = defaultBackwardSpec(d, causal, 0.0f, Target::Sm90a);
       CHECK(s.backward.forward.head_dim == d);
       CHECK(s.backward.forward.causal == causal);
-      CHECK(s.backward.tile.block_m == (d == 128 ? 16 : 64));
+      CHECK(s.backward.tile.block_m == (d == 128 ? 32 : 64));
       CHECK(s.backward.pv == BackwardPvFormat::E4m3);
       CHECK(s.backward.qk == BackwardQkOperands::Bf16);
       // the nvfp8 forward's widening, which the rebuilt S must repeat

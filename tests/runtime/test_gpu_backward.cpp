@@ -7,11 +7,14 @@
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/cpu/backward.h"
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <utility>
 #include <vector>
 
 using namespace fa4jit;
@@ -25,13 +28,16 @@ struct Case {
   BackwardPvFormat pv = BackwardPvFormat::E4m3;
   BackwardQkOperands qk = BackwardQkOperands::Bf16;
   bool deterministic = false;
+  std::optional<TileShape> tile = std::nullopt; // a tile other than the default one (the spec's other rules kept)
 };
 
 std::string describe(const Case &c, uint64_t seed) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "B%d Hq%d Hkv%d Sq%d Sk%d D%d causal%d pv %s qk %s det%d seed %llu", c.shape.batch,
-                c.shape.heads_q, c.shape.heads_kv, c.shape.seqlen_q, c.shape.seqlen_k, c.shape.head_dim, c.causal,
-                toString(c.pv), toString(c.qk), c.deterministic, static_cast<unsigned long long>(seed));
+  const TileShape t = c.tile.value_or(TileShape{0, 0, 0});
+  std::snprintf(buf, sizeof buf, "B%d Hq%d Hkv%d Sq%d Sk%d D%d causal%d pv %s qk %s det%d tile %dx%dx%d seed %llu",
+                c.shape.batch, c.shape.heads_q, c.shape.heads_kv, c.shape.seqlen_q, c.shape.seqlen_k,
+                c.shape.head_dim, c.causal, toString(c.pv), toString(c.qk), c.deterministic, t.block_m, t.block_n,
+                t.warps, static_cast<unsigned long long>(seed));
   return buf;
 }
 
@@ -119,6 +125,13 @@ void runCase(const Case &c, int repeats = 1) {
   ba.pv = c.pv;
   ba.qk = c.qk;
   ba.deterministic = c.deterministic;
+  if (c.tile) {
+    auto chosen = engine.backwardSpecFor(ba);
+    REQUIRE_OK(chosen);
+    chosen->backward.tile = *c.tile;
+    REQUIRE(specViolations(*chosen).empty());
+    ba.spec = *chosen;
+  }
   REQUIRE_SUCCESS(engine.backward(ba));
   Gradients first{download<uint16_t>(gq, s.qElems()), download<uint16_t>(gk, s.kvElems()),
                   download<uint16_t>(gv, s.kvElems())};
@@ -180,6 +193,7 @@ TEST_CASE("backward: dQ, dK, dV against the model and the FP64 reference", "[gpu
 TEST_CASE("backward: the MXFP4 P/V and saved NVFP4 Q/K variants", "[gpu][backward]") {
   runCase({shape(1, 2, 2, 256, 256, 64), false, BackwardPvFormat::Mxfp4});
   runCase({shape(1, 4, 2, 190, 250, 64), true, BackwardPvFormat::Mxfp4});
+  runCase({shape(1, 4, 2, 190, 250, 128), true, BackwardPvFormat::Mxfp4});
   for (int d : {64, 128})
     runCase({shape(1, 2, 1, 256, 200, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::SavedNvfp4});
 }
@@ -187,4 +201,12 @@ TEST_CASE("backward: the MXFP4 P/V and saved NVFP4 Q/K variants", "[gpu][backwar
 TEST_CASE("backward: deterministic dQ repeats bit for bit", "[gpu][backward]") {
   for (int d : {64, 128})
     runCase({shape(1, 2, 1, 512, 512, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, true}, 3);
+}
+
+TEST_CASE("backward: every other tile the rules admit", "[gpu][backward]") {
+  const std::pair<int, TileShape> tiles[] = {{64, {32, 32, 2}}, {64, {32, 64, 4}}, {64, {32, 128, 8}},
+                                             {64, {64, 128, 8}}, {128, {16, 32, 2}}, {128, {16, 64, 4}},
+                                             {128, {16, 128, 8}}, {128, {32, 128, 8}}};
+  for (const auto &[d, tile] : tiles)
+    runCase({shape(1, 4, 2, 200, 333, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, false, tile});
 }

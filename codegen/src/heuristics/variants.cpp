@@ -173,10 +173,10 @@ std::vector<KernelSpec> enumerateBackwardVariants(Target target) {
             continue;
           out.push_back(v);
         }
-      if (d == 64) { // MXFP4 P/V needs 32-query blocks, which D128's 16-query step does not have
-        v = chosen;
-        v.backward.pv = BackwardPvFormat::Mxfp4;
-        out.push_back(v);
+      v = chosen; // MXFP4 P/V (32-query blocks: every default step is a multiple)
+      v.backward.pv = BackwardPvFormat::Mxfp4;
+      out.push_back(v);
+      if (d == 64) {
         v.backward.tile = TileShape{32, 64, 4};
         out.push_back(v);
       }

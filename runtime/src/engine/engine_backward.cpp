@@ -1,6 +1,6 @@
 // Engine::backward: the backward spec, the workspace (delta, dO maxima, dQ's FP32 accumulator,
-// the deterministic mode's semaphores), BackwardParams (templates/fa4jit/attention_backward/
-// params.cuh) and the three launches: prep, main, dq.
+// the deterministic mode's semaphores, the staged per-query operands), BackwardParams
+// (templates/fa4jit/attention_backward/params.cuh) and the four launches: prep, stage, main, dq.
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/attention_backward/params.cuh"
@@ -30,26 +30,35 @@ std::size_t alignUp(std::size_t bytes) {
 
 // Where each part of the backward's workspace lies.
 struct BackwardWorkspace {
-  std::size_t delta = 0, do_amax = 0, dq_accum = 0, dq_semaphore = 0, total = 0;
+  std::size_t delta = 0, do_amax = 0, dq_accum = 0, dq_semaphore = 0;
+  std::size_t q8 = 0, qb = 0, do8 = 0, do_t = 0, lse2 = 0, total = 0;
 };
 
 BackwardWorkspace backwardWorkspace(const QuantizedTensor &q, int block_m) {
-  const std::size_t rows = std::size_t(q.batch) * q.heads * q.seqlen;
   const std::size_t heads = std::size_t(q.batch) * q.heads;
+  const std::size_t rows = heads * q.seqlen;
+  const std::size_t padded_rows = heads * device::attention_backward::backwardPaddedQueries(q.seqlen);
   const std::size_t m_blocks = (std::size_t(q.seqlen) + block_m - 1) / block_m;
+  const std::size_t d = q.head_dim;
   BackwardWorkspace w;
   w.delta = 0;
-  w.do_amax = alignUp(w.delta + rows * 4);
+  w.do_amax = alignUp(w.delta + padded_rows * 4);
   w.dq_accum = alignUp(w.do_amax + heads * 4);
-  w.dq_semaphore = alignUp(w.dq_accum + rows * q.head_dim * 4);
-  w.total = alignUp(w.dq_semaphore + heads * m_blocks * 4);
+  w.dq_semaphore = alignUp(w.dq_accum + rows * d * 4);
+  w.q8 = alignUp(w.dq_semaphore + heads * m_blocks * 4);
+  w.qb = alignUp(w.q8 + padded_rows * d);
+  w.do8 = alignUp(w.qb + padded_rows * d * 2);
+  w.do_t = alignUp(w.do8 + padded_rows * d);
+  w.lse2 = alignUp(w.do_t + padded_rows * d);
+  w.total = alignUp(w.lse2 + padded_rows * 4);
   return w;
 }
 
 const EntryPoint *entryWithSuffix(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
   for (const EntryPoint &e : compiled.emitted.entries)
     if (llvm::StringRef(e.name).endswith(suffix) &&
-        (suffix.size() > 0 || !(llvm::StringRef(e.name).endswith("_prep") || llvm::StringRef(e.name).endswith("_dq"))))
+        (suffix.size() > 0 || !(llvm::StringRef(e.name).endswith("_prep") || llvm::StringRef(e.name).endswith("_stage") ||
+                                llvm::StringRef(e.name).endswith("_dq"))))
       return &e;
   return nullptr;
 }
@@ -116,9 +125,10 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   if (!compiled)
     return compiled.takeError();
   const EntryPoint *prep = entryWithSuffix(**compiled, "_prep"), *main = entryWithSuffix(**compiled, "");
-  const EntryPoint *dq_pass = entryWithSuffix(**compiled, "_dq");
-  if (!prep || !main || !dq_pass)
-    return fail(llvm::formatv("backward: kernel {0} lacks its prep, main or dq entry point", (*compiled)->emitted.name));
+  const EntryPoint *stage = entryWithSuffix(**compiled, "_stage"), *dq_pass = entryWithSuffix(**compiled, "_dq");
+  if (!prep || !stage || !main || !dq_pass)
+    return fail(llvm::formatv("backward: kernel {0} lacks its prep, stage, main or dq entry point",
+                              (*compiled)->emitted.name));
 
   const BackwardWorkspace layout = backwardWorkspace(q, bs.tile.block_m);
   Workspace &w = *workspace_;
@@ -134,6 +144,8 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   p.v_payload = v.payload.address(), p.v_sf = v.scales.address(), p.v_head_scalar = v.head_scalar.address();
   p.delta = base + layout.delta, p.do_amax = base + layout.do_amax;
   p.dq_accum = base + layout.dq_accum, p.dq_semaphore = base + layout.dq_semaphore;
+  p.q8 = base + layout.q8, p.qb = base + layout.qb, p.do8 = base + layout.do8, p.do_t = base + layout.do_t;
+  p.lse2 = base + layout.lse2;
   auto strides = [](const TensorDesc &t, std::int64_t &batch, std::int64_t &head, std::int64_t &row) {
     batch = t.stride[0], head = t.stride[1], row = t.stride[2];
   };
@@ -155,6 +167,7 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   p.batch = q.batch, p.heads_q = q.heads, p.heads_kv = k.heads;
   p.seqlen_q = q.seqlen, p.seqlen_k = k.seqlen;
   p.dq_semaphore_blocks = (q.seqlen + bs.tile.block_m - 1) / bs.tile.block_m;
+  p.seqlen_q_padded = db::backwardPaddedQueries(q.seqlen);
 
   CUstream stream = static_cast<CUstream>(a.stream);
   if (auto err = driver_.check(driver_.api().cuMemsetD32Async(p.do_amax, 0, std::size_t(q.batch) * q.heads, stream),
@@ -176,6 +189,8 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   };
   const unsigned row_blocks = unsigned((q.seqlen + db::kPrepRows - 1) / db::kPrepRows);
   if (auto err = launch(*prep, {row_blocks, unsigned(q.heads), unsigned(q.batch)}))
+    return err;
+  if (auto err = launch(*stage, {row_blocks, unsigned(q.heads), unsigned(q.batch)}))
     return err;
   // (no queries: the main pass still runs, and writes dK = dV = 0)
   const unsigned key_blocks = unsigned((k.seqlen + bs.tile.block_n - 1) / bs.tile.block_n);

@@ -35,19 +35,24 @@ template <class C> struct BackwardTraits {
   static constexpr int kBf16Pitch = backwardBf16Pitch(kHeadDim);
   static constexpr int kDoTPitch = backwardDoTPitch(kBlockM);
   static constexpr int kDsPitch = backwardDsPitch(kBlockM);
-  // Shared-memory regions, in bytes from the base.
+  // Shared-memory regions, in bytes from the base: the key block's, then two query stages (the
+  // block in use and the next one in flight), each laid out by the kStage* offsets.
   static constexpr int kK8 = 0;
   static constexpr int kKb = kK8 + kBlockN * kFp8Pitch;
   static constexpr int kV8 = kKb + kBlockN * kBf16Pitch;
-  static constexpr int kQ8 = kV8 + kBlockN * kFp8Pitch;
-  static constexpr int kQb = kQ8 + kBlockM * kFp8Pitch;
-  static constexpr int kDo8 = kQb + kBlockM * kBf16Pitch;
-  static constexpr int kDoT = kDo8 + kBlockM * kFp8Pitch;
-  static constexpr int kDsT = kDoT + kHeadDim * kDoTPitch;
-  static constexpr int kLse2 = kDsT + kBlockN * kDsPitch;
-  static constexpr int kDelta = kLse2 + 4 * kBlockM;
-  static constexpr int kSharedBytes = kDelta + 4 * kBlockM;
+  static constexpr int kDsT = kV8 + kBlockN * kFp8Pitch;
+  static constexpr int kStages = kDsT + kBlockN * kDsPitch;
+  static constexpr int kStageQ8 = 0;
+  static constexpr int kStageQb = kStageQ8 + kBlockM * kFp8Pitch;
+  static constexpr int kStageDo8 = kStageQb + kBlockM * kBf16Pitch;
+  static constexpr int kStageDoT = kStageDo8 + kBlockM * kFp8Pitch;
+  static constexpr int kStageLse2 = kStageDoT + kHeadDim * kDoTPitch;
+  static constexpr int kStageDelta = kStageLse2 + 4 * kBlockM;
+  static constexpr int kStageBytes = kStageDelta + 4 * kBlockM;
+  static_assert(kStageBytes == backwardQueryStageBytes(kHeadDim, kBlockM), "query stage layout");
+  static constexpr int kSharedBytes = kStages + 2 * kStageBytes;
   static_assert(kSharedBytes == backwardSharedBytes(kHeadDim, kBlockM, kBlockN), "shared layout");
+  static_assert(kBlockM % 16 == 0 && kStageRows % kBlockM == 0, "query blocks tile the staged rows");
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
   static_assert(kBlockN == 16 * kWarps, "each warp owns 16 keys");

@@ -55,7 +55,7 @@ template <class C> FA4JIT_DEVICE void backwardPrep(const BackwardParams &p) {
     for (int off = 16; off > 0; off /= 2)
       delta += __shfl_xor_sync(0xffffffffu, delta, off);
     if (lane == 0)
-      reinterpret_cast<float *>(p.delta)[static_cast<int64_t>(head_row) * p.seqlen_q + row] = delta;
+      reinterpret_cast<float *>(p.delta)[static_cast<int64_t>(head_row) * p.seqlen_q_padded + row] = delta;
   }
 #pragma unroll
   for (int off = 16; off > 0; off /= 2)
@@ -68,6 +68,59 @@ template <class C> FA4JIT_DEVICE void backwardPrep(const BackwardParams &p) {
          m < min((row0 + kPrepRows) / C::block_m, p.dq_semaphore_blocks); m += kPrepThreads)
       sem[m] = 0;
   }
+}
+
+// ---- stage ----------------------------------------------------------------------------------
+// The main pass's per-query operands, once per query instead of once per key block that reads
+// them: Q widened to E4M3 and as BF16, dO quantized with the head's scale (which needs the prep
+// pass's complete maximum) as rows and transposed, LSE * log2(e); zeros past the end.
+template <class C> FA4JIT_DEVICE void backwardStage(const BackwardParams &p) {
+  constexpr int kD = C::head_dim, kRows = kStageRows, kRowPitch = backwardFp8Pitch(kD);
+  __shared__ __align__(16) uint8_t do_rows[kRows * kRowPitch];
+  const int tid = threadIdx.x;
+  const int h = blockIdx.y, b = blockIdx.z, row0 = blockIdx.x * kRows;
+  const int head_row = b * p.heads_q + h, valid = min(kRows, p.seqlen_q - row0);
+  const int64_t padded = p.seqlen_q_padded, head_rows = static_cast<int64_t>(head_row) * padded;
+
+  const uint8_t *qpay = reinterpret_cast<const uint8_t *>(p.q_payload) + head_row * p.q_payload_head_bytes;
+  const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + head_row * p.q_sf_head_bytes;
+  const int qrow = static_cast<int>(p.q_payload_row_bytes);
+  uint8_t *q8 = reinterpret_cast<uint8_t *>(p.q8) + (head_rows + row0) * kD;
+  uint8_t *qb = reinterpret_cast<uint8_t *>(p.qb) + (head_rows + row0) * kD * 2;
+  attention::loadNvfp4Rows<kD, kRows, kD, kPrepThreads, false>(q8, qpay + row0 * p.q_payload_row_bytes, qrow, qsf, row0,
+                                                               valid, exp2Int(-C::qk_widen_shift), tid);
+  if (C::qk_saved_nvfp4)
+    attention::loadNvfp4Rows<kD, kRows, 2 * kD, kPrepThreads, true>(qb, qpay + row0 * p.q_payload_row_bytes, qrow, qsf,
+                                                                    row0, valid, 1.0f, tid);
+  else
+    attention::loadBf16Rows<kD, kRows, 2 * kD, kPrepThreads>(
+        qb,
+        reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + h * p.q_head_stride + row0 * p.q_row_stride,
+        static_cast<int>(p.q_row_stride), valid, tid);
+
+  const float s_do = doScale(p, head_row);
+  const uint16_t *d_o =
+      reinterpret_cast<const uint16_t *>(p.d_o) + b * p.do_batch_stride + h * p.do_head_stride + row0 * p.do_row_stride;
+  loadQuantizedDo<kD, kRows, kRowPitch, kPrepThreads>(do_rows, d_o, p.do_row_stride, valid, s_do, 1.0f / s_do, tid);
+  if (tid < kRows) {
+    const int row = row0 + tid;
+    const float l = row < p.seqlen_q
+                        ? reinterpret_cast<const float *>(p.lse)[head_row * static_cast<int64_t>(p.seqlen_q) + row]
+                        : -infinity();
+    // A row that saw no key (LSE = -inf) and a row past the end get P = exp2(-inf) = 0.
+    reinterpret_cast<float *>(p.lse2)[head_rows + row] = l == -infinity() ? infinity() : l * kLog2e;
+    if (row >= p.seqlen_q)
+      reinterpret_cast<float *>(p.delta)[head_rows + row] = 0.0f;
+  }
+  __syncthreads();
+  uint8_t *do8 = reinterpret_cast<uint8_t *>(p.do8) + (head_rows + row0) * kD;
+  for (int u = tid; u < kRows * kD / 16; u += kPrepThreads) {
+    const int row = u / (kD / 16), vec = u % (kD / 16);
+    *reinterpret_cast<uint4 *>(do8 + row * kD + vec * 16) =
+        *reinterpret_cast<const uint4 *>(do_rows + row * kRowPitch + vec * 16);
+  }
+  transposeDo<kD, kRows, kRowPitch, kPrepThreads>(reinterpret_cast<uint8_t *>(p.do_t) + head_row * padded * kD + row0,
+                                                  padded, do_rows, tid);
 }
 
 // ---- dq -------------------------------------------------------------------------------------
@@ -84,8 +137,8 @@ template <class C> FA4JIT_DEVICE void backwardDq(const BackwardParams &p) {
   for (int u = threadIdx.x; u < rows * kVecsPerRow; u += kPrepThreads) {
     const int row = row0 + u / kVecsPerRow, d = (u % kVecsPerRow) * 4;
     const float4 a = *reinterpret_cast<const float4 *>(acc + static_cast<int64_t>(row) * kD + d);
-    *reinterpret_cast<uint2 *>(dq + row * p.dq_row_stride + d) =
-        make_uint2(attention::packBf16x2(a.x * factor, a.y * factor), attention::packBf16x2(a.z * factor, a.w * factor));
+    *reinterpret_cast<uint2 *>(dq + row * p.dq_row_stride + d) = make_uint2(
+        attention::packBf16x2(a.x * factor, a.y * factor), attention::packBf16x2(a.z * factor, a.w * factor));
   }
 }
 
@@ -131,7 +184,8 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
     else
       attention::loadBf16Rows<kD, kBn, T::kBf16Pitch, T::kThreads, 1>(
           smem + T::kKb,
-          reinterpret_cast<const uint16_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride + key0 * p.k_row_stride,
+          reinterpret_cast<const uint16_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride +
+              key0 * p.k_row_stride,
           static_cast<int>(p.k_row_stride), valid_keys, tid);
     const uint8_t *vt = reinterpret_cast<const uint8_t *>(p.v_payload) + kv_row * p.v_payload_head_bytes;
     if (C::pv_mxfp4)
@@ -149,8 +203,6 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
 
   const uint8_t *k8 = smem + T::kK8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
   const uint8_t *v8 = smem + T::kV8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
-  const float *lse2_s = reinterpret_cast<const float *>(smem + T::kLse2);
-  const float *delta_s = reinterpret_cast<const float *>(smem + T::kDelta);
 
   float dk[kDt][4], dv[kDt][4];
 #pragma unroll
@@ -162,218 +214,224 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
 
   const int m_blocks = (p.seqlen_q + kBm - 1) / kBm;
   // The first query block with a query that sees a key of this block.
-  const int m_first = C::causal ? max(0, key0 - diagonal) / kBm : 0;
-  const int key_row_base = key0 + warp * 16 + g; // this thread's keys: key_row_base and + 8
+  const int m_first = C::causal ? min(m_blocks, max(0, key0 - diagonal) / kBm) : 0;
+  const int m_count = m_blocks - m_first, steps = group * m_count; // (head, query block) pairs
+  const int key_row_base = key0 + warp * 16 + g;                   // this thread's keys: key_row_base and + 8
+  const int64_t padded = p.seqlen_q_padded;
 
-  for (int hi = 0; hi < group; ++hi) {
-    const int hq = hkv * group + hi, head_row = b * p.heads_q + hq;
-    const float s_do = doScale(p, head_row);
-    const float g_q = reinterpret_cast<const float *>(p.q_global_scale)[head_row];
-    const float mul = scoreMultiplier((g_q * g_k) * C::score_scale);
-    const float dp_factor = s_do * s_v;
-    // dK and dV are summed over the group as each head's FP32 result times its factor; the
-    // accumulators carry the running sum divided by the current head's factor.
-    const float dv_f = s_do * exp2Int(-C::p_offset_log2);
-    const float dk_f = C::softmax_scale * (C::qk_saved_nvfp4 ? g_q : 1.0f);
-    if (hi > 0) {
-      const float rv = dv_factor / dv_f, rk = dk_factor / dk_f;
+  // Step i's query block into stage i % 2: plain copies of what the stage launch wrote.
+  auto prefetch = [&](int step) {
+    const int head_row = b * p.heads_q + hkv * group + step / m_count, q0 = (m_first + step % m_count) * kBm;
+    const int64_t row = static_cast<int64_t>(head_row) * padded + q0;
+    uint8_t *stage = smem + T::kStages + (step % 2) * T::kStageBytes;
+    copyRowsAsync<kBm, kD, T::kFp8Pitch, T::kThreads>(stage + T::kStageQ8,
+                                                      reinterpret_cast<const uint8_t *>(p.q8) + row * kD, kD, tid);
+    copyRowsAsync<kBm, 2 * kD, T::kBf16Pitch, T::kThreads>(
+        stage + T::kStageQb, reinterpret_cast<const uint8_t *>(p.qb) + row * kD * 2, 2 * kD, tid);
+    copyRowsAsync<kBm, kD, T::kFp8Pitch, T::kThreads>(stage + T::kStageDo8,
+                                                      reinterpret_cast<const uint8_t *>(p.do8) + row * kD, kD, tid);
+    copyRowsAsync<kD, kBm, T::kDoTPitch, T::kThreads>(
+        stage + T::kStageDoT, reinterpret_cast<const uint8_t *>(p.do_t) + head_row * padded * kD + q0, padded, tid);
+    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageLse2,
+                                                    reinterpret_cast<const uint8_t *>(p.lse2) + row * 4, 0, tid);
+    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageDelta,
+                                                    reinterpret_cast<const uint8_t *>(p.delta) + row * 4, 0, tid);
+  };
+  if (steps > 0)
+    prefetch(0);
+  commitAsyncCopies();
+
+  float mul = 0.0f, dp_factor = 0.0f;
+  float *dq_accum = nullptr;
+  int *semaphore = nullptr;
+  for (int step = 0; step < steps; ++step) {
+    const int hi = step / m_count, m = m_first + step % m_count, q0 = m * kBm;
+    if (step % m_count == 0) { // a new query head of the group
+      const int head_row = b * p.heads_q + hkv * group + hi;
+      const float s_do = doScale(p, head_row);
+      const float g_q = reinterpret_cast<const float *>(p.q_global_scale)[head_row];
+      mul = scoreMultiplier((g_q * g_k) * C::score_scale);
+      dp_factor = s_do * s_v;
+      // dK and dV are summed over the group as each head's FP32 result times its factor; the
+      // accumulators carry the running sum divided by the current head's factor.
+      const float dv_f = s_do * exp2Int(-C::p_offset_log2);
+      const float dk_f = C::softmax_scale * (C::qk_saved_nvfp4 ? g_q : 1.0f);
+      if (hi > 0) {
+        const float rv = dv_factor / dv_f, rk = dk_factor / dk_f;
 #pragma unroll
-      for (int t = 0; t < kDt; ++t)
+        for (int t = 0; t < kDt; ++t)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          dv[t][i] *= rv, dk[t][i] *= rk;
+          for (int i = 0; i < 4; ++i)
+            dv[t][i] *= rv, dk[t][i] *= rk;
+      }
+      dv_factor = dv_f, dk_factor = dk_f;
+      dq_accum = reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
+      semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
     }
-    dv_factor = dv_f, dk_factor = dk_f;
+    // The next step's block goes into the other stage, whose readers (the previous step) all
+    // passed the barrier before its dQ product.
+    if (step + 1 < steps)
+      prefetch(step + 1);
+    commitAsyncCopies();
+    waitAsyncCopies<1>();
+    __syncthreads();
+    const uint8_t *stage = smem + T::kStages + (step % 2) * T::kStageBytes;
+    const float *lse2_s = reinterpret_cast<const float *>(stage + T::kStageLse2);
+    const float *delta_s = reinterpret_cast<const float *>(stage + T::kStageDelta);
 
-    const uint8_t *qpay = (reinterpret_cast<const uint8_t *>(p.q_payload) + head_row * p.q_payload_head_bytes);
-    const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + head_row * p.q_sf_head_bytes;
-    const uint16_t *qbf = (reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride);
-    const uint16_t *d_o = (reinterpret_cast<const uint16_t *>(p.d_o) + b * p.do_batch_stride + hq * p.do_head_stride);
-    const float *lse = reinterpret_cast<const float *>(p.lse) + static_cast<int64_t>(head_row) * p.seqlen_q;
-    const float *delta = reinterpret_cast<const float *>(p.delta) + static_cast<int64_t>(head_row) * p.seqlen_q;
-    float *dq_accum = (reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD);
-    int *semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
-    const float r_do = 1.0f / s_do;
-
-    for (int m = m_first; m < m_blocks; ++m) {
-      const int q0 = m * kBm, valid_q = min(kBm, p.seqlen_q - q0);
-      __syncthreads(); // the previous block's readers are done
-      attention::loadNvfp4Rows<kD, kBm, T::kFp8Pitch, T::kThreads, false, 1>(
-          smem + T::kQ8, qpay + q0 * p.q_payload_row_bytes, static_cast<int>(p.q_payload_row_bytes), qsf, q0, valid_q,
-          exp2Int(-C::qk_widen_shift), tid);
-      if (C::qk_saved_nvfp4)
-        attention::loadNvfp4Rows<kD, kBm, T::kBf16Pitch, T::kThreads, true, 1>(
-            smem + T::kQb, qpay + q0 * p.q_payload_row_bytes, static_cast<int>(p.q_payload_row_bytes), qsf, q0,
-            valid_q, 1.0f, tid);
-      else
-        attention::loadBf16Rows<kD, kBm, T::kBf16Pitch, T::kThreads, 1>(smem + T::kQb, qbf + q0 * p.q_row_stride,
-                                                                   static_cast<int>(p.q_row_stride), valid_q, tid);
-      loadQuantizedDo<kD, kBm, T::kFp8Pitch, T::kThreads>(smem + T::kDo8, d_o + q0 * p.do_row_stride, p.do_row_stride,
-                                                          valid_q, s_do, r_do, tid);
-      if (tid < kBm) {
-        const int row = q0 + tid;
-        const float l = row < p.seqlen_q ? lse[row] : -infinity();
-        // A row that saw no key (LSE = -inf) and a row past the end get P = exp2(-inf) = 0.
-        reinterpret_cast<float *>(smem + T::kLse2)[tid] = l == -infinity() ? infinity() : l * kLog2e;
-        reinterpret_cast<float *>(smem + T::kDelta)[tid] = row < p.seqlen_q ? delta[row] : 0.0f;
-      }
-      __syncthreads();
-      transposeDo<kD, kBm, T::kFp8Pitch, T::kDoTPitch, T::kThreads>(smem + T::kDoT, smem + T::kDo8, tid);
-      __syncthreads();
-
-      // S^T = K Q^T and dP^T = V dO^T, 16 keys x kBm queries per warp.
-      float s[kQt][4], dp[kQt][4];
+    // S^T = K Q^T and dP^T = V dO^T, 16 keys x kBm queries per warp.
+    float s[kQt][4], dp[kQt][4];
 #pragma unroll
-      for (int t = 0; t < kQt; ++t)
+    for (int t = 0; t < kQt; ++t)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          s[t][i] = dp[t][i] = 0.0f;
+      for (int i = 0; i < 4; ++i)
+        s[t][i] = dp[t][i] = 0.0f;
 #pragma unroll 1
-      for (int kk = 0; kk < kD / 32; ++kk) {
-        const uint32_t ka0 = detail::lds32(k8 + kk * 32), ka1 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32);
-        const uint32_t ka2 = detail::lds32(k8 + kk * 32 + 16), ka3 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32 + 16);
-        const uint32_t va0 = detail::lds32(v8 + kk * 32), va1 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32);
-        const uint32_t va2 = detail::lds32(v8 + kk * 32 + 16), va3 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32 + 16);
+    for (int kk = 0; kk < kD / 32; ++kk) {
+      const uint32_t ka0 = detail::lds32(k8 + kk * 32), ka1 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32);
+      const uint32_t ka2 = detail::lds32(k8 + kk * 32 + 16), ka3 = detail::lds32(k8 + 8 * T::kFp8Pitch + kk * 32 + 16);
+      const uint32_t va0 = detail::lds32(v8 + kk * 32), va1 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32);
+      const uint32_t va2 = detail::lds32(v8 + kk * 32 + 16), va3 = detail::lds32(v8 + 8 * T::kFp8Pitch + kk * 32 + 16);
 #pragma unroll
-        for (int t = 0; t < kQt; ++t) {
-          const uint8_t *qrow = smem + T::kQ8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
-          const uint8_t *dorow = smem + T::kDo8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
-          attention::sm89_mma_m16n8k32_f32_e4m3(s[t], ka0, ka1, ka2, ka3, detail::lds32(qrow), detail::lds32(qrow + 16));
-          attention::sm89_mma_m16n8k32_f32_e4m3(dp[t], va0, va1, va2, va3, detail::lds32(dorow),
-                                                detail::lds32(dorow + 16));
-        }
+      for (int t = 0; t < kQt; ++t) {
+        const uint8_t *qrow = stage + T::kStageQ8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
+        const uint8_t *dorow = stage + T::kStageDo8 + (t * 8 + g) * T::kFp8Pitch + kk * 32 + 4 * q4;
+        attention::sm89_mma_m16n8k32_f32_e4m3(s[t], ka0, ka1, ka2, ka3, detail::lds32(qrow), detail::lds32(qrow + 16));
+        attention::sm89_mma_m16n8k32_f32_e4m3(dp[t], va0, va1, va2, va3, detail::lds32(dorow),
+                                              detail::lds32(dorow + 16));
       }
-      // P^T (in s) and dS^T (in dp); element i of tile t: key key_row_base + 8 * (i / 2), query
-      // q0 + 8t + 2 q4 + i % 2.
+    }
+    // P^T (in s) and dS^T (in dp); element i of tile t: key key_row_base + 8 * (i / 2), query
+    // q0 + 8t + 2 q4 + i % 2.
 #pragma unroll
-      for (int t = 0; t < kQt; ++t)
+    for (int t = 0; t < kQt; ++t)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int qi = t * 8 + 2 * q4 + (i % 2), key = key_row_base + 8 * (i / 2);
-          const bool visible = key < p.seqlen_k && (!C::causal || key <= q0 + qi + diagonal);
-          const float pv = visible ? exp2Hw(fmaf(s[t][i], mul, -lse2_s[qi])) : 0.0f;
-          s[t][i] = pv;
-          dp[t][i] = pv * (dp[t][i] * dp_factor - delta_s[qi]);
-        }
+      for (int i = 0; i < 4; ++i) {
+        const int qi = t * 8 + 2 * q4 + (i % 2), key = key_row_base + 8 * (i / 2);
+        const bool visible = key < p.seqlen_k && (!C::causal || key <= q0 + qi + diagonal);
+        const float pv = visible ? exp2Hw(fmaf(s[t][i], mul, -lse2_s[qi])) : 0.0f;
+        s[t][i] = pv;
+        dp[t][i] = pv * (dp[t][i] * dp_factor - delta_s[qi]);
+      }
 
       // dV += P8^T dO8: P^T as the A fragment (k = queries in the permuted order), dO^T from
       // shared memory in the same order. 16-query blocks fill half of the k = 32 step.
 #pragma unroll
-      for (int kk = 0; kk < (kBm + 31) / 32; ++kk) {
-        uint32_t a[4] = {0u, 0u, 0u, 0u};
+    for (int kk = 0; kk < (kBm + 31) / 32; ++kk) {
+      uint32_t a[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int t0 = 4 * kk + 2 * half;
-          if (t0 < kQt) {
-            float v[2][4]; // [tile t0, t0 + 1][i]
+      for (int half = 0; half < 2; ++half) {
+        const int t0 = 4 * kk + 2 * half;
+        if (t0 < kQt) {
+          float v[2][4]; // [tile t0, t0 + 1][i]
 #pragma unroll
-            for (int j = 0; j < 2; ++j)
+          for (int j = 0; j < 2; ++j)
 #pragma unroll
-              for (int i = 0; i < 4; ++i)
-                v[j][i] = s[t0 + j][i] * exp2Int(C::p_offset_log2);
-            if (C::pv_mxfp4) { // MXFP4 blocks of 32 queries per key: tiles 4kk .. 4kk + 3
+            for (int i = 0; i < 4; ++i)
+              v[j][i] = s[t0 + j][i] * exp2Int(C::p_offset_log2);
+          if (C::pv_mxfp4) { // MXFP4 blocks of 32 queries per key: tiles 4kk .. 4kk + 3
 #pragma unroll
-              for (int r = 0; r < 2; ++r) { // key rows g and g + 8
-                float amax = 0.0f;
+            for (int r = 0; r < 2; ++r) { // key rows g and g + 8
+              float amax = 0.0f;
 #pragma unroll
-                for (int t = 4 * kk; t < 4 * kk + 4; ++t)
-                  amax = fmaxf(amax, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-                amax = attention::warpQuadMax(amax);
-                const int e = max(-127, min(127, static_cast<int>((floatAsBits(amax) >> 23) & 0xFFu) - 127 - 2));
+              for (int t = 4 * kk; t < 4 * kk + 4; ++t)
+                amax = fmaxf(amax, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
+              amax = attention::warpQuadMax(amax);
+              const int e = max(-127, min(127, static_cast<int>((floatAsBits(amax) >> 23) & 0xFFu) - 127 - 2));
 #pragma unroll
-                for (int j = 0; j < 2; ++j)
+              for (int j = 0; j < 2; ++j)
 #pragma unroll
-                  for (int c = 0; c < 2; ++c)
-                    v[j][2 * r + c] = amax == 0.0f ? 0.0f : detail::mxfp4Scaled(s[t0 + j][2 * r + c], e, C::p_offset_log2);
-              }
+                for (int c = 0; c < 2; ++c)
+                  v[j][2 * r + c] =
+                      amax == 0.0f ? 0.0f : detail::mxfp4Scaled(s[t0 + j][2 * r + c], e, C::p_offset_log2);
             }
-            a[2 * half] = detail::packE4m3x4(v[0][0], v[0][1], v[1][0], v[1][1]);
-            a[2 * half + 1] = detail::packE4m3x4(v[0][2], v[0][3], v[1][2], v[1][3]);
           }
-        }
-#pragma unroll
-        for (int t = 0; t < kDt; ++t) {
-          const uint8_t *row = smem + T::kDoT + (t * 8 + g) * T::kDoTPitch + kk * 32 + 4 * q4;
-          const uint32_t b1 = kBm >= 32 ? detail::lds32(row + 16) : 0u;
-          attention::sm89_mma_m16n8k32_f32_e4m3(dv[t], a[0], a[1], a[2], a[3], detail::lds32(row), b1);
+          a[2 * half] = detail::packE4m3x4(v[0][0], v[0][1], v[1][0], v[1][1]);
+          a[2 * half + 1] = detail::packE4m3x4(v[0][2], v[0][3], v[1][2], v[1][3]);
         }
       }
-
-      // dK += dS^T Q (BF16): dS^T as the A fragment, Q rows transposed by ldmatrix.
 #pragma unroll
-      for (int kk = 0; kk < kBm / 16; ++kk) {
-        const uint32_t a0 = attention::packBf16x2(dp[2 * kk][0], dp[2 * kk][1]);
-        const uint32_t a1 = attention::packBf16x2(dp[2 * kk][2], dp[2 * kk][3]);
-        const uint32_t a2 = attention::packBf16x2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-        const uint32_t a3 = attention::packBf16x2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-        const int j = lane / 8, r = lane % 8;
-        const uint8_t *qrow = smem + T::kQb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (j >> 1) * 16;
-#pragma unroll
-        for (int t = 0; t < kDt / 2; ++t) {
-          uint32_t bq[4];
-          attention::sm75_ldmatrix_x4_trans_b16(bq, attention::sharedAddress(qrow + t * 32));
-          attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t], a0, a1, a2, a3, bq[0], bq[1]);
-          attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t + 1], a0, a1, a2, a3, bq[2], bq[3]);
-        }
+      for (int t = 0; t < kDt; ++t) {
+        const uint8_t *row = stage + T::kStageDoT + (t * 8 + g) * T::kDoTPitch + kk * 32 + 4 * q4;
+        const uint32_t b1 = kBm >= 32 ? detail::lds32(row + 16) : 0u;
+        attention::sm89_mma_m16n8k32_f32_e4m3(dv[t], a[0], a[1], a[2], a[3], detail::lds32(row), b1);
       }
+    }
 
-      // dS^T to shared memory (BF16, [key][query]) for dQ = dS K.
+    // dK += dS^T Q (BF16): dS^T as the A fragment, Q rows transposed by ldmatrix.
 #pragma unroll
-      for (int t = 0; t < kQt; ++t)
+    for (int kk = 0; kk < kBm / 16; ++kk) {
+      const uint32_t a0 = attention::packBf16x2(dp[2 * kk][0], dp[2 * kk][1]);
+      const uint32_t a1 = attention::packBf16x2(dp[2 * kk][2], dp[2 * kk][3]);
+      const uint32_t a2 = attention::packBf16x2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
+      const uint32_t a3 = attention::packBf16x2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+      const int j = lane / 8, r = lane % 8;
+      const uint8_t *qrow = stage + T::kStageQb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (j >> 1) * 16;
 #pragma unroll
-        for (int r = 0; r < 2; ++r)
-          *reinterpret_cast<uint32_t *>(smem + T::kDsT + (warp * 16 + g + 8 * r) * T::kDsPitch + (t * 8 + 2 * q4) * 2) =
-              attention::packBf16x2(dp[t][2 * r], dp[t][2 * r + 1]);
-      __syncthreads();
+      for (int t = 0; t < kDt / 2; ++t) {
+        uint32_t bq[4];
+        attention::sm75_ldmatrix_x4_trans_b16(bq, attention::sharedAddress(qrow + t * 32));
+        attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t], a0, a1, a2, a3, bq[0], bq[1]);
+        attention::sm80_mma_m16n8k16_f32_bf16(dk[2 * t + 1], a0, a1, a2, a3, bq[2], bq[3]);
+      }
+    }
 
-      // dQ (kBm x kD) += dS K over this CTA's keys: warp = (row group, column slice).
-      {
-        const int rg = warp / T::kDqColumnSlices, col0 = (warp % T::kDqColumnSlices) * T::kDqCols;
-        float dq[T::kDqCols / 8][4];
+    // dS^T to shared memory (BF16, [key][query]) for dQ = dS K.
 #pragma unroll
-        for (int t = 0; t < T::kDqCols / 8; ++t)
+    for (int t = 0; t < kQt; ++t)
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            dq[t][i] = 0.0f;
-        const int j = lane / 8, r = lane % 8;
+      for (int r = 0; r < 2; ++r)
+        *reinterpret_cast<uint32_t *>(smem + T::kDsT + (warp * 16 + g + 8 * r) * T::kDsPitch + (t * 8 + 2 * q4) * 2) =
+            attention::packBf16x2(dp[t][2 * r], dp[t][2 * r + 1]);
+    __syncthreads();
+
+    // dQ (kBm x kD) += dS K over this CTA's keys: warp = (row group, column slice).
+    {
+      const int rg = warp / T::kDqColumnSlices, col0 = (warp % T::kDqColumnSlices) * T::kDqCols;
+      float dq[T::kDqCols / 8][4];
+#pragma unroll
+      for (int t = 0; t < T::kDqCols / 8; ++t)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          dq[t][i] = 0.0f;
+      const int j = lane / 8, r = lane % 8;
 #pragma unroll 1
-        for (int kk = 0; kk < kBn / 16; ++kk) {
-          uint32_t a[4];
-          attention::sm75_ldmatrix_x4_trans_b16(
-              a, attention::sharedAddress(smem + T::kDsT + (kk * 16 + (j >> 1) * 8 + r) * T::kDsPitch +
-                                          (rg * 16 + (j & 1) * 8) * 2));
-          const uint8_t *krow = smem + T::kKb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (col0 + (j >> 1) * 8) * 2;
+      for (int kk = 0; kk < kBn / 16; ++kk) {
+        uint32_t a[4];
+        attention::sm75_ldmatrix_x4_trans_b16(a, attention::sharedAddress(smem + T::kDsT +
+                                                                          (kk * 16 + (j >> 1) * 8 + r) * T::kDsPitch +
+                                                                          (rg * 16 + (j & 1) * 8) * 2));
+        const uint8_t *krow = smem + T::kKb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (col0 + (j >> 1) * 8) * 2;
 #pragma unroll
-          for (int t = 0; t < T::kDqCols / 16; ++t) {
-            uint32_t bk[4];
-            attention::sm75_ldmatrix_x4_trans_b16(bk, attention::sharedAddress(krow + t * 32));
-            attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t], a[0], a[1], a[2], a[3], bk[0], bk[1]);
-            attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t + 1], a[0], a[1], a[2], a[3], bk[2], bk[3]);
-          }
+        for (int t = 0; t < T::kDqCols / 16; ++t) {
+          uint32_t bk[4];
+          attention::sm75_ldmatrix_x4_trans_b16(bk, attention::sharedAddress(krow + t * 32));
+          attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t], a[0], a[1], a[2], a[3], bk[0], bk[1]);
+          attention::sm80_mma_m16n8k16_f32_bf16(dq[2 * t + 1], a[0], a[1], a[2], a[3], bk[2], bk[3]);
         }
-        if (C::deterministic) { // the key blocks that see query block m are 0 .. some n: in order
-          if (tid == 0) {
-            int seen;
-            do
-              asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(semaphore + m) : "memory");
-            while (seen != n_block);
-          }
-          __syncthreads();
+      }
+      if (C::deterministic) { // the key blocks that see query block m are 0 .. some n: in order
+        if (tid == 0) {
+          int seen;
+          do
+            asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(semaphore + m) : "memory");
+          while (seen != n_block);
         }
+        __syncthreads();
+      }
 #pragma unroll
-        for (int t = 0; t < T::kDqCols / 8; ++t)
+      for (int t = 0; t < T::kDqCols / 8; ++t)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const int row = q0 + rg * 16 + g + 8 * (i / 2), col = col0 + t * 8 + 2 * q4 + (i % 2);
-            if (row < p.seqlen_q)
-              atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + col, dq[t][i]);
-          }
-        if (C::deterministic) {
-          __threadfence();
-          __syncthreads();
-          if (tid == 0)
-            asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
+        for (int i = 0; i < 4; ++i) {
+          const int row = q0 + rg * 16 + g + 8 * (i / 2), col = col0 + t * 8 + 2 * q4 + (i % 2);
+          if (row < p.seqlen_q)
+            atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + col, dq[t][i]);
         }
+      if (C::deterministic) {
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+          asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
       }
     }
   }

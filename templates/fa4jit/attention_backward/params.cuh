@@ -24,10 +24,16 @@ struct BackwardParams {
   uint64_t q_payload, q_sf, q_global_scale;
   uint64_t k_payload, k_sf, k_global_scale;
   uint64_t v_payload, v_sf, v_head_scalar;
-  // Workspace, all dense: delta float [B*Hq*Sq]; do_amax uint32 [B*Hq] (bits of max |dO|, zero
+  // Workspace, all dense: delta float [B*Hq*Sqp]; do_amax uint32 [B*Hq] (bits of max |dO|, zero
   // before the prep launch); dq_accum float [B*Hq*Sq*D] (zeroed by the prep launch);
   // dq_semaphore int32 [B*Hq*ceil(Sq/block_m)] (deterministic mode; zeroed by the prep launch).
   uint64_t delta, do_amax, dq_accum, dq_semaphore;
+  // The stage launch's per-query operands of the main pass, per (batch * Hq + head), rows padded
+  // with zeros to Sqp = seqlen_q rounded up to kStageRows: q8 E4M3 [Sqp][D] (Q widened as the
+  // forward widens it), qb BF16 [Sqp][D] (Q as the dK product reads it), do8 E4M3 [Sqp][D]
+  // (dO / s_dO), do_t E4M3 [D][Sqp] (the same bytes transposed, queries permuted within each 16),
+  // lse2 float [Sqp] (LSE * log2(e); +inf where no key was seen and past the end).
+  uint64_t q8, qb, do8, do_t, lse2;
 
   int64_t q_batch_stride, q_head_stride, q_row_stride;
   int64_t k_batch_stride, k_head_stride, k_row_stride;
@@ -46,16 +52,23 @@ struct BackwardParams {
   int32_t seqlen_q; // >= 1
   int32_t seqlen_k; // >= 1; V^T rows hold Skp = seqlen_k rounded up to 128 keys
   int32_t dq_semaphore_blocks; // ceil(seqlen_q / block_m): the semaphores of one (batch, head)
+  int32_t seqlen_q_padded;     // Sqp: seqlen_q rounded up to kStageRows
 };
 
-static_assert(sizeof(BackwardParams) == 21 * 8 + 30 * 8 + 6 * 4, "BackwardParams layout changed");
+static_assert(sizeof(BackwardParams) == 26 * 8 + 30 * 8 + 8 * 4, "BackwardParams layout changed");
 static_assert(alignof(BackwardParams) == 8, "BackwardParams alignment changed");
 
-// The prep and dq launches: grid (ceil(seqlen_q / kPrepRows), heads_q, batch), kPrepThreads
-// threads, no dynamic shared memory. The main launch: grid (ceil(seqlen_k / block_n), heads_kv,
-// batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared memory.
+// The prep, stage and dq launches: grid (ceil(seqlen_q / kPrepRows), heads_q, batch),
+// kPrepThreads threads, no dynamic shared memory. The main launch: grid (ceil(seqlen_k /
+// block_n), heads_kv, batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared
+// memory. The stage pads the query rows to whole kStageRows, a multiple of every block_m, so
+// that the main pass copies whole blocks without bounds checks.
 constexpr int kPrepRows = 64;
+constexpr int kStageRows = kPrepRows;
 constexpr int kPrepThreads = 256;
+FA4JIT_HD constexpr int backwardPaddedQueries(int seqlen_q) {
+  return (seqlen_q + kStageRows - 1) / kStageRows * kStageRows;
+}
 
 // Shared-memory rows: E4M3 rows of the head dim, BF16 rows of the head dim, the transposed dO
 // rows of block_m queries and the dS^T rows of block_m BF16 values. Each pitch is an odd multiple
@@ -66,12 +79,16 @@ FA4JIT_HD constexpr int backwardBf16Pitch(int head_dim) { return backwardOddPitc
 FA4JIT_HD constexpr int backwardDoTPitch(int block_m) { return backwardOddPitch(block_m); }
 FA4JIT_HD constexpr int backwardDsPitch(int block_m) { return backwardOddPitch(2 * block_m); }
 
-// K (E4M3 for S, BF16 for dQ) and V (E4M3) of the CTA's key block; Q (E4M3, BF16), dO (E4M3 rows
-// and transposed), the dS^T tile and the per-query LSE and delta of one query block.
+// One query block's operands: Q (E4M3, BF16), dO (E4M3 rows and transposed), LSE2 and delta.
+FA4JIT_HD constexpr int backwardQueryStageBytes(int head_dim, int block_m) {
+  return block_m * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
+         head_dim * backwardDoTPitch(block_m) + 2 * 4 * block_m;
+}
+// K (E4M3 for S, BF16 for dQ) and V (E4M3) of the CTA's key block, the dS^T tile, and two query
+// blocks: the one in use and the next one in flight.
 FA4JIT_HD constexpr int backwardSharedBytes(int head_dim, int block_m, int block_n) {
   return block_n * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
-         block_m * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
-         head_dim * backwardDoTPitch(block_m) + block_n * backwardDsPitch(block_m) + 2 * 4 * block_m;
+         block_n * backwardDsPitch(block_m) + 2 * backwardQueryStageBytes(head_dim, block_m);
 }
 
 } // namespace fa4jit::device::attention_backward
