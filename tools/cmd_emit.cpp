@@ -43,6 +43,7 @@ const char *kUsage =
     "  --pv e4m3|mxfp4           P and V in dV = P^T dO, dP = dO V^T (default e4m3)\n"
     "  --qk bf16|saved-nvfp4     Q and K in dQ = dS K, dK = dS^T Q (default bf16)\n"
     "  --deterministic           dQ added in key-block order (same bits every run)\n"
+    "  --mma mma-sync|wgmma      the main pass's tensor-core instructions (default: the heuristic)\n"
     " quantize:\n"
     "  --format nvfp4|mxfp4|fp8  (default nvfp4; mxfp4 and fp8 write V^T)\n"
     "  --fp32-input, --fp16-input  (default bf16 input)\n"
@@ -62,7 +63,7 @@ int fail(const std::string &msg) {
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
     "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
-    "fp16-input", "pv", "qk", "deterministic"};
+    "fp16-input", "pv", "qk", "deterministic", "mma"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -145,6 +146,12 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
         return qk.takeError();
       b.qk = *qk;
     }
+    if (flags.has("mma")) {
+      auto mma = parseBackwardMma(flags.str("mma", ""));
+      if (!mma)
+        return mma.takeError();
+      b.mma = *mma;
+    }
     b.deterministic = flags.has("deterministic");
     llvm::Error errors[] = {optionalFloat(flags, "softmax-scale", b.forward.softmax_scale),
                             optionalInt(flags, "block-m", b.tile.block_m),
@@ -226,7 +233,7 @@ int runEmit(int argc, char **argv) {
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
                   {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
-                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None},
+                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"},
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

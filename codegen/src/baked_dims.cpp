@@ -227,6 +227,7 @@ DimensionSplit backwardSplit(const KernelSpec &spec) {
       {"block_n", "int", intText(b.tile.block_n), "keys per CTA"},
       {"warps", "int", intText(b.tile.warps), ""},
       {"deterministic", "bool", boolText(b.deterministic), "dQ added in key-block order"},
+      {"wgmma", "bool", boolText(b.mma == BackwardMma::Wgmma), std::string("main pass on ") + toString(b.mma)},
   };
   d.runtime = {
       {"q, k, o, d_o", "BF16 inputs (q, k read when the dS products take BF16 Q/K)"},
@@ -234,7 +235,7 @@ DimensionSplit backwardSplit(const KernelSpec &spec) {
       {"lse", "the forward's LSE"},
       {"q_payload, q_sf, q_global_scale, k_payload, k_sf, k_global_scale", "the saved NVFP4 Q and K"},
       {"v_payload, v_sf, v_head_scalar", "the saved V^T (E4M3 and s_v, or MXFP4 and v_shift)"},
-      {"delta, do_amax, dq_accum, dq_semaphore", "workspace"},
+      {"delta, do_amax, dq_accum, dq_semaphore, q8, qb, do8, do_t, lse2", "workspace"},
       {"*_stride, *_bytes", "strides of every tensor"},
       {"batch, heads_q, heads_kv, seqlen_q, seqlen_k", "shape (GQA ratio heads_q / heads_kv)"},
   };

@@ -16,13 +16,16 @@ llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const Dimensi
   const BackwardSpec b = canonicalize(spec).backward;
   const int threads = b.tile.warps * 32, shared = backwardSharedBytes(b);
   const std::string ns = split.device_namespace, cfg = "GeneratedConfig";
+  const char *traits = b.mma == BackwardMma::Wgmma ? "BackwardWgmmaTraits" : "BackwardTraits";
   std::ostringstream os;
-  os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention_backward/kernel.cuh\"\n\n"
+  const bool wgmma = b.mma == BackwardMma::Wgmma;
+  os << emitHeaderComment(spec, k.name, split) << "#include \"fa4jit/attention_backward/"
+     << (wgmma ? "main_wgmma.cuh" : "kernel.cuh") << "\"\n\n"
      << "namespace " << ns << " {\nnamespace {\n"
      << emitConfigStruct(split, cfg)
-     << "static_assert(BackwardTraits<" << cfg << ">::kThreads == " << threads
+     << "static_assert(" << traits << "<" << cfg << ">::kThreads == " << threads
      << ", \"generator and template disagree on threads\");\n"
-     << "static_assert(BackwardTraits<" << cfg << ">::kSharedBytes == " << shared
+     << "static_assert(" << traits << "<" << cfg << ">::kSharedBytes == " << shared
      << ", \"generator and template disagree on shared memory\");\n"
      << "static_assert(kPrepThreads == " << kPassThreads << ", \"generator and template disagree on threads\");\n"
      << "} // namespace\n} // namespace " << ns << "\n";
@@ -31,7 +34,7 @@ llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const Dimensi
     int threads, shared;
   } entries[] = {{"_prep", "backwardPrep", kPassThreads, 0},
                  {"_stage", "backwardStage", kPassThreads, 0},
-                 {"", "backwardMain", threads, shared},
+                 {"", wgmma ? "backwardMainWgmma" : "backwardMain", threads, shared},
                  {"_dq", "backwardDq", kPassThreads, 0}};
   for (const auto &e : entries) {
     const std::string name = k.name + e.suffix;

@@ -40,6 +40,7 @@ constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFami
                                       KernelFamily::AttentionBackward};
 constexpr BackwardPvFormat kBackwardPvFormats[] = {BackwardPvFormat::E4m3, BackwardPvFormat::Mxfp4};
 constexpr BackwardQkOperands kBackwardQkOperands[] = {BackwardQkOperands::Bf16, BackwardQkOperands::SavedNvfp4};
+constexpr BackwardMma kBackwardMmas[] = {BackwardMma::MmaSync, BackwardMma::Wgmma};
 
 template <typename E, std::size_t N>
 llvm::Expected<E> parseEnum(llvm::StringRef name, const E (&values)[N], const char *what) {
@@ -178,6 +179,7 @@ void writeBackward(llvm::json::OStream &j, const BackwardSpec &b) {
     j.attribute("causal", b.forward.causal);
     j.attribute("deterministic", b.deterministic);
     j.attribute("head_dim", b.forward.head_dim);
+    j.attribute("mma", toString(b.mma));
     j.attribute("p_offset_log2", b.p_offset_log2);
     j.attribute("pv", toString(b.pv));
     j.attribute("qk", toString(b.qk));
@@ -430,6 +432,7 @@ llvm::Error readBackward(ObjectReader &r, BackwardSpec &b) {
   FA4JIT_TRY(r.readBool("causal", b.forward.causal));
   FA4JIT_TRY(r.readBool("deterministic", b.deterministic));
   FA4JIT_TRY(r.readInt("head_dim", b.forward.head_dim));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("mma"), b.mma, parseBackwardMma));
   FA4JIT_TRY(r.readInt("p_offset_log2", b.p_offset_log2));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("pv"), b.pv, parseBackwardPvFormat));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("qk"), b.qk, parseBackwardQkOperands));
@@ -484,6 +487,9 @@ llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef n) {
 }
 llvm::Expected<BackwardPvFormat> parseBackwardPvFormat(llvm::StringRef n) {
   return parseEnum(n, kBackwardPvFormats, "backward P/V format");
+}
+llvm::Expected<BackwardMma> parseBackwardMma(llvm::StringRef n) {
+  return parseEnum(n, kBackwardMmas, "backward MMA");
 }
 llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef n) {
   return parseEnum(n, kBackwardQkOperands, "backward Q/K operands");
@@ -616,7 +622,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   const BackwardSpec &u = a.backward, &w = b.backward;
   const bool backward = u.pv == w.pv && u.qk == w.qk && u.p_offset_log2 == w.p_offset_log2 &&
                         u.tile.block_m == w.tile.block_m && u.tile.block_n == w.tile.block_n &&
-                        u.tile.warps == w.tile.warps && u.deterministic == w.deterministic &&
+                        u.tile.warps == w.tile.warps && u.deterministic == w.deterministic && u.mma == w.mma &&
                         u.forward.head_dim == w.forward.head_dim && u.forward.causal == w.forward.causal &&
                         feq(u.forward.softmax_scale, w.forward.softmax_scale) &&
                         u.forward.operands.qk_widening == w.forward.operands.qk_widening &&

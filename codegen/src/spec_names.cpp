@@ -113,6 +113,14 @@ const char *toString(BackwardPvFormat f) {
   return "?";
 }
 
+const char *toString(BackwardMma m) {
+  switch (m) {
+  case BackwardMma::MmaSync: return "mma-sync";
+  case BackwardMma::Wgmma: return "wgmma";
+  }
+  return "?";
+}
+
 const char *toString(BackwardQkOperands q) {
   switch (q) {
   case BackwardQkOperands::Bf16: return "bf16";

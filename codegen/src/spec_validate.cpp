@@ -340,10 +340,10 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
            "must fit 48 KiB of static shared memory)");
 }
 
-// The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync on sm_90a. Each
-// warp keeps dK and dV of its 16 keys in registers (2 x 16 x head_dim FP32 over 32 lanes), which
-// bounds the tiles: the register-limited ones are the rules below, and the SASS test compiles every
-// variant without spills.
+// The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync or wgmma on
+// sm_90a. Each warp keeps dK and dV of its 16 keys in registers (2 x 16 x head_dim FP32 over 32
+// lanes), which bounds the tiles: the register-limited ones are the rules below, and the SASS test
+// compiles every variant without spills.
 void checkBackward(const KernelSpec &s, Rules &r) {
   const BackwardSpec &b = s.backward;
   const AttentionSpec &f = b.forward;
@@ -364,26 +364,38 @@ void checkBackward(const KernelSpec &s, Rules &r) {
   if (b.p_offset_log2 < 0 || b.p_offset_log2 > kMaxFp8POffsetPlusSlack)
     r.fail("backward.p_offset_log2", b.p_offset_log2, " is outside [0, 8]: P (up to ~1.07) times 2^offset must stay "
            "below E4M3's 448");
-  if (warps != 2 && warps != 4 && warps != 8)
-    r.fail("backward.warps", warps, " is not 2, 4 or 8");
   if (b.tile.block_n != 16 * warps)
     r.fail("backward.block_n", b.tile.block_n, " must be 16 * warps (", 16 * warps, "): each warp owns 16 keys");
-  if (bm != 16 && bm != 32 && bm != 64) {
-    r.fail("backward.block_m", bm, " is not 16, 32 or 64");
-    return;
+  if (b.mma == BackwardMma::Wgmma) {
+    if (warps != 4 && warps != 8)
+      r.fail("backward.warps", warps, " is not 4 or 8: the wgmma main pass runs whole warpgroups");
+    else if (D == 64 && warps != 4)
+      r.fail("backward.warps", warps, ": two warpgroups split dQ^T by 64-row halves of the head dim, and head_dim 64 "
+             "has one");
+    if (bm != 32 && bm != 64)
+      r.fail("backward.block_m", bm, " is not 32 or 64 (the N of the wgmma S^T = K Q^T)");
+    else if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)
+      r.fail("backward.pv", "mxfp4 P blocks 32 queries: block_m ", bm, " is not a multiple of 32");
+  } else {
+    if (warps != 2 && warps != 4 && warps != 8)
+      r.fail("backward.warps", warps, " is not 2, 4 or 8");
+    if (bm != 16 && bm != 32 && bm != 64) {
+      r.fail("backward.block_m", bm, " is not 16, 32 or 64");
+      return;
+    }
+    if (warps % (bm / 16) != 0)
+      r.fail("backward.block_m", bm, ": dQ = dS K gives each of the ", bm / 16, " 16-query row groups the same "
+             "number of warps, and ", warps, " warps do not divide");
+    else if ((D / (warps / (bm / 16))) % 16 != 0)
+      r.fail("backward.warps", warps, ": dQ's ", D / (warps / (bm / 16)), " columns per warp are not a multiple of 16");
+    if (D == 128 && (bm == 64 || (bm == 32 && warps < 4)))
+      r.fail("backward.block_m", bm, ": head_dim 128 holds 128 accumulator registers per thread: block_m 16, or 32 "
+             "with 4 or 8 warps (others spill)");
+    if (D == 64 && bm == 16)
+      r.fail("backward.block_m", "head_dim 64 steps 32 or 64 queries (16 spills)");
+    if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)
+      r.fail("backward.pv", "mxfp4 P blocks 32 queries: block_m ", bm, " is not a multiple of 32");
   }
-  if (warps % (bm / 16) != 0)
-    r.fail("backward.block_m", bm, ": dQ = dS K gives each of the ", bm / 16, " 16-query row groups the same number "
-           "of warps, and ", warps, " warps do not divide");
-  else if ((D / (warps / (bm / 16))) % 16 != 0)
-    r.fail("backward.warps", warps, ": dQ's ", D / (warps / (bm / 16)), " columns per warp are not a multiple of 16");
-  if (D == 128 && (bm == 64 || (bm == 32 && warps < 4)))
-    r.fail("backward.block_m", bm, ": head_dim 128 holds 128 accumulator registers per thread: block_m 16, or 32 "
-           "with 4 or 8 warps (others spill)");
-  if (D == 64 && bm == 16)
-    r.fail("backward.block_m", "head_dim 64 steps 32 or 64 queries (16 spills)");
-  if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)
-    r.fail("backward.pv", "mxfp4 P blocks 32 queries: block_m ", bm, " is not a multiple of 32");
   const int shared = backwardSharedBytes(b);
   if (shared > targetLimits(s.target).max_shared_bytes)
     r.fail("backward.block_m", "shared memory ", shared, " bytes exceeds the target's ",
@@ -393,7 +405,9 @@ void checkBackward(const KernelSpec &s, Rules &r) {
 } // namespace
 
 int backwardSharedBytes(const BackwardSpec &b) {
-  return device::attention_backward::backwardSharedBytes(b.forward.head_dim, b.tile.block_m, b.tile.block_n);
+  namespace db = device::attention_backward;
+  const int D = b.forward.head_dim, bm = b.tile.block_m, bn = b.tile.block_n;
+  return b.mma == BackwardMma::Wgmma ? db::backwardWgmmaSharedBytes(D, bm, bn) : db::backwardSharedBytes(D, bm, bn);
 }
 
 TargetLimits targetLimits(Target t) {

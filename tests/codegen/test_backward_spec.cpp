@@ -50,6 +50,13 @@ TEST_CASE("backward spec: JSON round trip and canonical forward fields", "[codeg
   other = s;
   other.backward.deterministic = false;
   CHECK(specHash(other) != specHash(s));
+  other = s;
+  other.backward.mma = BackwardMma::Wgmma;
+  CHECK(specHash(other) != specHash(s));
+  CHECK_THAT(toJson(other), Catch::Contains("\"mma\":\"wgmma\""));
+  auto wgmma = parseSpec(toJson(other));
+  REQUIRE(static_cast<bool>(wgmma));
+  CHECK(wgmma->backward.mma == BackwardMma::Wgmma);
 }
 
 TEST_CASE("backward spec: parse errors name the key", "[codegen][backward]") {
@@ -109,6 +116,42 @@ TEST_CASE("backward spec: the rules", "[codegen][backward]") {
   CHECK(violations(s).empty());
   s.backward.tile = TileShape{16, 32, 2};
   CHECK(violations(s).empty());
+}
+
+TEST_CASE("backward spec: the wgmma main pass's rules", "[codegen][backward]") {
+  KernelSpec s = defaultBackwardSpec(128, false, 0.0f, Target::Sm90a);
+  s.backward.mma = BackwardMma::Wgmma;
+  for (TileShape t : {TileShape{32, 64, 4}, TileShape{64, 64, 4}, TileShape{32, 128, 8}, TileShape{64, 128, 8}}) {
+    s.backward.tile = t;
+    CHECK(violations(s).empty());
+  }
+  s.backward.tile = TileShape{16, 64, 4};
+  CHECK_THAT(violations(s), Catch::Contains("backward.block_m: 16 is not 32 or 64"));
+  s.backward.tile = TileShape{32, 32, 2};
+  CHECK_THAT(violations(s), Catch::Contains("backward.warps: 2 is not 4 or 8"));
+  s.backward.forward.head_dim = 64;
+  s.backward.tile = TileShape{32, 128, 8};
+  CHECK_THAT(violations(s), Catch::Contains("head_dim 64 has one"));
+  s.backward.tile = TileShape{64, 64, 4};
+  s.backward.pv = BackwardPvFormat::Mxfp4;
+  CHECK(violations(s).empty());
+  CHECK(backwardSharedBytes(s.backward) <= targetLimits(Target::Sm90a).max_shared_bytes);
+}
+
+TEST_CASE("backward spec: the wgmma main pass is emitted with its traits and entry point", "[codegen][backward]") {
+  if (!backwardTemplatesAvailable())
+    return;
+  KernelSpec s = defaultBackwardSpec(128, true, 0.0f, Target::Sm90a);
+  s.backward.mma = BackwardMma::Wgmma;
+  s.backward.tile = TileShape{32, 128, 8};
+  auto k = emitKernel(s);
+  REQUIRE(static_cast<bool>(k));
+  REQUIRE(k->entries.size() == 4);
+  CHECK(k->entries[2].threads == 256);
+  CHECK(k->entries[2].dynamic_shared_bytes == backwardSharedBytes(s.backward));
+  CHECK_THAT(k->source, Catch::Contains("#include \"fa4jit/attention_backward/main_wgmma.cuh\""));
+  CHECK_THAT(k->source, Catch::Contains("backwardMainWgmma<"));
+  CHECK_THAT(k->source, Catch::Contains("static constexpr bool wgmma = true;"));
 }
 
 TEST_CASE("backward spec: four entry points in launch order", "[codegen][backward]") {

@@ -73,9 +73,11 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
     saved += s.backward.qk == BackwardQkOperands::SavedNvfp4;
   }
   CHECK(names.size() == v.size());
-  CHECK(mxfp4 == 3);         // D64 at 64- and 32-query steps, D128 at its 32-query step
-  CHECK(deterministic == 2); // D64, D128
-  CHECK(saved == 2);
+  // mma.sync: MXFP4 at D64's 64- and 32-query steps and D128's 32; each mode at D64 and D128; the
+  // wgmma main pass: each at D64 and D128 again.
+  CHECK(mxfp4 == 5);
+  CHECK(deterministic == 4);
+  CHECK(saved == 4);
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
       const KernelSpec s = defaultBackwardSpec(d, causal, 0.0f, Target::Sm90a);

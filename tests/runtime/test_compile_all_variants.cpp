@@ -188,11 +188,11 @@ TEST_CASE("SASS of every attention variant: the route's tensor-core instructions
   CHECK(checked > 0);
 }
 
-TEST_CASE("SASS of every backward variant: FP8 and BF16 mma.sync, FP32 reductions, no local memory",
+TEST_CASE("SASS of every backward variant: mma.sync or wgmma, FP32 reductions, no local memory",
           "[runtime][sass][variants][backward]") {
   if (!haveCuobjdump())
     return;
-  int checked = 0;
+  int checked = 0, warpgroup = 0;
   for (const auto &v : variantCubins()) {
     if (v.spec.family != KernelFamily::AttentionBackward)
       continue;
@@ -201,16 +201,28 @@ TEST_CASE("SASS of every backward variant: FP8 and BF16 mma.sync, FP32 reduction
     const std::optional<std::string> sass = sassOf(v);
     const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
     CHECK(total(local) == 0);
-    // Five products per query block: S, dP, dV (E4M3 m16n8k32) and dK, dQ (BF16 m16n8k16), all
-    // HMMA on sm_90; dQ reaches its FP32 accumulator by global reductions.
-    const auto mma = countOpcodes(*sass, [](const std::string &op) { return op == "HMMA"; });
-    CHECK(total(mma) >= 5);
+    // Five products per query block: S, dP, dV (E4M3) and dK, dQ (BF16). mma.sync: HMMA (m16n8k32
+    // and m16n8k16 on sm_90), K and dS^T transposed by ldmatrix. wgmma: QGMMA (FP8: S, dP, dV) and
+    // HGMMA (BF16: dK, dQ^T), and no HMMA left.
+    const auto hmma = countOpcodes(*sass, [](const std::string &op) { return op == "HMMA"; });
+    const auto hgmma = countOpcodes(*sass, [](const std::string &op) { return op == "QGMMA" || op == "HGMMA"; });
+    if (v.spec.backward.mma == BackwardMma::Wgmma) {
+      CHECK(hgmma.count("QGMMA"));
+      CHECK(hgmma.count("HGMMA"));
+      CHECK(total(hmma) == 0);
+      ++warpgroup;
+    } else {
+      CHECK(total(hmma) >= 5);
+      const auto ldsm = countOpcodes(*sass, [](const std::string &op) { return op == "LDSM"; });
+      CHECK(total(ldsm) > 0);
+    }
+    // dQ reaches its FP32 accumulator by global reductions.
     const auto red = countOpcodes(*sass, [](const std::string &op) { return op == "RED" || op == "REDG"; });
     CHECK(total(red) > 0);
-    const auto ldsm = countOpcodes(*sass, [](const std::string &op) { return op == "LDSM"; });
-    CHECK(total(ldsm) > 0); // Q, dS^T and K transposed by ldmatrix
-    std::printf("sass %-46s %s | %s\n", kernelName(v.spec).c_str(), describe(mma).c_str(), describe(red).c_str());
+    std::printf("sass %-46s %s %s | %s\n", kernelName(v.spec).c_str(), describe(hmma).c_str(),
+                describe(hgmma).c_str(), describe(red).c_str());
     ++checked;
   }
-  CHECK(checked == 15);
+  CHECK(checked == 33);
+  CHECK(warpgroup == 14);
 }

@@ -28,16 +28,17 @@ struct Case {
   BackwardPvFormat pv = BackwardPvFormat::E4m3;
   BackwardQkOperands qk = BackwardQkOperands::Bf16;
   bool deterministic = false;
-  std::optional<TileShape> tile = std::nullopt; // a tile other than the default one (the spec's other rules kept)
+  std::optional<TileShape> tile = std::nullopt;  // a tile other than the default one (the spec's other rules kept)
+  std::optional<BackwardMma> mma = std::nullopt; // the main pass's instructions, if not the default's
 };
 
 std::string describe(const Case &c, uint64_t seed) {
   char buf[256];
   const TileShape t = c.tile.value_or(TileShape{0, 0, 0});
-  std::snprintf(buf, sizeof buf, "B%d Hq%d Hkv%d Sq%d Sk%d D%d causal%d pv %s qk %s det%d tile %dx%dx%d seed %llu",
+  std::snprintf(buf, sizeof buf, "B%d Hq%d Hkv%d Sq%d Sk%d D%d causal%d pv %s qk %s det%d tile %dx%dx%d %s seed %llu",
                 c.shape.batch, c.shape.heads_q, c.shape.heads_kv, c.shape.seqlen_q, c.shape.seqlen_k,
                 c.shape.head_dim, c.causal, toString(c.pv), toString(c.qk), c.deterministic, t.block_m, t.block_n,
-                t.warps, static_cast<unsigned long long>(seed));
+                t.warps, c.mma ? toString(*c.mma) : "default", static_cast<unsigned long long>(seed));
   return buf;
 }
 
@@ -125,10 +126,13 @@ void runCase(const Case &c, int repeats = 1) {
   ba.pv = c.pv;
   ba.qk = c.qk;
   ba.deterministic = c.deterministic;
-  if (c.tile) {
+  if (c.tile || c.mma) {
     auto chosen = engine.backwardSpecFor(ba);
     REQUIRE_OK(chosen);
-    chosen->backward.tile = *c.tile;
+    if (c.tile)
+      chosen->backward.tile = *c.tile;
+    if (c.mma)
+      chosen->backward.mma = *c.mma;
     REQUIRE(specViolations(*chosen).empty());
     ba.spec = *chosen;
   }
@@ -204,9 +208,39 @@ TEST_CASE("backward: deterministic dQ repeats bit for bit", "[gpu][backward]") {
 }
 
 TEST_CASE("backward: every other tile the rules admit", "[gpu][backward]") {
-  const std::pair<int, TileShape> tiles[] = {{64, {32, 32, 2}}, {64, {32, 64, 4}}, {64, {32, 128, 8}},
-                                             {64, {64, 128, 8}}, {128, {16, 32, 2}}, {128, {16, 64, 4}},
-                                             {128, {16, 128, 8}}, {128, {32, 128, 8}}};
-  for (const auto &[d, tile] : tiles)
-    runCase({shape(1, 4, 2, 200, 333, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, false, tile});
+  struct Variant {
+    int head_dim;
+    TileShape tile;
+    BackwardMma mma;
+  };
+  const Variant variants[] = {
+      {64, {32, 32, 2}, BackwardMma::MmaSync},  {64, {32, 64, 4}, BackwardMma::MmaSync},
+      {64, {32, 128, 8}, BackwardMma::MmaSync}, {64, {64, 128, 8}, BackwardMma::MmaSync},
+      {128, {16, 32, 2}, BackwardMma::MmaSync}, {128, {16, 64, 4}, BackwardMma::MmaSync},
+      {128, {16, 128, 8}, BackwardMma::MmaSync}, {128, {32, 128, 8}, BackwardMma::MmaSync},
+      {64, {32, 64, 4}, BackwardMma::Wgmma},    {64, {64, 64, 4}, BackwardMma::Wgmma},
+      {128, {32, 64, 4}, BackwardMma::Wgmma},   {128, {64, 64, 4}, BackwardMma::Wgmma},
+      {128, {32, 128, 8}, BackwardMma::Wgmma},  {128, {64, 128, 8}, BackwardMma::Wgmma}};
+  for (const Variant &v : variants)
+    runCase({shape(1, 4, 2, 200, 333, v.head_dim), true, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, false,
+             v.tile, v.mma});
+}
+
+TEST_CASE("backward: the wgmma main pass beside the mma.sync one", "[gpu][backward]") {
+  for (BackwardMma mma : {BackwardMma::MmaSync, BackwardMma::Wgmma})
+    for (int d : {64, 128}) {
+      const TileShape tile = d == 64 ? TileShape{64, 64, 4} : TileShape{32, 128, 8};
+      for (bool causal : {false, true}) {
+        runCase({shape(2, 4, 2, 200, 333, d), causal, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, false, tile,
+                 mma});
+        runCase({shape(1, 2, 1, 300, 130, d), causal, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, false, tile,
+                 mma});
+      }
+      runCase({shape(1, 4, 2, 190, 250, d), true, BackwardPvFormat::Mxfp4, BackwardQkOperands::Bf16, false, tile,
+               mma});
+      runCase({shape(1, 2, 1, 256, 200, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::SavedNvfp4, false, tile,
+               mma});
+      runCase({shape(1, 2, 1, 512, 512, d), true, BackwardPvFormat::E4m3, BackwardQkOperands::Bf16, true, tile, mma},
+              3);
+    }
 }

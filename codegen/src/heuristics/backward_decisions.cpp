@@ -10,10 +10,10 @@
 
 namespace fa4jit::decisions {
 
-TileShape backwardTiles(int head_dim) {
+BackwardChoice backwardChoice(int head_dim) {
   if (head_dim == 128)
-    return TileShape{32, 64, 4};
-  return TileShape{64, 64, 4};
+    return {BackwardMma::MmaSync, TileShape{32, 64, 4}};
+  return {BackwardMma::MmaSync, TileShape{64, 64, 4}};
 }
 
 } // namespace fa4jit::decisions

@@ -17,7 +17,11 @@ KernelSpec fittingThreeConsumerKeys(KernelSpec s);
 // The mma.sync kernel (every target from sm_80; mma_sync_decisions.cpp).
 TileSpec mmaSyncTiles(Route route, int head_dim);
 
-// The attention backward's tiles of a head dim (backward_decisions.cpp).
-TileShape backwardTiles(int head_dim);
+// The attention backward of a head dim (backward_decisions.cpp).
+struct BackwardChoice {
+  BackwardMma mma;
+  TileShape tile;
+};
+BackwardChoice backwardChoice(int head_dim);
 
 } // namespace fa4jit::decisions

@@ -34,7 +34,9 @@ KernelSpec defaultBackwardSpec(const AttentionSpec &forward, Target target) {
   s.family = KernelFamily::AttentionBackward;
   s.target = target;
   s.backward.forward = forward;
-  s.backward.tile = decisions::backwardTiles(forward.head_dim);
+  const decisions::BackwardChoice choice = decisions::backwardChoice(forward.head_dim);
+  s.backward.mma = choice.mma;
+  s.backward.tile = choice.tile;
   return canonicalize(s);
 }
 

@@ -1,4 +1,5 @@
 // Every variant the generator can emit (variants.h): the list CI compiles for every target.
+#include <algorithm>
 #include <iterator>
 
 #include "fa4jit/codegen/alternatives.h"
@@ -181,6 +182,38 @@ std::vector<KernelSpec> enumerateBackwardVariants(Target target) {
         out.push_back(v);
       }
     }
+  // The wgmma main pass: every tile its rules admit, then the mask, the modes and the variants on
+  // its first tile.
+  for (int d : {64, 128}) {
+    KernelSpec first;
+    bool have_first = false;
+    for (int warps : {4, 8})
+      for (int block_m : {32, 64}) {
+        KernelSpec v = defaultBackwardSpec(d, false, 0.0f, target);
+        v.backward.mma = BackwardMma::Wgmma;
+        v.backward.tile = TileShape{block_m, 16 * warps, warps};
+        if (!specViolations(v).empty())
+          continue;
+        if (std::none_of(out.begin(), out.end(), [&](const KernelSpec &o) { return specsEqual(o, v); }))
+          out.push_back(v);
+        if (!have_first)
+          first = v, have_first = true;
+      }
+    if (!have_first)
+      continue;
+    KernelSpec v = first;
+    v.backward.forward.causal = true;
+    out.push_back(v);
+    v = first;
+    v.backward.deterministic = true;
+    out.push_back(v);
+    v = first;
+    v.backward.qk = BackwardQkOperands::SavedNvfp4;
+    out.push_back(v);
+    v = first;
+    v.backward.pv = BackwardPvFormat::Mxfp4;
+    out.push_back(v);
+  }
   return out;
 }
 

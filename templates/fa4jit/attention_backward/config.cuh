@@ -12,6 +12,7 @@
 //     static constexpr int p_offset_log2;    // P fed as E4M3(P * 2^off)
 //     static constexpr int block_m, block_n, warps; // queries per step, keys per CTA, warps per CTA
 //     static constexpr bool deterministic;   // dQ added in key-block order
+//     static constexpr bool wgmma;           // the main pass on warpgroup MMAs (main_wgmma.cuh)
 //   };
 // and the three entry points of emit_backward.cpp.
 #include "fa4jit/attention_backward/params.cuh"

@@ -77,6 +77,8 @@ template <class C> FA4JIT_DEVICE void backwardPrep(const BackwardParams &p) {
 template <class C> FA4JIT_DEVICE void backwardStage(const BackwardParams &p) {
   constexpr int kD = C::head_dim, kRows = kStageRows, kRowPitch = backwardFp8Pitch(kD);
   __shared__ __align__(16) uint8_t do_rows[kRows * kRowPitch];
+  __shared__ __align__(16) uint16_t qb_rows_bf16[C::wgmma ? kRows * kD : 8];
+  uint8_t *qb_rows = reinterpret_cast<uint8_t *>(qb_rows_bf16);
   const int tid = threadIdx.x;
   const int h = blockIdx.y, b = blockIdx.z, row0 = blockIdx.x * kRows;
   const int head_row = b * p.heads_q + h, valid = min(kRows, p.seqlen_q - row0);
@@ -86,9 +88,11 @@ template <class C> FA4JIT_DEVICE void backwardStage(const BackwardParams &p) {
   const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + head_row * p.q_sf_head_bytes;
   const int qrow = static_cast<int>(p.q_payload_row_bytes);
   uint8_t *q8 = reinterpret_cast<uint8_t *>(p.q8) + (head_rows + row0) * kD;
-  uint8_t *qb = reinterpret_cast<uint8_t *>(p.qb) + (head_rows + row0) * kD * 2;
   attention::loadNvfp4Rows<kD, kRows, kD, kPrepThreads, false>(q8, qpay + row0 * p.q_payload_row_bytes, qrow, qsf, row0,
                                                                valid, exp2Int(-C::qk_widen_shift), tid);
+  // Q as the dK product reads it: BF16 rows [Sqp][D] (mma.sync), or transposed [D][Sqp] (wgmma,
+  // whose BF16 B operand is K-major along queries there) through shared rows.
+  uint8_t *qb = C::wgmma ? qb_rows : reinterpret_cast<uint8_t *>(p.qb) + (head_rows + row0) * kD * 2;
   if (C::qk_saved_nvfp4)
     attention::loadNvfp4Rows<kD, kRows, 2 * kD, kPrepThreads, true>(qb, qpay + row0 * p.q_payload_row_bytes, qrow, qsf,
                                                                     row0, valid, 1.0f, tid);
@@ -121,6 +125,18 @@ template <class C> FA4JIT_DEVICE void backwardStage(const BackwardParams &p) {
   }
   transposeDo<kD, kRows, kRowPitch, kPrepThreads>(reinterpret_cast<uint8_t *>(p.do_t) + head_row * padded * kD + row0,
                                                   padded, do_rows, tid);
+  if (C::wgmma) { // qb_t [d][query]: 8 queries (16 bytes) per store
+    uint8_t *qb_t = reinterpret_cast<uint8_t *>(p.qb) + (head_row * padded * kD + row0) * 2;
+    for (int u = tid; u < kD * (kRows / 8); u += kPrepThreads) {
+      const int d = u % kD, chunk = u / kD;
+      uint32_t w[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        w[i] = static_cast<uint32_t>(qb_rows_bf16[(chunk * 8 + 2 * i) * kD + d]) |
+               (static_cast<uint32_t>(qb_rows_bf16[(chunk * 8 + 2 * i + 1) * kD + d]) << 16);
+      *reinterpret_cast<uint4 *>(qb_t + d * padded * 2 + chunk * 16) = make_uint4(w[0], w[1], w[2], w[3]);
+    }
+  }
 }
 
 // ---- dq -------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 // rows [S, D/2] and the V^T payload rows [D, Skp] (FP8) or [D, Skp/2] (MXFP4); bytes per
 // (batch, head) for scale-factor tensors). The innermost dimension is contiguous; every base
 // address and byte stride is a multiple of 16.
+#include "fa4jit/attention_sm90/smem_desc.cuh"
 #include "fa4jit/common.cuh"
 
 namespace fa4jit::device::attention_backward {
@@ -30,7 +31,8 @@ struct BackwardParams {
   uint64_t delta, do_amax, dq_accum, dq_semaphore;
   // The stage launch's per-query operands of the main pass, per (batch * Hq + head), rows padded
   // with zeros to Sqp = seqlen_q rounded up to kStageRows: q8 E4M3 [Sqp][D] (Q widened as the
-  // forward widens it), qb BF16 [Sqp][D] (Q as the dK product reads it), do8 E4M3 [Sqp][D]
+  // forward widens it), qb BF16 (Q as the dK product reads it: [Sqp][D] for the mma.sync main
+  // pass, transposed [D][Sqp] for the wgmma one), do8 E4M3 [Sqp][D]
   // (dO / s_dO), do_t E4M3 [D][Sqp] (the same bytes transposed, queries permuted within each 16),
   // lse2 float [Sqp] (LSE * log2(e); +inf where no key was seen and past the end).
   uint64_t q8, qb, do8, do_t, lse2;
@@ -89,6 +91,21 @@ FA4JIT_HD constexpr int backwardQueryStageBytes(int head_dim, int block_m) {
 FA4JIT_HD constexpr int backwardSharedBytes(int head_dim, int block_m, int block_n) {
   return block_n * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
          block_n * backwardDsPitch(block_m) + 2 * backwardQueryStageBytes(head_dim, block_m);
+}
+
+// The wgmma main pass (main_wgmma.cuh): swizzled K-major tiles (attention_sm90/smem_desc.cuh) of
+// the key block (K and V in E4M3 [keys][D], K^T in BF16 [D][keys]), the dS tile (BF16 [queries]
+// [keys]), and two query stages of Q, dO (E4M3 [queries][D]), dO^T (E4M3 [D][queries]), Q^T (BF16
+// [D][queries]), LSE2 and delta; plus 1024 bytes to align the base for the swizzle.
+FA4JIT_HD constexpr int backwardWgmmaStageBytes(int head_dim, int block_m) {
+  using attention_sm90::operandTileBytes;
+  return (2 * operandTileBytes(block_m, head_dim) + operandTileBytes(head_dim, block_m) +
+          operandTileBytes(head_dim, 2 * block_m) + 8 * block_m + 1023) / 1024 * 1024;
+}
+FA4JIT_HD constexpr int backwardWgmmaSharedBytes(int head_dim, int block_m, int block_n) {
+  using attention_sm90::operandTileBytes;
+  return 2 * operandTileBytes(block_n, head_dim) + operandTileBytes(head_dim, 2 * block_n) +
+         operandTileBytes(block_m, 2 * block_n) + 2 * backwardWgmmaStageBytes(head_dim, block_m) + 1024;
 }
 
 } // namespace fa4jit::device::attention_backward

@@ -262,4 +262,17 @@ FA4JIT_DEVICE void sm90_wgmma_m64n136k32_f32_e4m3_rs(float (&d)[17][4], const ui
 #endif
 }
 
+// D[64x32] (+)= A[64x32] * B[32x32], E4M3 inputs, FP32 accumulate; A and B from shared memory
+// (the backward's S^T = K Q^T and dP^T = V dO^T of 32 queries).
+FA4JIT_DEVICE void sm90_wgmma_m64n32k32_f32_e4m3_ss(float (&d)[4][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+#if defined(FA4JIT_SM90A)
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
+               " wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+               : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+#else
+  (void)d, (void)a_desc, (void)b_desc, (void)scale_d;
+#endif
+}
+
 } // namespace fa4jit::device::attention_sm90

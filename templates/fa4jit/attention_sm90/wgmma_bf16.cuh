@@ -135,4 +135,17 @@ FA4JIT_DEVICE void sm90_wgmma_m64n256k16_f32_bf16_rs(float (&d)[32][4], const ui
 #endif
 }
 
+// D[64x32] (+)= A[64x16] * B[16x32], BF16 inputs, FP32 accumulate; A and B from shared memory,
+// both K-major (the backward's dQ^T = K^T dS^T of 32 queries).
+FA4JIT_DEVICE void sm90_wgmma_m64n32k16_f32_bf16_ss(float (&d)[4][4], uint64_t a_desc, uint64_t b_desc, int scale_d) {
+#if defined(FA4JIT_SM90A)
+  asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
+               " wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+               : "l"(a_desc), "l"(b_desc), "r"(scale_d));
+#else
+  (void)d, (void)a_desc, (void)b_desc, (void)scale_d;
+#endif
+}
+
 } // namespace fa4jit::device::attention_sm90

@@ -225,6 +225,13 @@ enum class BackwardQkOperands : uint8_t {
   SavedNvfp4,  // the saved NVFP4 payload decoded exactly (no extra memory; cosine 0.987)
 };
 
+// Which tensor-core instructions the main pass issues (templates/fa4jit/attention_backward):
+enum class BackwardMma : uint8_t {
+  MmaSync, // warp-level mma.sync (E4M3 m16n8k32, BF16 m16n8k16), operands through registers
+  Wgmma,   // sm_90a warpgroup MMAs from swizzled shared tiles (main_wgmma.cuh): 64 keys per
+           // warpgroup, block_m 32 or 64
+};
+
 struct BackwardSpec {
   // The training forward whose saved operands and LSE the backward reads: its route (nvfp8), head
   // dim, causal mask, softmax scale and Q/K widening.
@@ -243,6 +250,7 @@ struct BackwardSpec {
   // dQ's FP32 accumulator takes the key blocks in order, so that every run gives the same bits
   // (FlashAttention-3's deterministic mode); otherwise they add in arrival order.
   bool deterministic = false;
+  BackwardMma mma = BackwardMma::MmaSync;
 };
 
 enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16 };
@@ -284,5 +292,6 @@ const char *toString(QuantLayout l);
 const char *toString(KernelFamily f);
 const char *toString(BackwardPvFormat f);
 const char *toString(BackwardQkOperands q);
+const char *toString(BackwardMma m);
 
 } // namespace fa4jit
