@@ -27,7 +27,7 @@ TEST_CASE("backward spec: JSON round trip and canonical forward fields", "[codeg
   s.backward.pv = BackwardPvFormat::Mxfp4;
   s.backward.qk = BackwardQkOperands::SavedNvfp4;
   s.backward.deterministic = true;
-  s.backward.tile = TileShape{32, 32, 2};
+  s.backward.tile = TileShape{32, 64, 4};
   auto parsed = parseSpec(toJson(s));
   REQUIRE(static_cast<bool>(parsed));
   CHECK(specsEqual(*parsed, canonicalize(s)));
@@ -51,12 +51,12 @@ TEST_CASE("backward spec: JSON round trip and canonical forward fields", "[codeg
   other.backward.deterministic = false;
   CHECK(specHash(other) != specHash(s));
   other = s;
-  other.backward.mma = BackwardMma::Wgmma;
+  other.backward.mma = BackwardMma::MmaSync;
   CHECK(specHash(other) != specHash(s));
-  CHECK_THAT(toJson(other), Catch::Contains("\"mma\":\"wgmma\""));
-  auto wgmma = parseSpec(toJson(other));
-  REQUIRE(static_cast<bool>(wgmma));
-  CHECK(wgmma->backward.mma == BackwardMma::Wgmma);
+  CHECK_THAT(toJson(other), Catch::Contains("\"mma\":\"mma-sync\""));
+  auto mma_sync = parseSpec(toJson(other));
+  REQUIRE(static_cast<bool>(mma_sync));
+  CHECK(mma_sync->backward.mma == BackwardMma::MmaSync);
 }
 
 TEST_CASE("backward spec: parse errors name the key", "[codegen][backward]") {
@@ -74,8 +74,15 @@ TEST_CASE("backward spec: parse errors name the key", "[codegen][backward]") {
 }
 
 TEST_CASE("backward spec: the rules", "[codegen][backward]") {
-  const KernelSpec d64 = defaultBackwardSpec(64, false, 0.0f, Target::Sm90a);
-  const KernelSpec d128 = defaultBackwardSpec(128, false, 0.0f, Target::Sm90a);
+  CHECK(violations(defaultBackwardSpec(64, false, 0.0f, Target::Sm90a)).empty());
+  CHECK(violations(defaultBackwardSpec(128, true, 0.0f, Target::Sm90a)).empty());
+  // The mma.sync main pass's, from its own tiles.
+  KernelSpec d64 = defaultBackwardSpec(64, false, 0.0f, Target::Sm90a);
+  d64.backward.mma = BackwardMma::MmaSync;
+  d64.backward.tile = TileShape{64, 64, 4};
+  KernelSpec d128 = defaultBackwardSpec(128, false, 0.0f, Target::Sm90a);
+  d128.backward.mma = BackwardMma::MmaSync;
+  d128.backward.tile = TileShape{32, 64, 4};
   CHECK(violations(d64).empty());
   CHECK(violations(d128).empty());
 
@@ -169,5 +176,5 @@ TEST_CASE("backward spec: four entry points in launch order", "[codegen][backwar
   CHECK(k->entries[2].dynamic_shared_bytes == backwardSharedBytes(s.backward));
   CHECK(k->entries[3].name == k->name + "_dq");
   CHECK_THAT(k->source, Catch::Contains("static constexpr bool causal = true;"));
-  CHECK_THAT(k->source, Catch::Contains("static constexpr int block_m = 32;"));
+  CHECK_THAT(k->source, Catch::Contains("static constexpr int block_m = 64;"));
 }

@@ -73,9 +73,9 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
     saved += s.backward.qk == BackwardQkOperands::SavedNvfp4;
   }
   CHECK(names.size() == v.size());
-  // mma.sync: MXFP4 at D64's 64- and 32-query steps and D128's 32; each mode at D64 and D128; the
-  // wgmma main pass: each at D64 and D128 again.
-  CHECK(mxfp4 == 5);
+  // Per main pass (wgmma, mma.sync) and head dim: MXFP4 at the chosen step and at 32 queries
+  // (the same for mma.sync's D128), each mode once.
+  CHECK(mxfp4 == 7);
   CHECK(deterministic == 4);
   CHECK(saved == 4);
   for (int d : {64, 128})
@@ -83,7 +83,9 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
       const KernelSpec s = defaultBackwardSpec(d, causal, 0.0f, Target::Sm90a);
       CHECK(s.backward.forward.head_dim == d);
       CHECK(s.backward.forward.causal == causal);
-      CHECK(s.backward.tile.block_m == (d == 128 ? 32 : 64));
+      CHECK(s.backward.mma == BackwardMma::Wgmma);
+      CHECK(s.backward.tile.block_m == 64);
+      CHECK(s.backward.tile.block_n == (d == 128 ? 128 : 64));
       CHECK(s.backward.pv == BackwardPvFormat::E4m3);
       CHECK(s.backward.qk == BackwardQkOperands::Bf16);
       // the nvfp8 forward's widening, which the rebuilt S must repeat

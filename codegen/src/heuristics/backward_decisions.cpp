@@ -1,19 +1,24 @@
-// The attention backward's decision table (templates/fa4jit/attention_backward): the tiles of a
-// head dim. Each warp keeps dK and dV of its 16 keys in registers (head_dim FP32 per thread), so
-// the query step is as wide as the rest of the registers allow without spilling (spec_validate's
-// backward rules; the compile-all test shows 0 spills for every variant):
-//  - D64: 64 queries per step, 4 warps (64 keys per CTA): the widest step, and 4 warps share
-//    each Q/dO block that is loaded once per 64 keys;
-//  - D128: 32 queries per step (the accumulators take 128 registers; 64 spills), 4 warps: a
-//    32-query step fills the k = 32 of the FP8 dV product, which 16 queries leave half empty.
+// The attention backward's decision table (templates/fa4jit/attention_backward): the main pass's
+// instructions and tiles of a head dim. Both head dims run the wgmma main pass (main_wgmma.cuh),
+// which took the backward from 0.31x to 0.56x cuDNN's at D128 against the mma.sync one
+// (scripts/bench_backward.py). Each warpgroup keeps dK and dV of its 64 keys in registers, so the
+// query step is as wide as the rest of the registers allow without spilling (the compile-all test
+// shows 0 spills for every variant):
+//  - D64: 64 queries per step, one warpgroup (64 keys per CTA);
+//  - D128: 64 queries per step, two warpgroups (128 keys per CTA): each takes one half of dQ over
+//    all 128 keys, so dQ's FP32 atomics are half those of 64-key CTAs.
+// The mma.sync main pass, where a spec asks for it: 16 keys per warp, 4 warps; D64 steps 64
+// queries, D128 32 (its accumulators take 128 registers; 64 spills).
 #include "decisions.h"
 
 namespace fa4jit::decisions {
 
-BackwardChoice backwardChoice(int head_dim) {
-  if (head_dim == 128)
-    return {BackwardMma::MmaSync, TileShape{32, 64, 4}};
-  return {BackwardMma::MmaSync, TileShape{64, 64, 4}};
+BackwardChoice backwardChoice(int head_dim, BackwardMma mma) {
+  if (mma == BackwardMma::Wgmma)
+    return {mma, head_dim == 128 ? TileShape{64, 128, 8} : TileShape{64, 64, 4}};
+  return {mma, head_dim == 128 ? TileShape{32, 64, 4} : TileShape{64, 64, 4}};
 }
+
+BackwardChoice backwardChoice(int head_dim) { return backwardChoice(head_dim, BackwardMma::Wgmma); }
 
 } // namespace fa4jit::decisions

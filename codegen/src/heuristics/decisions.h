@@ -23,5 +23,6 @@ struct BackwardChoice {
   TileShape tile;
 };
 BackwardChoice backwardChoice(int head_dim);
+BackwardChoice backwardChoice(int head_dim, BackwardMma mma); // (that main pass's tiles)
 
 } // namespace fa4jit::decisions

@@ -10,6 +10,8 @@
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/codegen/variants.h"
 
+#include "decisions.h"
+
 namespace fa4jit {
 namespace {
 
@@ -153,67 +155,42 @@ std::vector<KernelSpec> enumerateBackwardVariants(Target target) {
   std::vector<KernelSpec> out;
   if (target != Target::Sm90a || !backwardTemplatesAvailable())
     return out; // the backward kernels are sm_90a's (spec_validate)
-  for (int d : {64, 128})
-    for (bool causal : {false, true}) {
-      const KernelSpec chosen = defaultBackwardSpec(d, causal, 0.0f, target);
-      out.push_back(chosen);
-      if (causal)
-        continue; // the choices below do not touch the mask
-      KernelSpec v = chosen;
-      v.backward.deterministic = true;
+  auto add = [&](const KernelSpec &v) {
+    if (specViolations(v).empty() &&
+        std::none_of(out.begin(), out.end(), [&](const KernelSpec &o) { return specsEqual(o, v); }))
       out.push_back(v);
-      v = chosen;
-      v.backward.qk = BackwardQkOperands::SavedNvfp4;
-      out.push_back(v);
-      // Every other tile the rules admit: 2, 4 or 8 warps, and at D64 32-query steps.
-      for (int warps : {2, 4, 8})
-        for (int block_m : {16, 32, 64}) {
-          v = chosen;
-          v.backward.tile = TileShape{block_m, 16 * warps, warps};
-          if (specsEqual(v, chosen) || !specViolations(v).empty())
-            continue;
-          out.push_back(v);
-        }
-      v = chosen; // MXFP4 P/V (32-query blocks: every default step is a multiple)
-      v.backward.pv = BackwardPvFormat::Mxfp4;
-      out.push_back(v);
-      if (d == 64) {
+  };
+  for (BackwardMma mma : {BackwardMma::Wgmma, BackwardMma::MmaSync})
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        KernelSpec chosen = defaultBackwardSpec(d, causal, 0.0f, target);
+        const decisions::BackwardChoice choice = decisions::backwardChoice(d, mma);
+        chosen.backward.mma = choice.mma;
+        chosen.backward.tile = choice.tile;
+        add(chosen);
+        if (causal)
+          continue; // the choices below do not touch the mask
+        KernelSpec v = chosen;
+        v.backward.deterministic = true;
+        add(v);
+        v = chosen;
+        v.backward.qk = BackwardQkOperands::SavedNvfp4;
+        add(v);
+        v = chosen; // MXFP4 P/V (32-query blocks: every chosen step is a multiple)
+        v.backward.pv = BackwardPvFormat::Mxfp4;
+        add(v);
+        // Every other tile the rules admit (the MXFP4 variant also at a 32-query step).
+        for (int warps : {2, 4, 8})
+          for (int block_m : {16, 32, 64}) {
+            v = chosen;
+            v.backward.tile = TileShape{block_m, 16 * warps, warps};
+            add(v);
+          }
+        v = chosen;
+        v.backward.pv = BackwardPvFormat::Mxfp4;
         v.backward.tile = TileShape{32, 64, 4};
-        out.push_back(v);
+        add(v);
       }
-    }
-  // The wgmma main pass: every tile its rules admit, then the mask, the modes and the variants on
-  // its first tile.
-  for (int d : {64, 128}) {
-    KernelSpec first;
-    bool have_first = false;
-    for (int warps : {4, 8})
-      for (int block_m : {32, 64}) {
-        KernelSpec v = defaultBackwardSpec(d, false, 0.0f, target);
-        v.backward.mma = BackwardMma::Wgmma;
-        v.backward.tile = TileShape{block_m, 16 * warps, warps};
-        if (!specViolations(v).empty())
-          continue;
-        if (std::none_of(out.begin(), out.end(), [&](const KernelSpec &o) { return specsEqual(o, v); }))
-          out.push_back(v);
-        if (!have_first)
-          first = v, have_first = true;
-      }
-    if (!have_first)
-      continue;
-    KernelSpec v = first;
-    v.backward.forward.causal = true;
-    out.push_back(v);
-    v = first;
-    v.backward.deterministic = true;
-    out.push_back(v);
-    v = first;
-    v.backward.qk = BackwardQkOperands::SavedNvfp4;
-    out.push_back(v);
-    v = first;
-    v.backward.pv = BackwardPvFormat::Mxfp4;
-    out.push_back(v);
-  }
   return out;
 }
 
