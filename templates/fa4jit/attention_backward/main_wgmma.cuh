@@ -7,11 +7,12 @@
 //   dP^T = V8 dO8^T         m64 x block_m, k = D     E4M3, both from shared memory
 //   dV  += P8^T dO8         m64 x D, k = block_m     E4M3, P^T from registers, dO^T K-major
 //   dK  += dS^T Q           m64 x D, k = block_m     BF16, dS^T from registers, Q^T K-major
-//   dQ^T = K^T dS^T         m64 per half of D, k = keys   BF16, both from shared memory
+//   dQ   = dS K             m64 x half of D, k = keys     BF16, both from shared memory (64-query
+//                           steps; 32-query ones take dQ^T = K^T dS^T, m64 per half of D)
 // FP8 wgmma takes K-major operands only, hence the transposed views: dO^T and Q^T come from the
-// stage launch, K^T is transposed once per CTA. dQ^T goes to the FP32 accumulator with atomics,
-// in key-block order when deterministic. With two warpgroups, warpgroup h takes half h of dQ^T
-// over all of the CTA's keys, so each element is added once per CTA.
+// stage launch, K^T is transposed once per CTA. dQ goes to the FP32 accumulator with atomics, in
+// key-block order when deterministic. With two warpgroups, warpgroup h takes half h of the head
+// dim over all of the CTA's keys, so each element is added once per CTA.
 #include "fa4jit/attention_backward/kernel.cuh"
 #include "fa4jit/attention_sm90/wgmma_bf16.cuh"
 #include "fa4jit/mbarrier.cuh"
@@ -43,6 +44,10 @@ template <class C> struct BackwardWgmmaTraits {
   static constexpr int kStageBytes = backwardWgmmaStageBytes(kHeadDim, kBlockM);
   static_assert(kStageDelta + 4 * kBlockM <= kStageBytes, "query stage layout");
   static constexpr int kSharedBytes = kStages + 2 * kStageBytes + 1024;
+  // A 64-query step's dQ rows (FP32, D each) go out from its stage's operand tiles, which the step
+  // no longer reads then; the pitch puts the 8 rows of an accumulator column 8 banks apart.
+  static constexpr int kDqPitch = kHeadDim * 4 + 32;
+  static_assert(kBlockM != 64 || kBlockM * kDqPitch <= kStageLse2, "dQ rows fit in the stage's tiles");
   static_assert(kSharedBytes == backwardWgmmaSharedBytes(kHeadDim, kBlockM, kBlockN), "shared layout");
   // The prologue widens the key block into dense rows in the (not yet used) stages first: K and V
   // as E4M3 [keys][D], K as BF16 [keys][D].
@@ -90,6 +95,18 @@ template <int kN> FA4JIT_DEVICE void bf16ss(float (&d)[kN / 8][4], uint64_t a, u
   else
     attention_sm90::sm90_wgmma_m64n64k16_f32_bf16_ss(d, a, b, 1);
 }
+
+// dst[0 .. bytes / 4) += src[...] (FP32), one bulk reduction from shared memory (16-byte aligned
+// and sized), in the issuing thread's bulk async-group.
+FA4JIT_DEVICE void bulkReduceAddF32(float *dst, const uint8_t *src, int bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst),
+               "r"(attention::sharedAddress(src)), "r"(bytes)
+               : "memory");
+}
+FA4JIT_DEVICE void bulkCommit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// The thread's bulk reductions have read their shared memory / are complete in global memory.
+FA4JIT_DEVICE void bulkWaitRead() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+FA4JIT_DEVICE void bulkWaitDone() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
 template <int kTiles> FA4JIT_DEVICE void zero(float (&d)[kTiles][4]) {
 #pragma unroll
@@ -149,21 +166,21 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
     const uint8_t *ksf = reinterpret_cast<const uint8_t *>(p.k_sf) + kv_row * p.k_sf_head_bytes;
     const int krow = static_cast<int>(p.k_payload_row_bytes);
     attention::loadNvfp4Rows<kD, kBn, kD, T::kThreads, false, 1>(k_rows, kpay + key0 * p.k_payload_row_bytes, krow, ksf,
-                                                                  key0, valid_keys, exp2Int(-C::qk_widen_shift), tid);
+                                                                 key0, valid_keys, exp2Int(-C::qk_widen_shift), tid);
     if (C::qk_saved_nvfp4)
-      attention::loadNvfp4Rows<kD, kBn, 2 * kD, T::kThreads, true, 1>(kb_rows, kpay + key0 * p.k_payload_row_bytes, krow,
-                                                                       ksf, key0, valid_keys, 1.0f, tid);
+      attention::loadNvfp4Rows<kD, kBn, 2 * kD, T::kThreads, true, 1>(kb_rows, kpay + key0 * p.k_payload_row_bytes,
+                                                                      krow, ksf, key0, valid_keys, 1.0f, tid);
     else
-      attention::loadBf16Rows<kD, kBn, 2 * kD, T::kThreads, 1>(
-          kb_rows,
-          reinterpret_cast<const uint16_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride + key0 * p.k_row_stride,
-          static_cast<int>(p.k_row_stride), valid_keys, tid);
+      attention::loadBf16Rows<kD, kBn, 2 * kD, T::kThreads, 1>(kb_rows,
+                                                               reinterpret_cast<const uint16_t *>(p.k) +
+                                                                   b * p.k_batch_stride + hkv * p.k_head_stride +
+                                                                   key0 * p.k_row_stride,
+                                                               static_cast<int>(p.k_row_stride), valid_keys, tid);
     const uint8_t *vt = reinterpret_cast<const uint8_t *>(p.v_payload) + kv_row * p.v_payload_head_bytes;
     if (C::pv_mxfp4)
-      loadMxfp4VtAsRows<kD, kBn, kD, T::kThreads>(v_rows, vt, p.v_payload_row_bytes,
-                                                   reinterpret_cast<const uint8_t *>(p.v_sf) + kv_row * p.v_sf_head_bytes,
-                                                   key0, keys_padded,
-                                                   reinterpret_cast<const int32_t *>(p.v_head_scalar)[kv_row], tid);
+      loadMxfp4VtAsRows<kD, kBn, kD, T::kThreads>(
+          v_rows, vt, p.v_payload_row_bytes, reinterpret_cast<const uint8_t *>(p.v_sf) + kv_row * p.v_sf_head_bytes,
+          key0, keys_padded, reinterpret_cast<const int32_t *>(p.v_head_scalar)[kv_row], tid);
     else
       loadFp8VtAsRows<kD, kBn, kD, T::kThreads>(v_rows, vt, p.v_payload_row_bytes, key0, keys_padded, tid);
     __syncthreads();
@@ -178,7 +195,8 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       for (int i = 0; i < 4; ++i)
         w[i] = static_cast<uint32_t>(kb[(chunk * 8 + 2 * i) * kD + d]) |
                (static_cast<uint32_t>(kb[(chunk * 8 + 2 * i + 1) * kD + d]) << 16);
-      *reinterpret_cast<uint4 *>(smem + T::kKbT + swizzledOffset<kD>(d, 16 * chunk)) = make_uint4(w[0], w[1], w[2], w[3]);
+      *reinterpret_cast<uint4 *>(smem + T::kKbT + swizzledOffset<kD>(d, 16 * chunk)) =
+          make_uint4(w[0], w[1], w[2], w[3]);
     }
     fenceProxyAsyncShared(); // these generic stores -> the tensor core's view
     __syncthreads();         // (and the stages are free again)
@@ -201,6 +219,9 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
   const int m_count = m_blocks - m_first, steps = group * m_count; // (head, query block) pairs
   const int key_row_base = key0 + warp * 16 + g;                   // this thread's keys: key_row_base and + 8
   const int64_t padded = p.seqlen_q_padded;
+  // 64-query steps send dQ by bulk reductions from shared memory, issued by lane 0 of each warp.
+  constexpr bool kBulkDq = kBm == 64;
+  const bool dq_issuer = kBulkDq && lane == 0;
 
   // Step i's query block into stage i % 2, swizzled on the way.
   auto prefetch = [&](int step) {
@@ -213,10 +234,9 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
                                             kD, tid);
     copySwizzledAsync<kD, kBm, T::kThreads>(
         stage + T::kStageDoT, reinterpret_cast<const uint8_t *>(p.do_t) + head_row * padded * kD + q0, padded, tid);
-    copySwizzledAsync<kD, 2 * kBm, T::kThreads>(stage + T::kStageQbT,
-                                                reinterpret_cast<const uint8_t *>(p.qb) +
-                                                    (head_row * padded * kD + q0) * 2,
-                                                padded * 2, tid);
+    copySwizzledAsync<kD, 2 * kBm, T::kThreads>(
+        stage + T::kStageQbT, reinterpret_cast<const uint8_t *>(p.qb) + (head_row * padded * kD + q0) * 2, padded * 2,
+        tid);
     copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageLse2,
                                                     reinterpret_cast<const uint8_t *>(p.lse2) + row * 4, 0, tid);
     copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageDelta,
@@ -253,15 +273,20 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       dq_accum = reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
       semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
     }
-    // The next step's block goes into the other stage, whose readers (the previous step) all
-    // passed the barrier before its dQ product.
+    // This step's block has landed (it was fetched during the previous step); the previous step's
+    // dQ rows have left its stage (the bulk reductions' reads are waited for before the barrier).
+    if (kBulkDq && dq_issuer)
+      bulkWaitRead();
+    waitAsyncCopies<0>();
+    fenceProxyAsyncShared(); // this thread's cp.async bytes -> the tensor core's view
+    __syncthreads();
+    // The next step's block goes into the other stage, whose readers (the previous step) are all
+    // past the barrier above.
     if (step + 1 < steps)
       prefetch(step + 1);
     commitAsyncCopies();
-    waitAsyncCopies<1>();
-    fenceProxyAsyncShared(); // this thread's cp.async bytes -> the tensor core's view
-    __syncthreads();
-    const uint8_t *stage = smem + T::kStages + (step % 2) * T::kStageBytes;
+    uint8_t *stage_rw = smem + T::kStages + (step % 2) * T::kStageBytes;
+    const uint8_t *stage = stage_rw;
     const uint32_t stage_addr = base + T::kStages + (step % 2) * T::kStageBytes;
     const float *lse2_s = reinterpret_cast<const float *>(stage + T::kStageLse2);
     const float *delta_s = reinterpret_cast<const float *>(stage + T::kStageDelta);
@@ -371,36 +396,80 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       }
       __syncthreads();
     }
-    // dQ^T = K^T dS^T over the CTA's keys, per 64-row half of D: warpgroup h takes half h (two
-    // warpgroups), or every half (one).
+    // dQ over the CTA's keys, per 64-wide half of D: warpgroup h takes half h (two warpgroups), or
+    // every half (one). A 64-query step is one m64 of dQ = dS K, whose accumulator pairs are
+    // adjacent columns of a dQ row: one 8-byte reduction each. A 32-query step takes the m64 from
+    // the head dim instead: dQ^T = K^T dS^T, one 4-byte reduction per element.
+    if constexpr (kBm == 64) {
 #pragma unroll
-    for (int hh = 0; hh < T::kDimHalves / T::kGroups; ++hh) {
-      const int half = T::kGroups == 1 ? hh : wg;
-      float dqt[kQt][4];
-      zero(dqt);
-      attention_sm90::sm90_wgmma_fence();
+      for (int hh = 0; hh < T::kDimHalves / T::kGroups; ++hh) {
+        const int half = T::kGroups == 1 ? hh : wg;
+        float dq[8][4];
+        zero(dq);
+        attention_sm90::sm90_wgmma_fence();
 #pragma unroll
-      for (int kk = 0; kk < kBn / 16; ++kk)
-        bf16ss<kBm>(dqt, operandDescriptor<kD>(kbt_lo, 64 * half, kk), operandDescriptor<kBm>(ds_lo, 0, kk));
-      attention_sm90::sm90_wgmma_commit();
-      attention_sm90::sm90_wgmma_wait<0>();
-      attention_sm90::sm90_fence_regs(dqt);
+        for (int kk = 0; kk < kBn / 16; ++kk)
+          bf16ss<64>(dq, operandDescriptor<kBm>(ds_lo, 0, kk), operandDescriptor<kD>(kbt_lo, 64 * half, kk));
+        attention_sm90::sm90_wgmma_commit();
+        attention_sm90::sm90_wgmma_wait<0>();
+        attention_sm90::sm90_fence_regs(dq);
+        // The block's dQ rows into this step's stage (free since the barrier before dQ), full rows
+        // of D FP32 at a bank-spreading pitch.
 #pragma unroll
-      for (int t = 0; t < kQt; ++t)
+        for (int t = 0; t < 8; ++t)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int d = 64 * half + (warp % 4) * 16 + g + 8 * (i / 2), row = q0 + t * 8 + 2 * q4 + (i % 2);
-          if (row < p.seqlen_q)
-            atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + d, dqt[t][i]);
-        }
+          for (int r = 0; r < 2; ++r) {
+            const int row = (warp % 4) * 16 + g + 8 * r, d = 64 * half + t * 8 + 2 * q4;
+            *reinterpret_cast<float2 *>(stage_rw + row * T::kDqPitch + d * 4) =
+                make_float2(dq[t][2 * r], dq[t][2 * r + 1]);
+          }
+      }
+      fenceProxyAsyncShared(); // these generic stores -> the bulk copy's view
+      __syncthreads();
+      // One bulk reduction per valid row into the FP32 accumulator, issued by lane 0 of each warp.
+      if (dq_issuer) {
+        for (int row = warp * (kBm / T::kWarps); row < (warp + 1) * (kBm / T::kWarps); ++row)
+          if (q0 + row < p.seqlen_q)
+            bulkReduceAddF32(dq_accum + static_cast<int64_t>(q0 + row) * kD, stage_rw + row * T::kDqPitch, kD * 4);
+        bulkCommit();
+        if (C::deterministic)
+          bulkWaitDone(); // the rows are in global memory before the semaphore moves on
+      }
+    } else {
+#pragma unroll
+      for (int hh = 0; hh < T::kDimHalves / T::kGroups; ++hh) {
+        const int half = T::kGroups == 1 ? hh : wg;
+        float dqt[kQt][4];
+        zero(dqt);
+        attention_sm90::sm90_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < kBn / 16; ++kk)
+          bf16ss<kBm>(dqt, operandDescriptor<kD>(kbt_lo, 64 * half, kk), operandDescriptor<kBm>(ds_lo, 0, kk));
+        attention_sm90::sm90_wgmma_commit();
+        attention_sm90::sm90_wgmma_wait<0>();
+        attention_sm90::sm90_fence_regs(dqt);
+#pragma unroll
+        for (int t = 0; t < kQt; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            const int d = 64 * half + (warp % 4) * 16 + g + 8 * (i / 2), row = q0 + t * 8 + 2 * q4 + (i % 2);
+            if (row < p.seqlen_q)
+              atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + d, dqt[t][i]);
+          }
+      }
     }
     if (C::deterministic) {
+      if (dq_issuer)
+        asm volatile("fence.proxy.async.global;" ::: "memory"); // the bulk writes -> generic view
       __threadfence();
       __syncthreads();
       if (tid == 0)
         asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
     }
   }
+
+  if (dq_issuer)
+    bulkWaitRead(); // the shared memory stays until the last rows are read
 
   // This CTA's keys: dK = sum * factor, dV likewise, in BF16.
   uint16_t *dkg = reinterpret_cast<uint16_t *>(p.dk) + b * p.dk_batch_stride + hkv * p.dk_head_stride;
