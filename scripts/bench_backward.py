@@ -71,8 +71,7 @@ def main():
                     "sdpa_cudnn_bwd": backward_only(sdpa(SDPBackend.CUDNN_ATTENTION)),
                     "fa4jit_bwd": backward_only(fa4()),
                 }
-                if d == 64:
-                    calls["fa4jit_mxfp4"] = step(fa4(backward_pv="mxfp4"))
+                calls["fa4jit_mxfp4"] = step(fa4(backward_pv="mxfp4"))
                 names, fns = [], []
                 for name, fn in calls.items():
                     try:
