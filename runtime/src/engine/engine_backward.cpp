@@ -105,6 +105,9 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
     return llvm::Error::success(); // nothing to differentiate
   if (q.batch > 65535 || q.heads > 65535)
     return fail(llvm::formatv("backward: batch {0} and query heads {1} must each be at most 65535", q.batch, q.heads));
+  if ((std::int64_t(k.seqlen) + bs.tile.block_n - 1) / bs.tile.block_n > 65535)
+    return fail(llvm::formatv("backward: {0} keys make more than 65535 blocks of {1} keys (the main launch's grid)",
+                              k.seqlen, bs.tile.block_n));
 
   struct Checked {
     const TensorDesc *t;
@@ -194,7 +197,7 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
     return err;
   // (no queries: the main pass still runs, and writes dK = dV = 0)
   const unsigned key_blocks = unsigned((k.seqlen + bs.tile.block_n - 1) / bs.tile.block_n);
-  if (auto err = launch(*main, {key_blocks, unsigned(k.heads), unsigned(q.batch)}))
+  if (auto err = launch(*main, {unsigned(k.heads), key_blocks, unsigned(q.batch)}))
     return err;
   return launch(*dq_pass, {row_blocks, unsigned(q.heads), unsigned(q.batch)});
 }

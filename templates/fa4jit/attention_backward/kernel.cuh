@@ -180,7 +180,7 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
   constexpr int kD = T::kHeadDim, kBm = T::kBlockM, kBn = T::kBlockN, kQt = T::kQueryTiles, kDt = T::kDimTiles;
   extern __shared__ __align__(16) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, q4 = lane % 4;
-  const int hkv = blockIdx.y, b = blockIdx.z, n_block = blockIdx.x, key0 = n_block * kBn;
+  const int hkv = blockIdx.x, b = blockIdx.z, n_block = blockIdx.y, key0 = n_block * kBn;
   const int group = p.heads_q / p.heads_kv, kv_row = b * p.heads_kv + hkv;
   const int keys_padded = (p.seqlen_k + 127) / 128 * 128;
   const int valid_keys = min(kBn, p.seqlen_k - key0);

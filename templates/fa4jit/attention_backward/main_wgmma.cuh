@@ -153,7 +153,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
   const uint32_t base = attention::sharedAddress(smem);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, q4 = lane % 4;
   const int wg = warp / 4;
-  const int hkv = blockIdx.y, b = blockIdx.z, n_block = blockIdx.x, key0 = n_block * kBn;
+  const int hkv = blockIdx.x, b = blockIdx.z, n_block = blockIdx.y, key0 = n_block * kBn;
   const int group = p.heads_q / p.heads_kv, kv_row = b * p.heads_kv + hkv;
   const int keys_padded = (p.seqlen_k + 127) / 128 * 128;
   const int valid_keys = min(kBn, p.seqlen_k - key0);

@@ -61,9 +61,9 @@ static_assert(sizeof(BackwardParams) == 26 * 8 + 30 * 8 + 8 * 4, "BackwardParams
 static_assert(alignof(BackwardParams) == 8, "BackwardParams alignment changed");
 
 // The prep, stage and dq launches: grid (ceil(seqlen_q / kPrepRows), heads_q, batch),
-// kPrepThreads threads, no dynamic shared memory. The main launch: grid (ceil(seqlen_k /
-// block_n), heads_kv, batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared
-// memory. The stage pads the query rows to whole kStageRows, a multiple of every block_m, so
+// kPrepThreads threads, no dynamic shared memory. The main launch: grid (heads_kv, ceil(seqlen_k /
+// block_n), batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared memory: the
+// heads vary fastest, so that the causal mask's longest CTAs (the first key blocks) start first. The stage pads the query rows to whole kStageRows, a multiple of every block_m, so
 // that the main pass copies whole blocks without bounds checks.
 constexpr int kPrepRows = 64;
 constexpr int kStageRows = kPrepRows;
