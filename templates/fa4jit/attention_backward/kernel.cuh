@@ -12,20 +12,11 @@
 // Register layouts: attention/mma.cuh (lane = g * 4 + q).
 #include "fa4jit/attention/mma.cuh"
 #include "fa4jit/attention/tile_load.cuh"
+#include "fa4jit/attention_backward/step.cuh"
 #include "fa4jit/attention_backward/tiles.cuh"
 #include "fa4jit/score_terms.cuh"
 
 namespace fa4jit::device::attention_backward {
-
-constexpr float kLog2e = 1.44269504088896340736f;
-FA4JIT_DEVICE float infinity() { return __int_as_float(0x7F800000); }
-
-// The head's dO scale s_dO = amax / 448 (1 when amax is 0), from the prep pass's maximum.
-FA4JIT_DEVICE float doScale(const BackwardParams &p, int head_row) {
-  const float amax = bitsAsFloat(reinterpret_cast<const uint32_t *>(p.do_amax)[head_row]);
-  const float s = amax / 448.0f;
-  return s > 0.0f || s != s ? s : 1.0f; // NaN stays NaN: the gradients of a NaN dO are NaN
-}
 
 // ---- prep -----------------------------------------------------------------------------------
 template <class C> FA4JIT_DEVICE void backwardPrep(const BackwardParams &p) {
@@ -159,21 +150,6 @@ template <class C> FA4JIT_DEVICE void backwardDq(const BackwardParams &p) {
 }
 
 // ---- main -----------------------------------------------------------------------------------
-namespace detail {
-
-FA4JIT_DEVICE uint32_t lds32(const uint8_t *p) { return *reinterpret_cast<const uint32_t *>(p); }
-
-// Four FP32 to four E4M3 bytes (a first, in the lowest byte).
-FA4JIT_DEVICE uint32_t packE4m3x4(float a, float b, float c, float d) {
-  return static_cast<uint32_t>(floatsToE4M3x2(a, b)) | (static_cast<uint32_t>(floatsToE4M3x2(c, d)) << 16);
-}
-
-// MXFP4 value of x in a block whose largest magnitude is amax (NUMERICS.md §1), times 2^offset.
-FA4JIT_DEVICE float mxfp4Scaled(float x, int e, int offset) {
-  return e2m1ToFloat(floatToE2M1(x * exp2Int(-e))) * exp2Int(e + offset);
-}
-
-} // namespace detail
 
 template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
   using T = BackwardTraits<C>;
@@ -181,10 +157,9 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
   extern __shared__ __align__(16) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, q4 = lane % 4;
   const int hkv = blockIdx.x, b = blockIdx.z, n_block = blockIdx.y, key0 = n_block * kBn;
-  const int group = p.heads_q / p.heads_kv, kv_row = b * p.heads_kv + hkv;
+  const int kv_row = b * p.heads_kv + hkv;
   const int keys_padded = (p.seqlen_k + 127) / 128 * 128;
   const int valid_keys = min(kBn, p.seqlen_k - key0);
-  const int diagonal = p.seqlen_k - p.seqlen_q; // query i sees keys j <= i + diagonal
 
   // The key block: K widened to E4M3 for S, K as the dQ product reads it (BF16), V as E4M3 rows.
   {
@@ -220,24 +195,16 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
   const uint8_t *k8 = smem + T::kK8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
   const uint8_t *v8 = smem + T::kV8 + (warp * 16 + g) * T::kFp8Pitch + 4 * q4;
 
-  float dk[kDt][4], dv[kDt][4];
-#pragma unroll
-  for (int t = 0; t < kDt; ++t)
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      dk[t][i] = dv[t][i] = 0.0f;
-  float dk_factor = 1.0f, dv_factor = 1.0f; // the factors of the heads summed so far
+  KeyGradients<C, kDt> grads;
+  auto &dk = grads.dk, &dv = grads.dv;
 
-  const int m_blocks = (p.seqlen_q + kBm - 1) / kBm;
-  // The first query block with a query that sees a key of this block.
-  const int m_first = C::causal ? min(m_blocks, max(0, key0 - diagonal) / kBm) : 0;
-  const int m_count = m_blocks - m_first, steps = group * m_count; // (head, query block) pairs
-  const int key_row_base = key0 + warp * 16 + g;                   // this thread's keys: key_row_base and + 8
+  const StepSchedule sched(p, C::causal, kBm, key0, b, hkv);
+  const int key_row_base = key0 + warp * 16 + g; // this thread's keys: key_row_base and + 8
   const int64_t padded = p.seqlen_q_padded;
 
   // Step i's query block into stage i % 2: plain copies of what the stage launch wrote.
   auto prefetch = [&](int step) {
-    const int head_row = b * p.heads_q + hkv * group + step / m_count, q0 = (m_first + step % m_count) * kBm;
+    const int head_row = sched.headRow(step), q0 = sched.block(step) * kBm;
     const int64_t row = static_cast<int64_t>(head_row) * padded + q0;
     uint8_t *stage = smem + T::kStages + (step % 2) * T::kStageBytes;
     copyRowsAsync<kBm, kD, T::kFp8Pitch, T::kThreads>(stage + T::kStageQ8,
@@ -248,45 +215,20 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
                                                       reinterpret_cast<const uint8_t *>(p.do8) + row * kD, kD, tid);
     copyRowsAsync<kD, kBm, T::kDoTPitch, T::kThreads>(
         stage + T::kStageDoT, reinterpret_cast<const uint8_t *>(p.do_t) + head_row * padded * kD + q0, padded, tid);
-    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageLse2,
-                                                    reinterpret_cast<const uint8_t *>(p.lse2) + row * 4, 0, tid);
-    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageDelta,
-                                                    reinterpret_cast<const uint8_t *>(p.delta) + row * 4, 0, tid);
+    copyRowScalarsAsync<kBm, T::kThreads>(stage + T::kStageLse2, stage + T::kStageDelta, p, row, tid);
   };
-  if (steps > 0)
+  if (sched.steps > 0)
     prefetch(0);
   commitAsyncCopies();
 
-  float mul = 0.0f, dp_factor = 0.0f;
-  float *dq_accum = nullptr;
-  int *semaphore = nullptr;
-  for (int step = 0; step < steps; ++step) {
-    const int hi = step / m_count, m = m_first + step % m_count, q0 = m * kBm;
-    if (step % m_count == 0) { // a new query head of the group
-      const int head_row = b * p.heads_q + hkv * group + hi;
-      const float s_do = doScale(p, head_row);
-      const float g_q = reinterpret_cast<const float *>(p.q_global_scale)[head_row];
-      mul = scoreMultiplier((g_q * g_k) * C::score_scale);
-      dp_factor = s_do * s_v;
-      // dK and dV are summed over the group as each head's FP32 result times its factor; the
-      // accumulators carry the running sum divided by the current head's factor.
-      const float dv_f = s_do * exp2Int(-C::p_offset_log2);
-      const float dk_f = C::softmax_scale * (C::qk_saved_nvfp4 ? g_q : 1.0f);
-      if (hi > 0) {
-        const float rv = dv_factor / dv_f, rk = dk_factor / dk_f;
-#pragma unroll
-        for (int t = 0; t < kDt; ++t)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            dv[t][i] *= rv, dk[t][i] *= rk;
-      }
-      dv_factor = dv_f, dk_factor = dk_f;
-      dq_accum = reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
-      semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
-    }
+  HeadTerms head;
+  for (int step = 0; step < sched.steps; ++step) {
+    const int hi = sched.headInGroup(step), m = sched.block(step), q0 = m * kBm;
+    if (step % sched.m_count == 0) // a new query head of the group
+      head = grads.enterHead(p, sched.headRow(step), hi, g_k, s_v);
     // The next step's block goes into the other stage, whose readers (the previous step) all
     // passed the barrier before its dQ product.
-    if (step + 1 < steps)
+    if (step + 1 < sched.steps)
       prefetch(step + 1);
     commitAsyncCopies();
     waitAsyncCopies<1>();
@@ -317,55 +259,14 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
                                               detail::lds32(dorow + 16));
       }
     }
-    // P^T (in s) and dS^T (in dp); element i of tile t: key key_row_base + 8 * (i / 2), query
-    // q0 + 8t + 2 q4 + i % 2.
-#pragma unroll
-    for (int t = 0; t < kQt; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int qi = t * 8 + 2 * q4 + (i % 2), key = key_row_base + 8 * (i / 2);
-        const bool visible = key < p.seqlen_k && (!C::causal || key <= q0 + qi + diagonal);
-        const float pv = visible ? exp2Hw(fmaf(s[t][i], mul, -lse2_s[qi])) : 0.0f;
-        s[t][i] = pv;
-        dp[t][i] = pv * (dp[t][i] * dp_factor - delta_s[qi]);
-      }
+    probabilitiesAndDs<C>(s, dp, p, head, q0, key_row_base, q4, lse2_s, delta_s);
 
-      // dV += P8^T dO8: P^T as the A fragment (k = queries in the permuted order), dO^T from
-      // shared memory in the same order. 16-query blocks fill half of the k = 32 step.
+    // dV += P8^T dO8: P^T as the A fragment (k = queries in the permuted order), dO^T from
+    // shared memory in the same order. 16-query blocks fill half of the k = 32 step.
 #pragma unroll
     for (int kk = 0; kk < (kBm + 31) / 32; ++kk) {
-      uint32_t a[4] = {0u, 0u, 0u, 0u};
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int t0 = 4 * kk + 2 * half;
-        if (t0 < kQt) {
-          float v[2][4]; // [tile t0, t0 + 1][i]
-#pragma unroll
-          for (int j = 0; j < 2; ++j)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              v[j][i] = s[t0 + j][i] * exp2Int(C::p_offset_log2);
-          if (C::pv_mxfp4) { // MXFP4 blocks of 32 queries per key: tiles 4kk .. 4kk + 3
-#pragma unroll
-            for (int r = 0; r < 2; ++r) { // key rows g and g + 8
-              float amax = 0.0f;
-#pragma unroll
-              for (int t = 4 * kk; t < 4 * kk + 4; ++t)
-                amax = fmaxf(amax, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-              amax = attention::warpQuadMax(amax);
-              const int e = max(-127, min(127, static_cast<int>((floatAsBits(amax) >> 23) & 0xFFu) - 127 - 2));
-#pragma unroll
-              for (int j = 0; j < 2; ++j)
-#pragma unroll
-                for (int c = 0; c < 2; ++c)
-                  v[j][2 * r + c] =
-                      amax == 0.0f ? 0.0f : detail::mxfp4Scaled(s[t0 + j][2 * r + c], e, C::p_offset_log2);
-            }
-          }
-          a[2 * half] = detail::packE4m3x4(v[0][0], v[0][1], v[1][0], v[1][1]);
-          a[2 * half + 1] = detail::packE4m3x4(v[0][2], v[0][3], v[1][2], v[1][3]);
-        }
-      }
+      uint32_t a[4];
+      pFragment<C>(s, kk, a);
 #pragma unroll
       for (int t = 0; t < kDt; ++t) {
         const uint8_t *row = stage + T::kStageDoT + (t * 8 + g) * T::kDoTPitch + kk * 32 + 4 * q4;
@@ -377,10 +278,9 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
     // dK += dS^T Q (BF16): dS^T as the A fragment, Q rows transposed by ldmatrix.
 #pragma unroll
     for (int kk = 0; kk < kBm / 16; ++kk) {
-      const uint32_t a0 = attention::packBf16x2(dp[2 * kk][0], dp[2 * kk][1]);
-      const uint32_t a1 = attention::packBf16x2(dp[2 * kk][2], dp[2 * kk][3]);
-      const uint32_t a2 = attention::packBf16x2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-      const uint32_t a3 = attention::packBf16x2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
+      uint32_t ds[4];
+      dsFragment(dp, kk, ds);
+      const uint32_t a0 = ds[0], a1 = ds[1], a2 = ds[2], a3 = ds[3];
       const int j = lane / 8, r = lane % 8;
       const uint8_t *qrow = stage + T::kStageQb + (kk * 16 + (j & 1) * 8 + r) * T::kBf16Pitch + (j >> 1) * 16;
 #pragma unroll
@@ -428,10 +328,7 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
       }
       if (C::deterministic) { // the key blocks that see query block m are 0 .. some n: in order
         if (tid == 0) {
-          int seen;
-          do
-            asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(semaphore + m) : "memory");
-          while (seen != n_block);
+          awaitTurn(head.semaphore + m, n_block);
         }
         __syncthreads();
       }
@@ -441,32 +338,18 @@ template <class C> FA4JIT_DEVICE void backwardMain(const BackwardParams &p) {
         for (int i = 0; i < 4; ++i) {
           const int row = q0 + rg * 16 + g + 8 * (i / 2), col = col0 + t * 8 + 2 * q4 + (i % 2);
           if (row < p.seqlen_q)
-            atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + col, dq[t][i]);
+            atomicAdd(head.dq_accum + static_cast<int64_t>(row) * kD + col, dq[t][i]);
         }
       if (C::deterministic) {
         __threadfence();
         __syncthreads();
         if (tid == 0)
-          asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
+          passTurn(head.semaphore + m);
       }
     }
   }
 
-  // This CTA's keys: dK = sum * factor, dV likewise, in BF16.
-  uint16_t *dkg = reinterpret_cast<uint16_t *>(p.dk) + b * p.dk_batch_stride + hkv * p.dk_head_stride;
-  uint16_t *dvg = reinterpret_cast<uint16_t *>(p.dv) + b * p.dv_batch_stride + hkv * p.dv_head_stride;
-#pragma unroll
-  for (int t = 0; t < kDt; ++t)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int key = key_row_base + 8 * r, col = t * 8 + 2 * q4;
-      if (key < p.seqlen_k) {
-        *reinterpret_cast<uint32_t *>(dkg + key * p.dk_row_stride + col) =
-            attention::packBf16x2(dk[t][2 * r] * dk_factor, dk[t][2 * r + 1] * dk_factor);
-        *reinterpret_cast<uint32_t *>(dvg + key * p.dv_row_stride + col) =
-            attention::packBf16x2(dv[t][2 * r] * dv_factor, dv[t][2 * r + 1] * dv_factor);
-      }
-    }
+  grads.store(p, b, hkv, key_row_base, q4);
 }
 
 } // namespace fa4jit::device::attention_backward

@@ -154,10 +154,9 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, q4 = lane % 4;
   const int wg = warp / 4;
   const int hkv = blockIdx.x, b = blockIdx.z, n_block = blockIdx.y, key0 = n_block * kBn;
-  const int group = p.heads_q / p.heads_kv, kv_row = b * p.heads_kv + hkv;
+  const int kv_row = b * p.heads_kv + hkv;
   const int keys_padded = (p.seqlen_k + 127) / 128 * 128;
   const int valid_keys = min(kBn, p.seqlen_k - key0);
-  const int diagonal = p.seqlen_k - p.seqlen_q; // query i sees keys j <= i + diagonal
 
   // The key block, once: widened into dense rows in the stages, then swizzled into its tiles.
   {
@@ -209,15 +208,11 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
   const uint32_t kbt_lo = attention_sm90::sw128DescriptorLo(base + T::kKbT);
   const uint32_t ds_lo = attention_sm90::sw128DescriptorLo(base + T::kDs);
 
-  float dk[kDt][4], dv[kDt][4];
-  zero(dk);
-  zero(dv);
-  float dk_factor = 1.0f, dv_factor = 1.0f; // the factors of the heads summed so far
+  KeyGradients<C, kDt> grads;
+  auto &dk = grads.dk, &dv = grads.dv;
 
-  const int m_blocks = (p.seqlen_q + kBm - 1) / kBm;
-  const int m_first = C::causal ? min(m_blocks, max(0, key0 - diagonal) / kBm) : 0;
-  const int m_count = m_blocks - m_first, steps = group * m_count; // (head, query block) pairs
-  const int key_row_base = key0 + warp * 16 + g;                   // this thread's keys: key_row_base and + 8
+  const StepSchedule sched(p, C::causal, kBm, key0, b, hkv);
+  const int key_row_base = key0 + warp * 16 + g; // this thread's keys: key_row_base and + 8
   const int64_t padded = p.seqlen_q_padded;
   // 64-query steps send dQ by bulk reductions from shared memory, issued by lane 0 of each warp.
   constexpr bool kBulkDq = kBm == 64;
@@ -225,7 +220,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
 
   // Step i's query block into stage i % 2, swizzled on the way.
   auto prefetch = [&](int step) {
-    const int head_row = b * p.heads_q + hkv * group + step / m_count, q0 = (m_first + step % m_count) * kBm;
+    const int head_row = sched.headRow(step), q0 = sched.block(step) * kBm;
     const int64_t row = static_cast<int64_t>(head_row) * padded + q0;
     uint8_t *stage = smem + T::kStages + (step % 2) * T::kStageBytes;
     copySwizzledAsync<kBm, kD, T::kThreads>(stage + T::kStageQ8, reinterpret_cast<const uint8_t *>(p.q8) + row * kD, kD,
@@ -237,42 +232,17 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
     copySwizzledAsync<kD, 2 * kBm, T::kThreads>(
         stage + T::kStageQbT, reinterpret_cast<const uint8_t *>(p.qb) + (head_row * padded * kD + q0) * 2, padded * 2,
         tid);
-    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageLse2,
-                                                    reinterpret_cast<const uint8_t *>(p.lse2) + row * 4, 0, tid);
-    copyRowsAsync<1, 4 * kBm, 4 * kBm, T::kThreads>(stage + T::kStageDelta,
-                                                    reinterpret_cast<const uint8_t *>(p.delta) + row * 4, 0, tid);
+    copyRowScalarsAsync<kBm, T::kThreads>(stage + T::kStageLse2, stage + T::kStageDelta, p, row, tid);
   };
-  if (steps > 0)
+  if (sched.steps > 0)
     prefetch(0);
   commitAsyncCopies();
 
-  float mul = 0.0f, dp_factor = 0.0f;
-  float *dq_accum = nullptr;
-  int *semaphore = nullptr;
-  for (int step = 0; step < steps; ++step) {
-    const int hi = step / m_count, m = m_first + step % m_count, q0 = m * kBm;
-    if (step % m_count == 0) { // a new query head of the group
-      const int head_row = b * p.heads_q + hkv * group + hi;
-      const float s_do = doScale(p, head_row);
-      const float g_q = reinterpret_cast<const float *>(p.q_global_scale)[head_row];
-      mul = scoreMultiplier((g_q * g_k) * C::score_scale);
-      dp_factor = s_do * s_v;
-      // dK and dV are summed over the group as each head's FP32 result times its factor; the
-      // accumulators carry the running sum divided by the current head's factor.
-      const float dv_f = s_do * exp2Int(-C::p_offset_log2);
-      const float dk_f = C::softmax_scale * (C::qk_saved_nvfp4 ? g_q : 1.0f);
-      if (hi > 0) {
-        const float rv = dv_factor / dv_f, rk = dk_factor / dk_f;
-#pragma unroll
-        for (int t = 0; t < kDt; ++t)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            dv[t][i] *= rv, dk[t][i] *= rk;
-      }
-      dv_factor = dv_f, dk_factor = dk_f;
-      dq_accum = reinterpret_cast<float *>(p.dq_accum) + static_cast<int64_t>(head_row) * p.seqlen_q * kD;
-      semaphore = reinterpret_cast<int *>(p.dq_semaphore) + static_cast<int64_t>(head_row) * p.dq_semaphore_blocks;
-    }
+  HeadTerms head;
+  for (int step = 0; step < sched.steps; ++step) {
+    const int hi = sched.headInGroup(step), m = sched.block(step), q0 = m * kBm;
+    if (step % sched.m_count == 0) // a new query head of the group
+      head = grads.enterHead(p, sched.headRow(step), hi, g_k, s_v);
     // This step's block has landed (it was fetched during the previous step); the previous step's
     // dQ rows have left its stage (the bulk reductions' reads are waited for before the barrier).
     if (kBulkDq && dq_issuer)
@@ -282,7 +252,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
     __syncthreads();
     // The next step's block goes into the other stage, whose readers (the previous step) are all
     // past the barrier above.
-    if (step + 1 < steps)
+    if (step + 1 < sched.steps)
       prefetch(step + 1);
     commitAsyncCopies();
     uint8_t *stage_rw = smem + T::kStages + (step % 2) * T::kStageBytes;
@@ -310,59 +280,17 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
     attention_sm90::sm90_fence_regs(s);
     attention_sm90::sm90_fence_regs(dp);
 
-    // P^T (in s) and dS^T (in dp); element i of tile t: key key_row_base + 8 * (i / 2), query
-    // q0 + 8t + 2 q4 + i % 2 (the m64nN accumulator layout, attention_sm90/wgmma.cuh).
-#pragma unroll
-    for (int t = 0; t < kQt; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int qi = t * 8 + 2 * q4 + (i % 2), key = key_row_base + 8 * (i / 2);
-        const bool visible = key < p.seqlen_k && (!C::causal || key <= q0 + qi + diagonal);
-        const float pv = visible ? exp2Hw(fmaf(s[t][i], mul, -lse2_s[qi])) : 0.0f;
-        s[t][i] = pv;
-        dp[t][i] = pv * (dp[t][i] * dp_factor - delta_s[qi]);
-      }
+    probabilitiesAndDs<C>(s, dp, p, head, q0, key_row_base, q4, lse2_s, delta_s);
 
     // dV += P8^T dO8 (P^T packed as backwardMain packs it: queries permuted within each 16, as
     // dO^T is staged) and dK += dS^T Q (BF16, the accumulator pairs as they stand).
     uint32_t pa[kBm / 32][4], sa[kBm / 16][4];
 #pragma unroll
     for (int kk = 0; kk < kBm / 32; ++kk)
+      pFragment<C>(s, kk, pa[kk]);
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int t0 = 4 * kk + 2 * half;
-        float v[2][4];
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-            v[j][i] = s[t0 + j][i] * exp2Int(C::p_offset_log2);
-        if (C::pv_mxfp4) { // MXFP4 blocks of 32 queries per key: tiles 4kk .. 4kk + 3
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            float amax = 0.0f;
-#pragma unroll
-            for (int t = 4 * kk; t < 4 * kk + 4; ++t)
-              amax = fmaxf(amax, fmaxf(s[t][2 * r], s[t][2 * r + 1]));
-            amax = attention::warpQuadMax(amax);
-            const int e = max(-127, min(127, static_cast<int>((floatAsBits(amax) >> 23) & 0xFFu) - 127 - 2));
-#pragma unroll
-            for (int j = 0; j < 2; ++j)
-#pragma unroll
-              for (int c = 0; c < 2; ++c)
-                v[j][2 * r + c] = amax == 0.0f ? 0.0f : detail::mxfp4Scaled(s[t0 + j][2 * r + c], e, C::p_offset_log2);
-          }
-        }
-        pa[kk][2 * half] = detail::packE4m3x4(v[0][0], v[0][1], v[1][0], v[1][1]);
-        pa[kk][2 * half + 1] = detail::packE4m3x4(v[0][2], v[0][3], v[1][2], v[1][3]);
-      }
-#pragma unroll
-    for (int kk = 0; kk < kBm / 16; ++kk) {
-      sa[kk][0] = attention::packBf16x2(dp[2 * kk][0], dp[2 * kk][1]);
-      sa[kk][1] = attention::packBf16x2(dp[2 * kk][2], dp[2 * kk][3]);
-      sa[kk][2] = attention::packBf16x2(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-      sa[kk][3] = attention::packBf16x2(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-    }
+    for (int kk = 0; kk < kBm / 16; ++kk)
+      dsFragment(dp, kk, sa[kk]);
     attention_sm90::sm90_wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBm / 32; ++kk)
@@ -389,10 +317,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
 
     if (C::deterministic) { // the key blocks that see query block m are 0 .. some n: in order
       if (tid == 0) {
-        int seen;
-        do
-          asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(seen) : "l"(semaphore + m) : "memory");
-        while (seen != n_block);
+        awaitTurn(head.semaphore + m, n_block);
       }
       __syncthreads();
     }
@@ -430,7 +355,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       if (dq_issuer) {
         for (int row = warp * (kBm / T::kWarps); row < (warp + 1) * (kBm / T::kWarps); ++row)
           if (q0 + row < p.seqlen_q)
-            bulkReduceAddF32(dq_accum + static_cast<int64_t>(q0 + row) * kD, stage_rw + row * T::kDqPitch, kD * 4);
+            bulkReduceAddF32(head.dq_accum + static_cast<int64_t>(q0 + row) * kD, stage_rw + row * T::kDqPitch, kD * 4);
         bulkCommit();
         if (C::deterministic)
           bulkWaitDone(); // the rows are in global memory before the semaphore moves on
@@ -454,7 +379,7 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
           for (int i = 0; i < 4; ++i) {
             const int d = 64 * half + (warp % 4) * 16 + g + 8 * (i / 2), row = q0 + t * 8 + 2 * q4 + (i % 2);
             if (row < p.seqlen_q)
-              atomicAdd(dq_accum + static_cast<int64_t>(row) * kD + d, dqt[t][i]);
+              atomicAdd(head.dq_accum + static_cast<int64_t>(row) * kD + d, dqt[t][i]);
           }
       }
     }
@@ -464,28 +389,14 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       __threadfence();
       __syncthreads();
       if (tid == 0)
-        asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(semaphore + m) : "memory");
+        passTurn(head.semaphore + m);
     }
   }
 
   if (dq_issuer)
     bulkWaitRead(); // the shared memory stays until the last rows are read
 
-  // This CTA's keys: dK = sum * factor, dV likewise, in BF16.
-  uint16_t *dkg = reinterpret_cast<uint16_t *>(p.dk) + b * p.dk_batch_stride + hkv * p.dk_head_stride;
-  uint16_t *dvg = reinterpret_cast<uint16_t *>(p.dv) + b * p.dv_batch_stride + hkv * p.dv_head_stride;
-#pragma unroll
-  for (int t = 0; t < kDt; ++t)
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int key = key_row_base + 8 * r, col = t * 8 + 2 * q4;
-      if (key < p.seqlen_k) {
-        *reinterpret_cast<uint32_t *>(dkg + key * p.dk_row_stride + col) =
-            attention::packBf16x2(dk[t][2 * r] * dk_factor, dk[t][2 * r + 1] * dk_factor);
-        *reinterpret_cast<uint32_t *>(dvg + key * p.dv_row_stride + col) =
-            attention::packBf16x2(dv[t][2 * r] * dv_factor, dv[t][2 * r + 1] * dv_factor);
-      }
-    }
+  grads.store(p, b, hkv, key_row_base, q4);
 }
 
 } // namespace fa4jit::device::attention_backward

@@ -50,9 +50,9 @@ struct BackwardParams {
 
   int32_t batch;
   int32_t heads_q;
-  int32_t heads_kv; // heads_q % heads_kv == 0
-  int32_t seqlen_q; // >= 1
-  int32_t seqlen_k; // >= 1; V^T rows hold Skp = seqlen_k rounded up to 128 keys
+  int32_t heads_kv;            // heads_q % heads_kv == 0
+  int32_t seqlen_q;            // >= 1
+  int32_t seqlen_k;            // >= 1; V^T rows hold Skp = seqlen_k rounded up to 128 keys
   int32_t dq_semaphore_blocks; // ceil(seqlen_q / block_m): the semaphores of one (batch, head)
   int32_t seqlen_q_padded;     // Sqp: seqlen_q rounded up to kStageRows
 };
@@ -63,8 +63,9 @@ static_assert(alignof(BackwardParams) == 8, "BackwardParams alignment changed");
 // The prep, stage and dq launches: grid (ceil(seqlen_q / kPrepRows), heads_q, batch),
 // kPrepThreads threads, no dynamic shared memory. The main launch: grid (heads_kv, ceil(seqlen_k /
 // block_n), batch), warps * 32 threads, backwardSharedBytes(...) of dynamic shared memory: the
-// heads vary fastest, so that the causal mask's longest CTAs (the first key blocks) start first. The stage pads the query rows to whole kStageRows, a multiple of every block_m, so
-// that the main pass copies whole blocks without bounds checks.
+// heads vary fastest, so that the causal mask's longest CTAs (the first key blocks) start first.
+// The stage pads the query rows to whole kStageRows, a multiple of every block_m, so that the main
+// pass copies whole blocks without bounds checks.
 constexpr int kPrepRows = 64;
 constexpr int kStageRows = kPrepRows;
 constexpr int kPrepThreads = 256;
@@ -89,8 +90,8 @@ FA4JIT_HD constexpr int backwardQueryStageBytes(int head_dim, int block_m) {
 // K (E4M3 for S, BF16 for dQ) and V (E4M3) of the CTA's key block, the dS^T tile, and two query
 // blocks: the one in use and the next one in flight.
 FA4JIT_HD constexpr int backwardSharedBytes(int head_dim, int block_m, int block_n) {
-  return block_n * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) +
-         block_n * backwardDsPitch(block_m) + 2 * backwardQueryStageBytes(head_dim, block_m);
+  return block_n * (2 * backwardFp8Pitch(head_dim) + backwardBf16Pitch(head_dim)) + block_n * backwardDsPitch(block_m) +
+         2 * backwardQueryStageBytes(head_dim, block_m);
 }
 
 // The wgmma main pass (main_wgmma.cuh): swizzled K-major tiles (attention_sm90/smem_desc.cuh) of
@@ -100,7 +101,8 @@ FA4JIT_HD constexpr int backwardSharedBytes(int head_dim, int block_m, int block
 FA4JIT_HD constexpr int backwardWgmmaStageBytes(int head_dim, int block_m) {
   using attention_sm90::operandTileBytes;
   return (2 * operandTileBytes(block_m, head_dim) + operandTileBytes(head_dim, block_m) +
-          operandTileBytes(head_dim, 2 * block_m) + 8 * block_m + 1023) / 1024 * 1024;
+          operandTileBytes(head_dim, 2 * block_m) + 8 * block_m + 1023) /
+         1024 * 1024;
 }
 FA4JIT_HD constexpr int backwardWgmmaSharedBytes(int head_dim, int block_m, int block_n) {
   using attention_sm90::operandTileBytes;
