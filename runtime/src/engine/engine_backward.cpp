@@ -54,11 +54,12 @@ BackwardWorkspace backwardWorkspace(const QuantizedTensor &q, int block_m) {
   return w;
 }
 
-const EntryPoint *entryWithSuffix(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
+// The entry point `<kernel name><suffix>` (emit_backward.cpp names them so: "_prep", "_stage",
+// "" for the main pass, "_dq").
+const EntryPoint *entryNamed(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
+  const std::string name = compiled.emitted.name + suffix.str();
   for (const EntryPoint &e : compiled.emitted.entries)
-    if (llvm::StringRef(e.name).endswith(suffix) &&
-        (suffix.size() > 0 || !(llvm::StringRef(e.name).endswith("_prep") || llvm::StringRef(e.name).endswith("_stage") ||
-                                llvm::StringRef(e.name).endswith("_dq"))))
+    if (e.name == name)
       return &e;
   return nullptr;
 }
@@ -127,8 +128,8 @@ llvm::Error Engine::backward(const BackwardArgs &a) {
   auto compiled = jit_->get(spec);
   if (!compiled)
     return compiled.takeError();
-  const EntryPoint *prep = entryWithSuffix(**compiled, "_prep"), *main = entryWithSuffix(**compiled, "");
-  const EntryPoint *stage = entryWithSuffix(**compiled, "_stage"), *dq_pass = entryWithSuffix(**compiled, "_dq");
+  const EntryPoint *prep = entryNamed(**compiled, "_prep"), *main = entryNamed(**compiled, "");
+  const EntryPoint *stage = entryNamed(**compiled, "_stage"), *dq_pass = entryNamed(**compiled, "_dq");
   if (!prep || !stage || !main || !dq_pass)
     return fail(llvm::formatv("backward: kernel {0} lacks its prep, stage, main or dq entry point",
                               (*compiled)->emitted.name));
