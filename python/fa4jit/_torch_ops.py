@@ -2,6 +2,7 @@
 torch.compile(fullgraph=True) traces through it. Imported only when torch is importable."""
 import ctypes
 import math
+from typing import Optional
 
 import torch
 
@@ -315,45 +316,40 @@ def _attention_quantized(q, kv, causal, softmax_scale, return_lse, layout):
     return (o, lse) if return_lse else o
 
 
-# Quantized operands the training steps have finished with, per (device, stream, format): the next
-# step on that stream quantizes into one (fa4jit_quantize_into), which reuses its device memory, so
-# that steady-state steps allocate nothing. Work on one stream is ordered, so the operand's last
-# reader (its backward) is done before the next quantizer writes it.
-_saved_pool = {}
-_SAVED_POOL_MAX = 256
+def _saved_bytes(shape, fmt):
+    """Bytes of one quantized operand of `shape` held in a tensor (fa4jit_quantized_bytes), or None
+    for a symbolic shape."""
+    if not all(isinstance(n, int) for n in shape):
+        return None
+    out = ctypes.c_uint64()
+    L.check(L.library().fa4jit_quantized_bytes((ctypes.c_int64 * 4)(*shape), fmt, ctypes.byref(out)))
+    return out.value
 
 
-class _Saved:
-    """One quantized operand the training forward keeps for the backward; back to the pool when
-    collected."""
-
-    __slots__ = ("handle", "key")
-
-    def __init__(self, handle, key):
-        self.handle, self.key = handle, key
-
-    def __del__(self):
-        if self.handle and L._lib is not None:
-            free = _saved_pool.setdefault(self.key, [])
-            if len(free) < _SAVED_POOL_MAX:
-                free.append(self.handle)
-            else:
-                L._lib.fa4jit_quantized_destroy(self.handle)
-            self.handle = None
+def _saved_tensor(shape, fmt, device):
+    return torch.empty(_saved_bytes(tuple(shape), fmt), dtype=torch.uint8, device=device)
 
 
-def _quantize_saved(eng, device, x, fmt, stream):
-    key = (device, stream, fmt)
-    free = _saved_pool.get(key)
-    if not free:
-        return _Saved(_quantize(eng, x, fmt, stream), key)
-    handle = free.pop()
-    desc = _tensor_desc(x)
-    rc = L.library().fa4jit_quantize_into(eng.handle, ctypes.byref(desc), fmt, stream, handle)
-    if rc != L.OK:
-        L.library().fa4jit_quantized_destroy(handle)
-        L.check(rc)
-    return _Saved(handle, key)
+class _OperandIn:
+    """A quantized operand whose parts live in the uint8 tensor `buf` (fa4jit_quantized_in): the
+    engine writes and reads the tensor's memory; closing frees the handle only."""
+
+    def __init__(self, eng, shape, fmt, buf):
+        self.handle = ctypes.c_void_p()
+        L.check(L.library().fa4jit_quantized_in(eng.handle, (ctypes.c_int64 * 4)(*shape), fmt, buf.data_ptr(),
+                                                 buf.numel(), ctypes.byref(self.handle)))
+
+    def __enter__(self):
+        return self.handle
+
+    def __exit__(self, *exc):
+        L.library().fa4jit_quantized_destroy(self.handle)
+
+
+def _quantize_in(eng, x, fmt, buf, stream):
+    operand = _OperandIn(eng, x.shape, fmt, buf)
+    with operand as handle:
+        L.check(L.library().fa4jit_quantize_into(eng.handle, ctypes.byref(_tensor_desc(x)), fmt, stream, handle))
 
 
 def _gradient_ready(t):
@@ -364,60 +360,122 @@ def _gradient_ready(t):
     return t
 
 
-class _TrainingAttention(torch.autograd.Function):
-    """The training route: the nvfp8 forward on NVFP4 Q/K and FP8 V (quantized here and kept), and
-    its backward (fa4jit_backward, docs/NUMERICS.md §3) from dO. [B, H, S, D] BF16 views."""
+def _saved_v_format(backward_pv):
+    return L.FORMAT_FP8 if backward_pv == "e4m3" else L.FORMAT_MXFP4
 
-    @staticmethod
-    def forward(ctx, q, k, v, causal, scale, pv, qk, deterministic):
-        device = q.device.index if q.device.index is not None else torch.cuda.current_device()
-        eng = L.engine(device)
-        stream = _current_stream(device)
-        saved_q = _quantize_saved(eng, device, q, L.FORMAT_NVFP4, stream)
-        saved_k = _quantize_saved(eng, device, k, L.FORMAT_NVFP4, stream)
-        forward_v = _quantize_saved(eng, device, v, L.FORMAT_FP8, stream)
-        o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
-        lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+
+@torch.library.custom_op("fa4jit::training_forward", mutates_args=())
+def _training_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, softmax_scale: float,
+                      backward_pv: str, backward_qk: str, deterministic: bool
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The training route's forward on BF16 [B, H, S, D] q, k, v: the nvfp8 forward on NVFP4 Q/K and
+    FP8 V, quantized here. Returns O (BF16), the LSE (float32 [B, Hq, Sq]) and what the backward
+    reads, each a uint8 tensor holding one quantized operand: NVFP4 Q, NVFP4 K, and V (FP8, or
+    MXFP4 for backward_pv "mxfp4"). backward_qk and deterministic are the backward's options."""
+    device = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    eng = L.engine(device)
+    stream = _current_stream(device)
+    q, k, v = _gradient_ready(q), _gradient_ready(k), _gradient_ready(v)
+    saved_q = _saved_tensor(q.shape, L.FORMAT_NVFP4, q.device)
+    saved_k = _saved_tensor(k.shape, L.FORMAT_NVFP4, q.device)
+    forward_v = _saved_tensor(v.shape, L.FORMAT_FP8, q.device)
+    _quantize_in(eng, q, L.FORMAT_NVFP4, saved_q, stream)
+    _quantize_in(eng, k, L.FORMAT_NVFP4, saved_k, stream)
+    _quantize_in(eng, v, L.FORMAT_FP8, forward_v, stream)
+    o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    with _OperandIn(eng, q.shape, L.FORMAT_NVFP4, saved_q) as qh, \
+            _OperandIn(eng, k.shape, L.FORMAT_NVFP4, saved_k) as kh, \
+            _OperandIn(eng, v.shape, L.FORMAT_FP8, forward_v) as vh:
         args = L.QuantizedForwardArgs()
-        args.q, args.k, args.v = saved_q.handle, saved_k.handle, forward_v.handle
+        args.q, args.k, args.v = qh, kh, vh
         args.o = _tensor_desc(o)
         args.lse = lse.data_ptr()
         args.route = L.ROUTES["nvfp8"]
         args.causal = 1 if causal else 0
-        args.softmax_scale = scale
+        args.softmax_scale = softmax_scale
         args.stream = stream
         L.check(L.library().fa4jit_forward_quantized(eng.handle, ctypes.byref(args)))
-        # The MXFP4 P/V variant reads V as directp's forward stores it.
-        saved_v = forward_v if pv == "e4m3" else _quantize_saved(eng, device, v, L.FORMAT_MXFP4, stream)
-        ctx.quantized = (saved_q, saved_k, saved_v)
-        ctx.options = (device, bool(causal), scale, pv, qk, bool(deterministic))
-        ctx.save_for_backward(q if qk == "bf16" else None, k if qk == "bf16" else None, o, lse)
-        ctx.kv_shape = tuple(k.shape)
-        ctx.mark_non_differentiable(lse)
-        return o, lse
+    saved_v = forward_v
+    if backward_pv != "e4m3":  # (the MXFP4 P/V variant reads V as directp's forward stores it)
+        saved_v = _saved_tensor(v.shape, L.FORMAT_MXFP4, q.device)
+        _quantize_in(eng, v, L.FORMAT_MXFP4, saved_v, stream)
+    return o, lse, saved_q, saved_k, saved_v
 
-    @staticmethod
-    def backward(ctx, d_o, _d_lse):
-        q, k, o, lse = ctx.saved_tensors
-        device, causal, scale, pv, qk, deterministic = ctx.options
-        saved_q, saved_k, saved_v = ctx.quantized
-        d_o = _gradient_ready(d_o)
-        dq = torch.empty(o.shape, dtype=torch.bfloat16, device=o.device)
-        dk = torch.empty(ctx.kv_shape, dtype=torch.bfloat16, device=o.device)
-        dv = torch.empty(ctx.kv_shape, dtype=torch.bfloat16, device=o.device)
+
+@_training_forward.register_fake
+def _(q, k, v, causal, softmax_scale, backward_pv, backward_qk, deterministic):
+    def saved(shape, fmt):
+        n = _saved_bytes(tuple(shape), fmt)
+        if n is None:
+            n = torch.library.get_ctx().new_dynamic_size()
+        return torch.empty(n, dtype=torch.uint8, device=q.device)
+
+    return (torch.empty(q.shape, dtype=torch.bfloat16, device=q.device),
+            torch.empty(q.shape[:3], dtype=torch.float32, device=q.device),
+            saved(q.shape, L.FORMAT_NVFP4), saved(k.shape, L.FORMAT_NVFP4), saved(v.shape, _saved_v_format(backward_pv)))
+
+
+@torch.library.custom_op("fa4jit::training_backward", mutates_args=())
+def _training_backward(d_o: torch.Tensor, q: Optional[torch.Tensor], k: Optional[torch.Tensor], o: torch.Tensor,
+                       lse: torch.Tensor, saved_q: torch.Tensor, saved_k: torch.Tensor, saved_v: torch.Tensor,
+                       kv_shape: list[int], causal: bool, softmax_scale: float, backward_pv: str, backward_qk: str,
+                       deterministic: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dQ, dK, dV (BF16) of the training route (fa4jit_backward, docs/NUMERICS.md §3) from dO and
+    what training_forward returned; q and k are the BF16 inputs (backward_qk "bf16"; else None)."""
+    device = o.device.index if o.device.index is not None else torch.cuda.current_device()
+    eng = L.engine(device)
+    d_o = _gradient_ready(d_o)
+    dq = torch.empty(o.shape, dtype=torch.bfloat16, device=o.device)
+    dk = torch.empty(kv_shape, dtype=torch.bfloat16, device=o.device)
+    dv = torch.empty(kv_shape, dtype=torch.bfloat16, device=o.device)
+    with _OperandIn(eng, o.shape, L.FORMAT_NVFP4, saved_q) as qh, \
+            _OperandIn(eng, kv_shape, L.FORMAT_NVFP4, saved_k) as kh, \
+            _OperandIn(eng, kv_shape, _saved_v_format(backward_pv), saved_v) as vh:
         args = L.BackwardArgs()
-        args.q, args.k, args.v = saved_q.handle, saved_k.handle, saved_v.handle
-        if qk == "bf16":
+        args.q, args.k, args.v = qh, kh, vh
+        if backward_qk == "bf16":
+            if q is None or k is None:
+                raise ValueError("fa4jit::training_backward: backward_qk 'bf16' needs the BF16 q and k")
+            q, k = _gradient_ready(q), _gradient_ready(k)  # (kept alive until the launch)
             args.q_bf16, args.k_bf16 = _tensor_desc(q), _tensor_desc(k)
         args.o, args.d_o, args.lse = _tensor_desc(o), _tensor_desc(d_o), lse.data_ptr()
         args.dq, args.dk, args.dv = _tensor_desc(dq), _tensor_desc(dk), _tensor_desc(dv)
         args.causal = 1 if causal else 0
-        args.softmax_scale = scale
-        args.pv, args.qk = L.PV_FORMATS[pv], L.QK_OPERANDS[qk]
+        args.softmax_scale = softmax_scale
+        args.pv, args.qk = L.PV_FORMATS[backward_pv], L.QK_OPERANDS[backward_qk]
         args.deterministic = 1 if deterministic else 0
         args.stream = _current_stream(device)
-        L.check(L.library().fa4jit_backward(L.engine(device).handle, ctypes.byref(args)))
-        return dq, dk, dv, None, None, None, None, None
+        L.check(L.library().fa4jit_backward(eng.handle, ctypes.byref(args)))
+    return dq, dk, dv
+
+
+@_training_backward.register_fake
+def _(d_o, q, k, o, lse, saved_q, saved_k, saved_v, kv_shape, causal, softmax_scale, backward_pv, backward_qk,
+      deterministic):
+    return (torch.empty(o.shape, dtype=torch.bfloat16, device=o.device),
+            torch.empty(kv_shape, dtype=torch.bfloat16, device=o.device),
+            torch.empty(kv_shape, dtype=torch.bfloat16, device=o.device))
+
+
+def _training_setup_context(ctx, inputs, output):
+    q, k, _v, causal, softmax_scale, backward_pv, backward_qk, deterministic = inputs
+    o, lse, saved_q, saved_k, saved_v = output
+    keep_bf16 = backward_qk == "bf16"
+    ctx.save_for_backward(q if keep_bf16 else None, k if keep_bf16 else None, o, lse, saved_q, saved_k, saved_v)
+    ctx.kv_shape = list(k.shape)
+    ctx.options = (causal, softmax_scale, backward_pv, backward_qk, deterministic)
+
+
+def _training_grad(ctx, d_o, _d_lse, *_d_saved):
+    # (the LSE is returned for inspection: it carries no gradient, as documented in attention())
+    q, k, o, lse, saved_q, saved_k, saved_v = ctx.saved_tensors
+    dq, dk, dv = torch.ops.fa4jit.training_backward(d_o, q, k, o, lse, saved_q, saved_k, saved_v, ctx.kv_shape,
+                                                    *ctx.options)
+    return dq, dk, dv, None, None, None, None, None
+
+
+_training_forward.register_autograd(_training_grad, setup_context=_training_setup_context)
 
 
 def _attention_training(q, k, v, causal, route, softmax_scale, return_lse, layout, backward):
@@ -438,8 +496,8 @@ def _attention_training(q, k, v, causal, route, softmax_scale, return_lse, layou
         raise ValueError(f"fa4jit.attention: the backward takes head dim 64 or 128, not {q.shape[-1]}")
     dtype = q.dtype
     scale = float(softmax_scale) if softmax_scale is not None else 1.0 / math.sqrt(q.shape[-1])
-    q, k, v = _gradient_ready(q), _gradient_ready(k), _gradient_ready(v)
-    o, lse = _TrainingAttention.apply(q, k, v, bool(causal), scale, pv, qk, bool(deterministic))
+    q, k, v = q.to(torch.bfloat16), k.to(torch.bfloat16), v.to(torch.bfloat16)
+    o, lse, *_saved = torch.ops.fa4jit.training_forward(q, k, v, bool(causal), scale, pv, qk, bool(deterministic))
     if o.dtype != dtype:
         o = o.to(dtype)
     if layout == "bshd":
@@ -465,7 +523,8 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     dQ, dK, dV (docs/NUMERICS.md §3). backward_pv "mxfp4" feeds P and V as MXFP4 instead (the
     variant the paper found unstable in training), backward_qk "saved-nvfp4" has the dS products
     read the saved NVFP4 Q/K instead of the BF16 inputs, and deterministic=True gives the same
-    dQ bits every run.
+    dQ bits every run. The training call is the custom op fa4jit::training_forward with its
+    registered backward, so torch.compile traces it; the LSE it returns carries no gradient.
     """
     if isinstance(k, QuantizedKV):
         if v is not None:

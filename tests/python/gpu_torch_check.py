@@ -209,6 +209,10 @@ def gradients(dev):
     det = [torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", layout="bshd", causal=True,
                                                 deterministic=True), (q, k, v), do) for _ in range(3)]
     check(all(torch.equal(a, b) for r in det[1:] for a, b in zip(r, det[0])), "backward: deterministic dQ repeats bit for bit")
+    step = lambda a, b, c: fa4jit.attention(a, b, c, route="nvfp8", layout="bshd", causal=True, deterministic=True)
+    compiled = torch.autograd.grad(torch.compile(step, fullgraph=True)(q, k, v), (q, k, v), do)
+    check(all(torch.equal(a, b) for a, b in zip(compiled, det[0])),
+          "backward: torch.compile(fullgraph=True) gives the eager gradients bit for bit")
     for kw in ({"backward_pv": "mxfp4"}, {"backward_qk": "saved-nvfp4"}):
         g = torch.autograd.grad(fa4jit.attention(q, k, v, route="nvfp8", layout="bshd", **kw), (q, k, v), do)
         check(all(torch.isfinite(x).all() for x in g) and cosine(g[2].float(), bshd[2].float()) > 0.95,

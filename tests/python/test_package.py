@@ -71,6 +71,26 @@ class Package(unittest.TestCase):
             L.Engine(0)
         self.assertIn("CUDA", str(caught.exception))
 
+    def test_quantized_operand_bytes_follow_the_shape_and_refuse_bad_input(self):
+        def size(shape, fmt):
+            out = ctypes.c_uint64()
+            rc = L.library().fa4jit_quantized_bytes((ctypes.c_int64 * 4)(*shape), fmt, ctypes.byref(out))
+            return rc, out.value
+        rc, nvfp4 = size((2, 4, 384, 128), L.FORMAT_NVFP4)
+        self.assertEqual(rc, 0)
+        # (payload alone: 4 bits per element)
+        self.assertGreaterEqual(nvfp4, 2 * 4 * 384 * 128 // 2)
+        self.assertGreater(size((2, 4, 768, 128), L.FORMAT_NVFP4)[1], nvfp4)
+        self.assertGreater(size((2, 4, 384, 128), L.FORMAT_FP8)[1], nvfp4)
+        self.assertEqual(size((2, 0, 384, 128), L.FORMAT_NVFP4)[0], 1)
+        self.assertIn("shape[1]", L.library().fa4jit_last_error().decode())
+        self.assertEqual(size((2, 4, 384, 128), 9)[0], 1)
+        self.assertIn("unknown format 9", L.library().fa4jit_last_error().decode())
+        handle = ctypes.c_void_p()
+        self.assertEqual(L.library().fa4jit_quantized_in(None, (ctypes.c_int64 * 4)(1, 1, 8, 64), L.FORMAT_NVFP4,
+                                                         0, 0, ctypes.byref(handle)), 1)
+        self.assertIn("must not be NULL", L.library().fa4jit_last_error().decode())
+
     def test_python_m_fa4jit_runs_the_cli(self):
         run = subprocess.run([sys.executable, "-m", "fa4jit", "tmem", "--help"], capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -124,6 +144,49 @@ class Torch(unittest.TestCase):
             pass
         self.assertEqual(len(graphs), 1)
         self.assertIn("fa4jit.attention_bhsd", str(graphs[0].graph))
+
+    def test_the_training_ops_fake_shapes(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            q = torch.empty(2, 8, 100, 128, dtype=torch.bfloat16, device="meta")
+            k = torch.empty(2, 2, 300, 128, dtype=torch.bfloat16, device="meta")
+            o, lse, sq, sk, sv = torch.ops.fa4jit.training_forward(q, k, k, True, 0.125, "e4m3", "bf16", False)
+            dq, dk, dv = torch.ops.fa4jit.training_backward(o, q, k, o, lse, sq, sk, sv, [2, 2, 300, 128], True,
+                                                            0.125, "e4m3", "bf16", False)
+            mx = torch.ops.fa4jit.training_forward(q, k, k, True, 0.125, "mxfp4", "bf16", False)[4]
+        self.assertEqual((o.dtype, tuple(o.shape), tuple(lse.shape)), (torch.bfloat16, (2, 8, 100, 128), (2, 8, 100)))
+        for saved, shape, fmt in ((sq, q.shape, L.FORMAT_NVFP4), (sk, k.shape, L.FORMAT_NVFP4),
+                                  (sv, k.shape, L.FORMAT_FP8), (mx, k.shape, L.FORMAT_MXFP4)):
+            out = ctypes.c_uint64()
+            L.check(L.library().fa4jit_quantized_bytes((ctypes.c_int64 * 4)(*shape), fmt, ctypes.byref(out)))
+            self.assertEqual((saved.dtype, saved.numel()), (torch.uint8, out.value))
+        self.assertEqual([tuple(t.shape) for t in (dq, dk, dv)], [(2, 8, 100, 128), (2, 2, 300, 128), (2, 2, 300, 128)])
+
+    def test_torch_compile_traces_the_training_step_forward_and_backward(self):
+        from torch._functorch.aot_autograd import aot_module_simplified
+        graphs = []
+
+        def compiler(gm, example_inputs):
+            graphs.append(str(gm.graph))
+            return gm.forward
+
+        def backend(gm, example_inputs):
+            return aot_module_simplified(gm, example_inputs, fw_compiler=compiler, bw_compiler=compiler)
+
+        def step(q, k, v):  # (what fa4jit.attention calls with gradients, on meta tensors)
+            o = torch.ops.fa4jit.training_forward(q, k, v, True, 0.125, "e4m3", "bf16", False)[0]
+            return o.float().square().sum()
+
+        q = torch.empty(1, 4, 64, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        k = torch.empty(1, 2, 64, 64, dtype=torch.bfloat16, device="meta", requires_grad=True)
+        compiled = torch.compile(step, backend=backend, fullgraph=True)
+        try:
+            compiled(q, k, k).backward()
+        except Exception:  # (running the graphs on meta tensors may fail; tracing is what is tested)
+            pass
+        joined = "\n".join(graphs)
+        self.assertIn("fa4jit.training_forward", joined)
+        self.assertIn("fa4jit.training_backward", joined)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
 #include "fa4jit/runtime/engine.h"
 #include "fa4jit/runtime/logging.h"
 
+#include <climits>
+#include <cstdint>
 #include <string>
 
 struct fa4jit_engine {
@@ -181,6 +183,49 @@ int fa4jit_quantize_into(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t 
   if (!toTensor(*x, "x", t))
     return FA4JIT_ERROR;
   return fromError(engine->engine->quantize(t, f, into->tensor, "x", stream));
+}
+
+namespace {
+bool toShape(const int64_t shape[4], const char *fn, int (&out)[4]) {
+  for (int i = 0; i < 4; ++i) {
+    if (shape[i] <= 0 || shape[i] > INT32_MAX) {
+      fail(std::string(fn) + ": shape[" + std::to_string(i) + "] = " + std::to_string(shape[i]) +
+           " must be positive and fit 32 bits");
+      return false;
+    }
+    out[i] = static_cast<int>(shape[i]);
+  }
+  return true;
+}
+} // namespace
+
+int fa4jit_quantized_bytes(const int64_t shape[4], int32_t format, uint64_t *out) {
+  if (!shape || !out)
+    return fail("fa4jit_quantized_bytes: shape and out must not be NULL");
+  fa4jit::QuantFormat f;
+  int s[4];
+  if (!toFormat(format, "fa4jit_quantized_bytes", f) || !toShape(shape, "fa4jit_quantized_bytes", s))
+    return FA4JIT_ERROR;
+  *out = fa4jit::Engine::quantizedBytes(f, s[0], s[1], s[2], s[3]);
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_quantized_in(fa4jit_engine *engine, const int64_t shape[4], int32_t format, uint64_t address, uint64_t bytes,
+                        fa4jit_quantized **out) {
+  if (!engine || !shape || !out)
+    return fail("fa4jit_quantized_in: engine, shape and out must not be NULL");
+  *out = nullptr;
+  fa4jit::QuantFormat f;
+  int s[4];
+  if (!toFormat(format, "fa4jit_quantized_in", f) || !toShape(shape, "fa4jit_quantized_in", s))
+    return FA4JIT_ERROR;
+  auto t = engine->engine->quantizedIn(f, s[0], s[1], s[2], s[3], address, bytes);
+  if (!t)
+    return fail("fa4jit_quantized_in: " + llvm::toString(t.takeError()));
+  *out = new fa4jit_quantized{std::move(*t)};
+  lastError.clear();
+  return FA4JIT_OK;
 }
 
 int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args) {

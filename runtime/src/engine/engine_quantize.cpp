@@ -51,15 +51,52 @@ llvm::Error Engine::quantize(const TensorDesc &x, QuantFormat format, QuantizedT
   const int S = static_cast<int>(x.shape[2]), D = static_cast<int>(x.shape[3]);
   engine_detail::QuantizedOperandLayout parts;
   engine_detail::layOutQuantized(format, B * H, S, D, 0, parts);
-  // Buffers that already hold enough are kept: a steady stream of calls allocates nothing.
+  // Buffers that already hold enough are kept: a steady stream of calls allocates nothing. The
+  // caller's memory (quantizedIn) is never replaced behind its back.
   for (const auto &[buffer, extent] :
        {std::pair{&into.payload, parts.payload}, {&into.scales, parts.scales}, {&into.head_scalar, parts.head_scalar},
-        {&into.nonfinite_rows, parts.nonfinite_rows}, {&into.amax_partial, parts.amax_partial}})
+        {&into.nonfinite_rows, parts.nonfinite_rows}, {&into.amax_partial, parts.amax_partial}}) {
+    if (!buffer->owned() && buffer->size() < extent.bytes)
+      return fail(llvm::formatv("{0}: the operand's caller memory was laid out for another shape or format "
+                                "({1} bytes where {2} are needed)",
+                                what, buffer->size(), extent.bytes));
     if (auto err = engine_detail::ensureBytes(driver_, *buffer, extent.bytes))
       return err;
+  }
   into.format = format;
   into.batch = B, into.heads = H, into.seqlen = S, into.head_dim = D;
   return quantizeOperand(x, engine_detail::operandOf(into), what, stream);
+}
+
+std::size_t Engine::quantizedBytes(QuantFormat format, int batch, int heads, int seqlen, int head_dim) {
+  engine_detail::QuantizedOperandLayout parts;
+  return engine_detail::layOutQuantized(format, batch * heads, seqlen, head_dim, 0, parts);
+}
+
+llvm::Expected<QuantizedTensor> Engine::quantizedIn(QuantFormat format, int batch, int heads, int seqlen,
+                                                    int head_dim, std::uint64_t address, std::size_t bytes) const {
+  if (format == QuantFormat::Bf16)
+    return fail("quantized operand: bf16 is not a quantized format");
+  if (batch <= 0 || heads <= 0 || seqlen <= 0 || head_dim <= 0)
+    return fail(llvm::formatv("quantized operand: shape [{0}, {1}, {2}, {3}] must be positive", batch, heads, seqlen,
+                              head_dim));
+  if (address == 0 || address % engine_detail::kWorkspaceAlignment)
+    return fail(llvm::formatv("quantized operand: address {0:x} must be non-zero and {1}-byte aligned", address,
+                              engine_detail::kWorkspaceAlignment));
+  engine_detail::QuantizedOperandLayout parts;
+  const std::size_t need = engine_detail::layOutQuantized(format, batch * heads, seqlen, head_dim, 0, parts);
+  if (bytes < need)
+    return fail(llvm::formatv("quantized operand: {0} bytes given, the shape [{1}, {2}, {3}, {4}] needs {5}", bytes,
+                              batch, heads, seqlen, head_dim, need));
+  QuantizedTensor t;
+  t.format = format;
+  t.batch = batch, t.heads = heads, t.seqlen = seqlen, t.head_dim = head_dim;
+  for (const auto &[buffer, extent] :
+       {std::pair{&t.payload, parts.payload}, {&t.scales, parts.scales}, {&t.head_scalar, parts.head_scalar},
+        {&t.nonfinite_rows, parts.nonfinite_rows}, {&t.amax_partial, parts.amax_partial}})
+    if (extent.bytes)
+      *buffer = runtime::DeviceBuffer::borrow(driver_, address + extent.offset, extent.bytes);
+  return t;
 }
 
 llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out,

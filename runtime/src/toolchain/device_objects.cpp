@@ -19,7 +19,7 @@ llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(const CudaDriver &driver, st
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
     : driver_(other.driver_), address_(std::exchange(other.address_, 0)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
+      bytes_(std::exchange(other.bytes_, 0)), owned_(std::exchange(other.owned_, true)) {}
 
 DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
   if (this != &other) {
@@ -27,12 +27,13 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
     driver_ = other.driver_;
     address_ = std::exchange(other.address_, 0);
     bytes_ = std::exchange(other.bytes_, 0);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
 
 DeviceBuffer::~DeviceBuffer() {
-  if (address_)
+  if (address_ && owned_)
     driver_->api().cuMemFree(address_);
   address_ = 0;
 }

@@ -14,6 +14,10 @@ namespace fa4jit::runtime {
 class DeviceBuffer {
 public:
   static llvm::Expected<DeviceBuffer> allocate(const CudaDriver &driver, std::size_t bytes);
+  // Device memory the caller owns (a framework's tensor): used in place, never freed here.
+  static DeviceBuffer borrow(const CudaDriver &driver, std::uint64_t address, std::size_t bytes) {
+    return DeviceBuffer(&driver, address, bytes, /*owned=*/false);
+  }
   DeviceBuffer() = default; // empty: address 0, size 0
   DeviceBuffer(DeviceBuffer &&other) noexcept;
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
@@ -21,6 +25,7 @@ public:
 
   std::uint64_t address() const { return address_; } // CUdeviceptr; pass &address to a launch
   std::size_t size() const { return bytes_; }
+  bool owned() const { return owned_; }
   llvm::Error copyFromHost(const void *src, std::size_t bytes, std::size_t offset = 0);
   llvm::Error copyToHost(void *dst, std::size_t bytes, std::size_t offset = 0) const;
   llvm::Error fill(std::uint8_t value);
@@ -28,12 +33,13 @@ public:
   llvm::Error copyFrom(const DeviceBuffer &src, std::size_t bytes);
 
 private:
-  DeviceBuffer(const CudaDriver *driver, std::uint64_t address, std::size_t bytes)
-      : driver_(driver), address_(address), bytes_(bytes) {}
+  DeviceBuffer(const CudaDriver *driver, std::uint64_t address, std::size_t bytes, bool owned = true)
+      : driver_(driver), address_(address), bytes_(bytes), owned_(owned) {}
   llvm::Error checkRange(std::size_t bytes, std::size_t offset) const;
   const CudaDriver *driver_ = nullptr;
   std::uint64_t address_ = 0;
   std::size_t bytes_ = 0;
+  bool owned_ = true;
 };
 
 class Stream {

@@ -138,6 +138,14 @@ public:
   // and again (a KV cache, each step's Q) allocate nothing once they have their size.
   llvm::Error quantize(const TensorDesc &x, QuantFormat format, QuantizedTensor &into, const char *what = "x",
                        void *stream = nullptr);
+  // Device bytes of one quantized operand of `format` and shape [batch, heads, seqlen, head_dim]
+  // laid out in one block (quantizedIn).
+  static std::size_t quantizedBytes(QuantFormat format, int batch, int heads, int seqlen, int head_dim);
+  // An operand whose parts live in `bytes` of caller-owned device memory at `address` (256-byte
+  // aligned, at least quantizedBytes): quantize() writes it in place, and dropping it frees
+  // nothing. A framework's tensor then carries a saved operand (what torch.compile traces).
+  llvm::Expected<QuantizedTensor> quantizedIn(QuantFormat format, int batch, int heads, int seqlen, int head_dim,
+                                              std::uint64_t address, std::size_t bytes) const;
 
   // Attention forward from BF16 inputs: quantizes as the route needs (into the engine's
   // workspace), then runs the attention kernel chosen for the shape, all on args.stream: once a

@@ -117,6 +117,15 @@ FA4JIT_API void fa4jit_quantized_destroy(fa4jit_quantized *tensor);
  * allocation once the buffers have their size). The stream must be past every use of `into`. */
 FA4JIT_API int fa4jit_quantize_into(fa4jit_engine *engine, const fa4jit_tensor *x, int32_t format, void *stream,
                                     fa4jit_quantized *into);
+/* Device bytes of one quantized operand of `format` and shape [B, H, S, D] held in one block of
+ * caller memory (fa4jit_quantized_in); host arithmetic only. */
+FA4JIT_API int fa4jit_quantized_bytes(const int64_t shape[4], int32_t format, uint64_t *out);
+/* An operand of `format` and shape [B, H, S, D] whose parts live in `bytes` of device memory the
+ * caller owns at `address` (256-byte aligned, at least fa4jit_quantized_bytes): fa4jit_quantize_into
+ * writes it in place, the forward and backward read it, and fa4jit_quantized_destroy frees the
+ * handle only. A framework's tensor can so carry an operand saved for the backward. No device call. */
+FA4JIT_API int fa4jit_quantized_in(fa4jit_engine *engine, const int64_t shape[4], int32_t format, uint64_t address,
+                                   uint64_t bytes, fa4jit_quantized **out);
 /* Attention forward on quantized operands: no quantization, no synchronization. */
 FA4JIT_API int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quantized_forward_args *args);
 /* dQ, dK, dV of the training route on args->stream; steady-state calls allocate nothing and never
