@@ -2,6 +2,7 @@
 // (Engine::forward from BF16 tensors, quantization included) and the attention kernel alone on
 // operands quantized beforehand (as FlashAttention-3's FP8 numbers are taken). One JSON line per
 // point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
+#include "bench_backward.h"
 #include "bench_support.h"
 #include "bench_variants.h"
 #include "cli_flags.h"
@@ -16,6 +17,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -66,6 +68,14 @@ const char kUsage[] =
     "                    affine (directp classifier, fitted), skip-loads, skip-qk, skip-softmax,\n"
     "                    skip-pv, softmax-twice (leave-one-out timing variants: wrong results)\n"
     "  --json            one JSON object per line\n"
+    "  --backward        the training route instead (nvfp8, head dim 64 or 128): the forward from\n"
+    "                    BF16 (quantization included), the backward, and the two as one step; ms\n"
+    "                    and TFLOP/s (the backward counted as 2.5x the forward's FLOPs). Defaults\n"
+    "                    become --head-dim 64,128 --seqlen 1024,4096,8192,16384; --variants takes\n"
+    "                    default, deterministic, mxfp4 (P/V), saved-nvfp4 (Q/K of the dS products),\n"
+    "                    mma-sync, wgmma (the main pass's instructions). JSON rows have kind\n"
+    "                    fa4jit-backward; scripts/bench_backward.py times cuDNN's backward beside\n"
+    "                    the same calls from PyTorch\n"
     "  --help\n";
 
 int fail(const std::string &m) {
@@ -81,15 +91,17 @@ int usage(const std::string &m) {
 
 int runBench(int argc, char **argv) {
   CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
-                  {"tokens"}, {"reps"}, {"schedule"}, {"variants"}, shared_flags::json()});
+                  {"tokens"}, {"reps"}, {"schedule"}, {"variants"}, shared_flags::json(),
+                  {"backward", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
     return std::fputs(kUsage, stdout), 0;
-  auto dims = headDimsFlag(flags, "64,128,256");
+  const bool backward = flags.has("backward");
+  auto dims = headDimsFlag(flags, backward ? "64,128" : "64,128,256");
   if (!dims)
     return usage(llvm::toString(dims.takeError()));
-  auto seqlens = seqlensFlag(flags, "1024,4096,8192,16384,32768");
+  auto seqlens = seqlensFlag(flags, backward ? "1024,4096,8192,16384" : "1024,4096,8192,16384,32768");
   if (!seqlens)
     return usage(llvm::toString(seqlens.takeError()));
   auto causals = causalFlag(flags, "0,1");
@@ -101,6 +113,28 @@ int runBench(int argc, char **argv) {
   auto reps = flags.integer("reps", 20, 1, 100000);
   if (!reps)
     return usage(llvm::toString(reps.takeError()));
+  if (backward) {
+    if (flags.has("route") || flags.has("schedule"))
+      return usage("--backward times the training route (nvfp8) with its own kernels: no --route or --schedule");
+    for (int d : *dims)
+      if (d != 64 && d != 128)
+        return usage(fmt::format("--backward: head dim {} has no backward kernel (64 or 128)", d));
+    auto variant_list = flags.list("variants", "default");
+    if (!variant_list)
+      return usage(llvm::toString(variant_list.takeError()));
+    const std::vector<std::string> &known = backwardBenchVariants();
+    for (const std::string &v : *variant_list)
+      if (std::find(known.begin(), known.end(), v) == known.end())
+        return usage("--backward: unknown variant '" + v +
+                     "' (default, deterministic, mxfp4, saved-nvfp4, mma-sync, wgmma)");
+    BackwardBenchOptions options;
+    options.head_dims = *dims, options.seqlens = *seqlens, options.tokens = *tokens, options.reps = int(*reps);
+    for (bool c : *causals)
+      options.causals.push_back(c);
+    options.variants = *variant_list;
+    options.json = flags.has("json");
+    return runBackwardBench(options);
+  }
   auto routes = routesFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return usage(llvm::toString(routes.takeError()));

@@ -5,6 +5,7 @@
 #include "fa4jit/codegen/block_formats.h"
 #include "fa4jit/quantize/params.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -49,17 +50,30 @@ HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
   return out;
 }
 
-void checkFormat(QuantFormat format, const Case &c, uint64_t seed) {
+// in_caller_memory: the operand lives in one block of memory the test owns (Engine::quantizedIn),
+// with guard bytes after it that the quantizer must leave alone.
+void checkFormat(QuantFormat format, const Case &c, uint64_t seed, bool in_caller_memory = false) {
   INFO("format " << toString(format) << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim
-                 << " sigma " << c.sigma << " seed " << seed);
+                 << " sigma " << c.sigma << " seed " << seed << (in_caller_memory ? " in caller memory" : ""));
   std::mt19937_64 rng(seed);
   const std::size_t n = std::size_t(c.batch) * c.heads * c.seqlen * c.head_dim;
   HostBf16 x = randomBf16(n, c.sigma, rng);
   auto dx = upload(x.bits.data(), n * 2);
-  auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, c.batch, c.heads, c.seqlen,
-                                                       c.head_dim),
-                                format, "x");
+  const TensorDesc tx = TensorDesc::contiguous(dx.address(), DType::BF16, c.batch, c.heads, c.seqlen, c.head_dim);
+  const std::size_t need = Engine::quantizedBytes(format, c.batch, c.heads, c.seqlen, c.head_dim);
+  constexpr std::size_t kGuard = 4096;
+  std::vector<uint8_t> guard(need + kGuard, 0xAB);
+  runtime::DeviceBuffer block = upload(guard.data(), guard.size());
+  llvm::Expected<QuantizedTensor> q = in_caller_memory
+                                          ? gpuEngine().quantizedIn(format, c.batch, c.heads, c.seqlen, c.head_dim,
+                                                                    block.address(), need)
+                                          : gpuEngine().quantize(tx, format, "x");
   REQUIRE_OK(q);
+  if (in_caller_memory) {
+    REQUIRE_SUCCESS(gpuEngine().quantize(tx, format, *q, "x"));
+    auto after = download<uint8_t>(block, guard.size());
+    CHECK(std::count(after.begin() + need, after.end(), 0xAB) == std::ptrdiff_t(kGuard));
+  }
   const int f = static_cast<int>(format);
   const std::size_t pb = device::quantize::quantizePayloadBytesPerHead(f, c.head_dim, c.seqlen);
   const std::size_t sb = device::quantize::quantizeScaleBytesPerHead(f, c.head_dim, c.seqlen);
@@ -130,4 +144,31 @@ TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu]
       CHECK(clean == std::vector<int32_t>(B * H, 0x7FFFFFFF));
     }
   }
+}
+
+TEST_CASE("GPU quantizers write an operand in caller memory in place, and refuse memory too small",
+          "[gpu][quantize]") {
+  const uint64_t seed = freshSeed();
+  for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead})
+    for (const Case &c : {Case{2, 3, 77, 128, 1.0f}, Case{1, 2, 1000, 64, 3.0f}})
+      checkFormat(f, c, seed + c.seqlen, /*in_caller_memory=*/true);
+
+  const std::size_t need = Engine::quantizedBytes(QuantFormat::Nvfp4, 1, 2, 100, 64);
+  std::vector<uint8_t> zeros(need, 0);
+  runtime::DeviceBuffer block = upload(zeros.data(), need);
+  auto small = gpuEngine().quantizedIn(QuantFormat::Nvfp4, 1, 2, 100, 64, block.address(), need - 1);
+  REQUIRE_FALSE(bool(small));
+  CHECK_THAT(llvm::toString(small.takeError()), Catch::Contains("needs"));
+  auto misaligned = gpuEngine().quantizedIn(QuantFormat::Nvfp4, 1, 2, 100, 64, block.address() + 16, need - 16);
+  REQUIRE_FALSE(bool(misaligned));
+  CHECK_THAT(llvm::toString(misaligned.takeError()), Catch::Contains("aligned"));
+  // A longer input than the memory was laid out for: an error, never a write past it.
+  auto fitted = gpuEngine().quantizedIn(QuantFormat::Nvfp4, 1, 2, 100, 64, block.address(), need);
+  REQUIRE_OK(fitted);
+  std::vector<uint16_t> longer(1 * 2 * 400 * 64, 0x3F80);
+  runtime::DeviceBuffer dx = upload(longer.data(), longer.size() * 2);
+  llvm::Error err = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, 1, 2, 400, 64),
+                                         QuantFormat::Nvfp4, *fitted, "x");
+  REQUIRE(bool(err));
+  CHECK_THAT(llvm::toString(std::move(err)), Catch::Contains("caller memory"));
 }

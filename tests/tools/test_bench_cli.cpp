@@ -1,5 +1,6 @@
 // `fa4jit bench --variants` names, as a user types them: every tile field's bench name from the
-// field table is accepted before any GPU work, and an unknown one is an error listing them.
+// field table is accepted before any GPU work, and an unknown one is an error listing them; the
+// same for `--backward`'s head dims, variants and flags.
 #include "fa4jit/codegen/spec_fields.h"
 
 #include "cli_run.h"
@@ -41,5 +42,23 @@ TEST_CASE("bench accepts every tile field's bench names and the other variant ki
   const auto r = runFa4jit(kTinyGrid + "--variants " + variants, Stderr::Merge);
   INFO(r.out);
   CHECK(r.out.find("unknown bench variant") == std::string::npos);
+  CHECK((r.status == 0 || r.out.find("needs a GPU") != std::string::npos));
+}
+
+TEST_CASE("bench --backward checks its head dims, variants and flags before any GPU work", "[tools][bench]") {
+  const std::string grid = "bench --backward --seqlen 256 --causal 1 --reps 1 ";
+  auto r = runFa4jit(grid + "--head-dim 64,256", Stderr::Merge);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("head dim 256 has no backward kernel") != std::string::npos);
+  r = runFa4jit(grid + "--head-dim 64 --variants default,nope", Stderr::Merge);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("unknown variant 'nope'") != std::string::npos);
+  r = runFa4jit(grid + "--head-dim 64 --route directp", Stderr::Merge);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("no --route") != std::string::npos);
+  r = runFa4jit(grid + "--head-dim 64,128 --variants default,deterministic,mxfp4,saved-nvfp4,mma-sync,wgmma",
+                Stderr::Merge);
+  INFO(r.out);
+  CHECK(r.out.find("unknown variant") == std::string::npos);
   CHECK((r.status == 0 || r.out.find("needs a GPU") != std::string::npos));
 }
