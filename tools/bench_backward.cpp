@@ -7,7 +7,9 @@
 
 #include "bench_support.h"
 
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/codegen/spec_validate.h"
 
 #include <fmt/format.h>
 
@@ -32,10 +34,13 @@ struct Variant {
   BackwardQkOperands qk = BackwardQkOperands::Bf16;
   bool deterministic = false;
   std::optional<BackwardMma> mma;
+  std::optional<TileShape> tile;
 };
 
 Variant variantNamed(const std::string &name) {
   Variant v;
+  if (auto tile = parseBackwardBenchTile(name))
+    v.tile = *tile;
   if (name == "deterministic")
     v.deterministic = true;
   else if (name == "mxfp4")
@@ -122,6 +127,16 @@ BackwardArgs backwardArgs(TrainingSet &t, const AttnShape &s, const Variant &v) 
 
 } // namespace
 
+std::optional<TileShape> parseBackwardBenchTile(const std::string &name) {
+  TileShape t{};
+  char tail = 0;
+  if (std::sscanf(name.c_str(), "tile%dx%dx%d%c", &t.block_m, &t.block_n, &t.warps, &tail) != 3)
+    return std::nullopt;
+  if (t.block_m <= 0 || t.block_n <= 0 || t.warps <= 0)
+    return std::nullopt;
+  return t;
+}
+
 const std::vector<std::string> &backwardBenchVariants() {
   static const std::vector<std::string> names{"default", "deterministic", "mxfp4", "saved-nvfp4", "mma-sync", "wgmma"};
   return names;
@@ -166,12 +181,16 @@ int runBackwardBench(const BackwardBenchOptions &o) {
             for (TrainingSet &t : sets) // (sizes the saved operands and checks the variant runs)
               if (auto e = trainingForward(eng, t, s, v))
                 return e;
-            if (v.mma) {
+            if (v.mma || v.tile) {
               auto chosen = eng.backwardSpecFor(backwardArgs(sets[0], s, v));
               if (!chosen)
                 return chosen.takeError();
-              chosen->backward.mma = *v.mma;
-              spec = *chosen;
+              spec = v.mma ? withBackwardMma(*chosen, *v.mma) : *chosen;
+              if (v.tile) {
+                spec->backward.tile = *v.tile;
+                if (auto bad = validateSpec(*spec)) // (a tile the rules refuse: its reason, in the row)
+                  return bad;
+              }
             }
             return llvm::Error::success();
           }();

@@ -73,7 +73,8 @@ const char kUsage[] =
     "                    and TFLOP/s (the backward counted as 2.5x the forward's FLOPs). Defaults\n"
     "                    become --head-dim 64,128 --seqlen 1024,4096,8192,16384; --variants takes\n"
     "                    default, deterministic, mxfp4 (P/V), saved-nvfp4 (Q/K of the dS products),\n"
-    "                    mma-sync, wgmma (the main pass's instructions). JSON rows have kind\n"
+    "                    mma-sync, wgmma (the main pass's instructions), tileMxNxW (its query\n"
+    "                    step, keys per CTA and warps, e.g. tile64x128x8). JSON rows have kind\n"
     "                    fa4jit-backward; scripts/bench_backward.py times cuDNN's backward beside\n"
     "                    the same calls from PyTorch\n"
     "  --help\n";
@@ -124,9 +125,9 @@ int runBench(int argc, char **argv) {
       return usage(llvm::toString(variant_list.takeError()));
     const std::vector<std::string> &known = backwardBenchVariants();
     for (const std::string &v : *variant_list)
-      if (std::find(known.begin(), known.end(), v) == known.end())
+      if (std::find(known.begin(), known.end(), v) == known.end() && !parseBackwardBenchTile(v))
         return usage("--backward: unknown variant '" + v +
-                     "' (default, deterministic, mxfp4, saved-nvfp4, mma-sync, wgmma)");
+                     "' (default, deterministic, mxfp4, saved-nvfp4, mma-sync, wgmma, tileMxNxW)");
     BackwardBenchOptions options;
     options.head_dims = *dims, options.seqlens = *seqlens, options.tokens = *tokens, options.reps = int(*reps);
     for (bool c : *causals)

@@ -150,7 +150,7 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
       auto mma = parseBackwardMma(flags.str("mma", ""));
       if (!mma)
         return mma.takeError();
-      b.mma = *mma;
+      spec = withBackwardMma(spec, *mma);
     }
     b.deterministic = flags.has("deterministic");
     llvm::Error errors[] = {optionalFloat(flags, "softmax-scale", b.forward.softmax_scale),
@@ -160,7 +160,7 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
     for (llvm::Error &e : errors)
       bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
     if (bad_value)
-      return std::move(bad_value);
+      return bad_value;
     return spec;
   }
   auto route = routeFlag(flags, "directp");

@@ -53,10 +53,13 @@ TEST_CASE("bench --backward checks its head dims, variants and flags before any 
   r = runFa4jit(grid + "--head-dim 64 --variants default,nope", Stderr::Merge);
   CHECK(r.status == 2);
   CHECK(r.out.find("unknown variant 'nope'") != std::string::npos);
+  r = runFa4jit(grid + "--head-dim 64 --variants tile32x128", Stderr::Merge);
+  CHECK(r.status == 2);
+  CHECK(r.out.find("unknown variant 'tile32x128'") != std::string::npos);
   r = runFa4jit(grid + "--head-dim 64 --route directp", Stderr::Merge);
   CHECK(r.status == 2);
   CHECK(r.out.find("no --route") != std::string::npos);
-  r = runFa4jit(grid + "--head-dim 64,128 --variants default,deterministic,mxfp4,saved-nvfp4,mma-sync,wgmma",
+  r = runFa4jit(grid + "--head-dim 64,128 --variants default,deterministic,mxfp4,saved-nvfp4,mma-sync,wgmma,tile32x128x8",
                 Stderr::Merge);
   INFO(r.out);
   CHECK(r.out.find("unknown variant") == std::string::npos);

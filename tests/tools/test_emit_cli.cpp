@@ -67,3 +67,25 @@ TEST_CASE("emit rejects bad flags and invalid specs", "[cli][emit]") {
   CHECK(help.status == 0);
   CHECK(help.out.find("usage: fa4jit emit") != std::string::npos);
 }
+
+TEST_CASE("emit --mma moves the backward to that pass's own default tiles", "[cli][emit]") {
+  for (const char *mma : {"mma-sync", "wgmma"}) {
+    INFO(mma);
+    Run j = emitCli(std::string("--family attention-backward --head-dim 128 --json --mma ") + mma);
+    REQUIRE(j.status == 0);
+    llvm::Expected<llvm::json::Value> v = llvm::json::parse(j.out);
+    REQUIRE(static_cast<bool>(v));
+    const llvm::json::Object *b = v->getAsObject()->getObject("spec")->getObject("backward");
+    REQUIRE(b != nullptr);
+    CHECK(b->getString("mma").getValueOr("") == mma);
+    fa4jit::KernelSpec want = fa4jit::withBackwardMma(
+        fa4jit::defaultBackwardSpec(128, false, 0.0f, fa4jit::Target::Sm90a),
+        std::string(mma) == "wgmma" ? fa4jit::BackwardMma::Wgmma : fa4jit::BackwardMma::MmaSync);
+    CHECK(b->getInteger("block_m").getValueOr(0) == want.backward.tile.block_m);
+    CHECK(b->getInteger("warps").getValueOr(0) == want.backward.tile.warps);
+  }
+  // (the mma.sync pass cannot hold D128 at the wgmma pass's 64 query rows)
+  CHECK(fa4jit::withBackwardMma(fa4jit::defaultBackwardSpec(128, false, 0.0f, fa4jit::Target::Sm90a),
+                                fa4jit::BackwardMma::MmaSync)
+            .backward.tile.block_m < 64);
+}

@@ -1,5 +1,5 @@
 // Spec edits that keep a spec valid: moving it to another schedule, another score accumulator,
-// the key blocks that fit its tile (heuristics.h).
+// the key blocks that fit its tile, a backward to another main pass (heuristics.h).
 #include "decisions.h"
 
 #include <algorithm>
@@ -10,6 +10,13 @@
 #include "fa4jit/codegen/spec_validate.h"
 
 namespace fa4jit {
+
+KernelSpec withBackwardMma(KernelSpec s, BackwardMma mma) {
+  const decisions::BackwardChoice choice = decisions::backwardChoice(s.backward.forward.head_dim, mma);
+  s.backward.mma = choice.mma;
+  s.backward.tile = choice.tile;
+  return s;
+}
 
 KernelSpec withAttentionSchedule(KernelSpec s, AttentionSchedule schedule) {
   AttentionSpec &a = s.attention;

@@ -57,6 +57,10 @@ KernelSpec defaultBackwardSpec(const AttentionSpec &forward, Target target);
 // The same for the default nvfp8 forward of (head dim, causal, softmax scale) on `target`.
 KernelSpec defaultBackwardSpec(int head_dim, bool causal, float softmax_scale, Target target);
 
+// `spec` (a backward spec) with its main pass on `mma`, at that pass's default tiles for the
+// head dim (backward_decisions.cpp): the other pass's tiles need not fit this one.
+KernelSpec withBackwardMma(KernelSpec spec, BackwardMma mma);
+
 // The quantizer that produces one attention operand in the layout `attention` consumes.
 enum class AttentionOperand : uint8_t { Q, K, V };
 // Precondition: attention.family == AttentionForward and its route is nvfp8 or directp (the bf16
