@@ -39,7 +39,11 @@ for step in "${steps[@]}"; do
       echo "== scripts/bench_backward.py ${BACKWARD_ARGS:-}"
       FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 timeout 400 \
         python3 scripts/bench_backward.py ${BACKWARD_ARGS:-} > "$OUT/bench_backward.jsonl" 2> "$OUT/bench_backward.err"
-      tail -20 "$OUT/bench_backward.err" ;;
+      tail -20 "$OUT/bench_backward.err"
+      # The same grid through the CLI (Engine calls, no PyTorch), with the backward's variants
+      echo "== fa4jit bench --backward ${BACKWARD_CLI_ARGS:-}"
+      timeout 300 "$BIN/fa4jit" bench --backward --json ${BACKWARD_CLI_ARGS:-} > "$OUT/cli_backward.jsonl" 2>&1
+      tail -3 "$OUT/cli_backward.jsonl" | cut -c1-300 ;;
     tune)
       TUNE_ARGS=${TUNE_ARGS:---route nvfp8,directp --head-dim 128 --seqlen 4096 --causal 0,1 --reps 10}
       echo "== fa4jit tune $TUNE_ARGS"

@@ -369,9 +369,9 @@ void checkBackward(const KernelSpec &s, Rules &r) {
   if (b.mma == BackwardMma::Wgmma) {
     if (warps != 4 && warps != 8)
       r.fail("backward.warps", warps, " is not 4 or 8: the wgmma main pass runs whole warpgroups");
-    else if (D == 64 && warps != 4)
-      r.fail("backward.warps", warps, ": two warpgroups split dQ^T by 64-row halves of the head dim, and head_dim 64 "
-             "has one");
+    else if (D == 64 && warps == 8 && bm != 64)
+      r.fail("backward.warps", warps, ": at head_dim 64, two warpgroups split dQ = dS K by 32-column halves, which "
+             "64-query steps have (block_m ", bm, " takes dQ^T, whose m64 is the whole head dim)");
     if (bm != 32 && bm != 64)
       r.fail("backward.block_m", bm, " is not 32 or 64 (the N of the wgmma S^T = K Q^T)");
     else if (b.pv == BackwardPvFormat::Mxfp4 && bm % 32 != 0)

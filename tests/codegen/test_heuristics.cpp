@@ -85,7 +85,8 @@ TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim
       CHECK(s.backward.forward.causal == causal);
       CHECK(s.backward.mma == BackwardMma::Wgmma);
       CHECK(s.backward.tile.block_m == 64);
-      CHECK(s.backward.tile.block_n == (d == 128 ? 128 : 64));
+      CHECK(s.backward.tile.block_n == 128);
+      CHECK(s.backward.tile.warps == 8);
       CHECK(s.backward.pv == BackwardPvFormat::E4m3);
       CHECK(s.backward.qk == BackwardQkOperands::Bf16);
       // the nvfp8 forward's widening, which the rebuilt S must repeat

@@ -219,6 +219,7 @@ TEST_CASE("backward: every other tile the rules admit", "[gpu][backward]") {
       {128, {16, 32, 2}, BackwardMma::MmaSync}, {128, {16, 64, 4}, BackwardMma::MmaSync},
       {128, {16, 128, 8}, BackwardMma::MmaSync}, {128, {32, 128, 8}, BackwardMma::MmaSync},
       {64, {32, 64, 4}, BackwardMma::Wgmma},    {64, {64, 64, 4}, BackwardMma::Wgmma},
+      {64, {64, 128, 8}, BackwardMma::Wgmma},
       {128, {32, 64, 4}, BackwardMma::Wgmma},   {128, {64, 64, 4}, BackwardMma::Wgmma},
       {128, {32, 128, 8}, BackwardMma::Wgmma},  {128, {64, 128, 8}, BackwardMma::Wgmma}};
   for (const Variant &v : variants)

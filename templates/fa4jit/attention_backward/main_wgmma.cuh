@@ -12,7 +12,7 @@
 // FP8 wgmma takes K-major operands only, hence the transposed views: dO^T and Q^T come from the
 // stage launch, K^T is transposed once per CTA. dQ goes to the FP32 accumulator with atomics, in
 // key-block order when deterministic. With two warpgroups, warpgroup h takes half h of the head
-// dim over all of the CTA's keys, so each element is added once per CTA.
+// dim over all of the CTA's keys (32 columns at D64), so each element is added once per CTA.
 #include "fa4jit/attention_backward/kernel.cuh"
 #include "fa4jit/attention_sm90/wgmma_bf16.cuh"
 #include "fa4jit/mbarrier.cuh"
@@ -29,6 +29,9 @@ template <class C> struct BackwardWgmmaTraits {
   static constexpr int kQueryTiles = kBlockM / 8;
   static constexpr int kDimTiles = kHeadDim / 8;
   static constexpr int kDimHalves = kHeadDim / 64; // m64 slices of dQ^T
+  // Columns of dQ = dS K per wgmma (64-query steps): 64, or 32 where two warpgroups share D64.
+  static constexpr int kDqSlice = kHeadDim / kGroups < 64 ? kHeadDim / kGroups : 64;
+  static constexpr int kDqSlices = kHeadDim / kDqSlice;
   // Shared-memory tiles, in bytes from the 1024-aligned base.
   static constexpr int kK8 = 0;
   static constexpr int kV8 = kK8 + attention_sm90::operandTileBytes(kBlockN, kHeadDim);
@@ -56,8 +59,8 @@ template <class C> struct BackwardWgmmaTraits {
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
   static_assert(kBlockM == 32 || kBlockM == 64, "block_m 32 or 64 (the wgmma N of S^T)");
-  static_assert(kBlockN == 64 * kGroups && (kGroups == 1 || kGroups == kDimHalves),
-                "64 keys per warpgroup; two warpgroups split dQ^T by halves of D");
+  static_assert(kBlockN == 64 * kGroups && (kGroups == 1 || kGroups == kDimHalves || kBlockM == 64),
+                "64 keys per warpgroup; two warpgroups split dQ^T by halves of D (dQ at D64: by 32 columns)");
   static_assert(kStageRows % kBlockM == 0, "query blocks tile the staged rows");
   static_assert(!C::pv_mxfp4 || kBlockM % 32 == 0, "MXFP4 P blocks 32 queries");
 };
@@ -321,30 +324,32 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
       }
       __syncthreads();
     }
-    // dQ over the CTA's keys, per 64-wide half of D: warpgroup h takes half h (two warpgroups), or
-    // every half (one). A 64-query step is one m64 of dQ = dS K, whose accumulator pairs are
-    // adjacent columns of a dQ row: one 8-byte reduction each. A 32-query step takes the m64 from
-    // the head dim instead: dQ^T = K^T dS^T, one 4-byte reduction per element.
+    // dQ over the CTA's keys, per 64-wide half of D: warpgroup h takes half h (two warpgroups; at
+    // D64, 32-column halves), or every half (one). A 64-query step is one m64 of dQ = dS K, whose
+    // accumulator pairs are adjacent columns of a dQ row: one 8-byte reduction each. A 32-query
+    // step takes the m64 from the head dim instead: dQ^T = K^T dS^T, one 4-byte reduction per
+    // element.
     if constexpr (kBm == 64) {
+      constexpr int kSlice = T::kDqSlice;
 #pragma unroll
-      for (int hh = 0; hh < T::kDimHalves / T::kGroups; ++hh) {
-        const int half = T::kGroups == 1 ? hh : wg;
-        float dq[8][4];
+      for (int hh = 0; hh < T::kDqSlices / T::kGroups; ++hh) {
+        const int slice = T::kGroups == 1 ? hh : wg;
+        float dq[kSlice / 8][4];
         zero(dq);
         attention_sm90::sm90_wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < kBn / 16; ++kk)
-          bf16ss<64>(dq, operandDescriptor<kBm>(ds_lo, 0, kk), operandDescriptor<kD>(kbt_lo, 64 * half, kk));
+          bf16ss<kSlice>(dq, operandDescriptor<kBm>(ds_lo, 0, kk), operandDescriptor<kD>(kbt_lo, kSlice * slice, kk));
         attention_sm90::sm90_wgmma_commit();
         attention_sm90::sm90_wgmma_wait<0>();
         attention_sm90::sm90_fence_regs(dq);
         // The block's dQ rows into this step's stage (free since the barrier before dQ), full rows
         // of D FP32 at a bank-spreading pitch.
 #pragma unroll
-        for (int t = 0; t < 8; ++t)
+        for (int t = 0; t < kSlice / 8; ++t)
 #pragma unroll
           for (int r = 0; r < 2; ++r) {
-            const int row = (warp % 4) * 16 + g + 8 * r, d = 64 * half + t * 8 + 2 * q4;
+            const int row = (warp % 4) * 16 + g + 8 * r, d = kSlice * slice + t * 8 + 2 * q4;
             *reinterpret_cast<float2 *>(stage_rw + row * T::kDqPitch + d * 4) =
                 make_float2(dq[t][2 * r], dq[t][2 * r + 1]);
           }
