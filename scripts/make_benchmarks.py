@@ -122,6 +122,7 @@ def training_section(run_dir):
                    f"{cell(m.get('fa4jit_mxfp4'))} | {cell(cb)} / {cell(fb)} | {bwd_ratio} | "
                    f"{cell(r.get('floor_bwd_fp8_ms'))} |")
     out.append("")
+    out.extend(backward_variants_table(run_dir, meta))
     for note in meta.get("notes", []):
         out.append(wrap(note))
         out.append("")
@@ -129,8 +130,35 @@ def training_section(run_dir):
     out.append("")
     out.append("```sh")
     args = meta.get("bench_args", "")
-    out.append((f'BACKWARD_ARGS="{args}" ' if args else "") + "scripts/device_check.sh backward")
+    cli_args = meta.get("cli_bench_args", "")
+    out.append((f'BACKWARD_ARGS="{args}" ' if args else "") +
+               (f'BACKWARD_CLI_ARGS="{cli_args}" ' if cli_args else "") + "scripts/device_check.sh backward")
     out.append("```")
+    return out
+
+
+def backward_variants_table(run_dir, meta):
+    """The backward of each variant through the C++ engine (`fa4jit bench --backward --json`, the
+    same run's cli_backward.jsonl), where the run folder has it."""
+    name = meta.get("files", {}).get("cli_backward")
+    if not name or not os.path.exists(os.path.join(run_dir, name)):
+        return []
+    rows = [r for r in load(os.path.join(run_dir, name)) if r.get("kind") == "fa4jit-backward"]
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    shapes = list(dict.fromkeys((r["head_dim"], r["seqlen"], r["causal"]) for r in rows))
+    by = {(r["head_dim"], r["seqlen"], r["causal"], r["variant"]): r for r in rows}
+    out = [wrap("The backward alone per variant, through the C++ engine without PyTorch (`fa4jit bench "
+                "--backward`, same run, median ms; `tile64x64x4` is one warpgroup of 64 keys per CTA, "
+                "`mxfp4` MXFP4 P/V):"), ""]
+    out.append("| D | keys | causal | " + " | ".join(variants) + " |")
+    out.append("|---|---|---|" + "---|" * len(variants))
+    for d, s, c in shapes:
+        cells = []
+        for v in variants:
+            r = by.get((d, s, c, v))
+            cells.append(f"{r['bwd_ms']:.3f}" if r and "bwd_ms" in r else "-")
+        out.append(f"| {d} | {keys_label(s)} | {c} | " + " | ".join(cells) + " |")
+    out.append("")
     return out
 
 
