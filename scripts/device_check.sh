@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward}; do
+      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward runtime_test_gpu_merge}; do
         # (the forward suite takes 380-450 s on the H200: its own limit, the others' 120 s)
         limit=120; [ "$t" = runtime_test_gpu_forward ] && limit=540
         echo "== $t"; timeout $limit "$BIN/$t" "[gpu]" > "$OUT/$t.log" 2>&1; echo "   exit status $?"

@@ -32,7 +32,7 @@ const char kUsage[] =
     "\n"
     "options (lists are comma-separated):\n"
     "  --all               every variant the code generator can emit for the targets\n"
-    "  --family F          attention | attention-backward | quantize | all (default all)\n"
+    "  --family F          attention | attention-backward | quantize | merge-states | all (default all)\n"
     "  --route LIST        bf16,nvfp8,directp (default all)\n"
     "  --head-dim LIST     64,128,256 (default all)\n"
     "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0,1)\n"
@@ -60,8 +60,9 @@ int runCompile(int argc, char **argv) {
   if (!targets)
     return fail(llvm::toString(targets.takeError()));
   const std::string family = flags.str("family", "all");
-  if (family != "all" && family != "attention" && family != "quantize" && family != "attention-backward")
-    return fail("--family must be attention, attention-backward, quantize or all");
+  if (family != "all" && family != "attention" && family != "quantize" && family != "attention-backward" &&
+      family != "merge-states")
+    return fail("--family must be attention, attention-backward, quantize, merge-states or all");
   auto routes = routesFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return fail(llvm::toString(routes.takeError()));
@@ -82,6 +83,8 @@ int runCompile(int argc, char **argv) {
     if (s.family == KernelFamily::AttentionBackward)
       return std::count(dims->begin(), dims->end(), s.backward.forward.head_dim) &&
              std::count(causals->begin(), causals->end(), s.backward.forward.causal);
+    if (s.family == KernelFamily::MergeStates)
+      return std::count(dims->begin(), dims->end(), s.merge.head_dim) > 0;
     if (s.family != KernelFamily::AttentionForward)
       return true;
     const AttentionSpec &a = s.attention;
@@ -105,6 +108,10 @@ int runCompile(int argc, char **argv) {
           for (int d : *dims)
             for (bool c : *causals)
               specs.push_back(defaultAttentionSpec(r, d, c, t));
+      if (family == "merge-states" || family == "all")
+        for (const KernelSpec &m : enumerateMergeVariants(t))
+          if (std::count(dims->begin(), dims->end(), m.merge.head_dim))
+            specs.push_back(m);
       if (family == "quantize" || family == "all")
         for (const KernelSpec &q : enumerateQuantizeVariants(t))
           if (!q.quantize.input_fp32 && !q.quantize.keys_permuted16 &&

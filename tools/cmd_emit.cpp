@@ -29,7 +29,7 @@ const char *kUsage =
     "Prints the generated instantiation source of one kernel.\n"
     "\n"
     "  --spec FILE.json          read the spec (canonical JSON, see --json); other spec flags are refused\n"
-    "  --family attention|quantize|attention-backward   (default attention)\n"
+    "  --family attention|quantize|attention-backward|merge-states   (default attention)\n"
     "  --target sm_80|sm_89|sm_90a|sm_100a   (default sm_90a)\n"
     "  --head-dim 64|128|256     (default 128)\n"
     " attention (defaults from the heuristics for route, head dim, causal, target):\n"
@@ -49,6 +49,9 @@ const char *kUsage =
     "  --fp32-input, --fp16-input  (default bf16 input)\n"
     "  --permute-keys            V^T keys in Hopper register-P order\n"
     "  --threads T               (default 256)\n"
+    " merge-states:\n"
+    "  --state-type bf16|f16|f32 the parts' and the merged O (default bf16)\n"
+    "  --threads T               (default 128)\n"
     " output:\n"
     "  --json                    print the canonical spec, kernel name, entry points and the\n"
     "                            baked / run-time split instead of the source\n"
@@ -63,7 +66,7 @@ int fail(const std::string &msg) {
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
     "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
-    "fp16-input", "pv", "qk", "deterministic", "mma"};
+    "fp16-input", "pv", "qk", "deterministic", "mma", "state-type"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -125,6 +128,15 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
                                                          : QuantInput::Bf16);
     spec.quantize.keys_permuted16 = flags.has("permute-keys"); // for NVFP4 too, so that validation says why not
     if (auto e = optionalInt(flags, "threads", spec.quantize.threads))
+      return e;
+    return spec;
+  }
+  if (*family == KernelFamily::MergeStates) {
+    auto value = parseStateType(flags.str("state-type", "bf16"));
+    if (!value)
+      return value.takeError();
+    spec = defaultMergeSpec(*value, *head_dim, *target);
+    if (auto e = optionalInt(flags, "threads", spec.merge.threads))
       return e;
     return spec;
   }
@@ -233,7 +245,7 @@ int runEmit(int argc, char **argv) {
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
                   {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
-                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"},
+                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"}, {"state-type"},
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

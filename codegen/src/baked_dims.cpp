@@ -242,6 +242,36 @@ DimensionSplit backwardSplit(const KernelSpec &spec) {
   return d;
 }
 
+const char *deviceStateType(StateType t) {
+  switch (t) {
+  case StateType::Bf16: return "StateType::Bf16";
+  case StateType::F16: return "StateType::F16";
+  case StateType::F32: return "StateType::F32";
+  }
+  return "?";
+}
+
+DimensionSplit mergeSplit(const KernelSpec &spec) {
+  const MergeSpec m = canonicalize(spec).merge;
+  DimensionSplit d;
+  d.family = KernelFamily::MergeStates;
+  d.device_namespace = "fa4jit::device::merge";
+  d.params_type = "MergeParams";
+  d.params_header = "fa4jit/merge/params.cuh";
+  // The members of fa4jit/merge/config.cuh, in its order.
+  d.baked = {
+      {"value", "StateType", deviceStateType(m.value), std::string(toString(m.value)) + " O in and out"},
+      {"head_dim", "int", intText(m.head_dim), ""},
+      {"threads", "int", intText(m.threads), "CTA size"},
+  };
+  d.runtime = {
+      {"parts, num_parts", "each part's O address and strides and its dense FP32 LSE [B, H, S]"},
+      {"o, o_*_stride, lse", "the merged O (and its strides) and LSE (0: not written)"},
+      {"batch, heads, seqlen", "B, H, S: rows merged independently"},
+  };
+  return d;
+}
+
 } // namespace
 
 float log2SoftmaxScale(const AttentionSpec &a) {
@@ -268,6 +298,8 @@ llvm::Expected<DimensionSplit> splitDimensions(const KernelSpec &spec) {
     return quantizeSplit(spec);
   if (spec.family == KernelFamily::AttentionBackward)
     return backwardSplit(spec);
+  if (spec.family == KernelFamily::MergeStates)
+    return mergeSplit(spec);
   DimensionSplit d = attentionSplit(spec);
   if (isTcgen05Attention(spec)) { // sm_100a: the TMEM plan's columns are baked too
     llvm::Expected<std::vector<BakedConstant>> extra = tcgen05BakedConstants(spec);

@@ -23,5 +23,6 @@ void emitNonFiniteRowsEntry(const KernelSpec &spec, const DimensionSplit &split,
 llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const DimensionSplit &split);
+llvm::Expected<EmittedKernel> emitMerge(const KernelSpec &spec, const DimensionSplit &split);
 
 } // namespace fa4jit::detail

@@ -71,6 +71,8 @@ llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec) {
     return detail::emitQuantize(spec, *split);
   if (spec.family == KernelFamily::AttentionBackward)
     return detail::emitBackward(spec, *split);
+  if (spec.family == KernelFamily::MergeStates)
+    return detail::emitMerge(spec, *split);
   return detail::emitAttention(spec, *split);
 }
 

@@ -37,7 +37,8 @@ constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
                                          QuantFormat::Fp8PerHead, QuantFormat::Bf16};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
 constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize,
-                                      KernelFamily::AttentionBackward};
+                                      KernelFamily::AttentionBackward, KernelFamily::MergeStates};
+constexpr StateType kStateTypes[] = {StateType::Bf16, StateType::F16, StateType::F32};
 constexpr BackwardPvFormat kBackwardPvFormats[] = {BackwardPvFormat::E4m3, BackwardPvFormat::Mxfp4};
 constexpr BackwardQkOperands kBackwardQkOperands[] = {BackwardQkOperands::Bf16, BackwardQkOperands::SavedNvfp4};
 constexpr BackwardMma kBackwardMmas[] = {BackwardMma::MmaSync, BackwardMma::Wgmma};
@@ -187,6 +188,14 @@ void writeBackward(llvm::json::OStream &j, const BackwardSpec &b) {
     j.attribute("qk_widening", toString(b.forward.operands.qk_widening));
     writeFloat(j, "softmax_scale", b.forward.softmax_scale);
     j.attribute("warps", b.tile.warps);
+  });
+}
+
+void writeMerge(llvm::json::OStream &j, const MergeSpec &m) {
+  j.attributeObject("merge", [&] {
+    j.attribute("head_dim", m.head_dim);
+    j.attribute("threads", m.threads);
+    j.attribute("value", toString(m.value));
   });
 }
 
@@ -442,6 +451,12 @@ llvm::Error readBackward(ObjectReader &r, BackwardSpec &b) {
   return r.readInt("warps", b.tile.warps);
 }
 
+llvm::Error readMerge(ObjectReader &r, MergeSpec &m) {
+  FA4JIT_TRY(r.readInt("head_dim", m.head_dim));
+  FA4JIT_TRY(r.readInt("threads", m.threads));
+  return r.readEnum(llvm::StringRef("value"), m.value, parseStateType);
+}
+
 } // namespace
 
 std::string formatFloat(float value) {
@@ -494,9 +509,18 @@ llvm::Expected<BackwardMma> parseBackwardMma(llvm::StringRef n) {
 llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef n) {
   return parseEnum(n, kBackwardQkOperands, "backward Q/K operands");
 }
+llvm::Expected<StateType> parseStateType(llvm::StringRef n) { return parseEnum(n, kStateTypes, "state type"); }
 
 KernelSpec canonicalize(const KernelSpec &in) {
   KernelSpec s = in;
+  if (s.family != KernelFamily::MergeStates)
+    s.merge = MergeSpec{};
+  if (s.family == KernelFamily::MergeStates) {
+    s.attention = AttentionSpec{};
+    s.quantize = QuantizeSpec{};
+    s.backward = BackwardSpec{};
+    return s;
+  }
   if (s.family == KernelFamily::Quantize) {
     s.attention = AttentionSpec{};
     s.backward = BackwardSpec{};
@@ -573,10 +597,11 @@ KernelSpec canonicalize(const KernelSpec &in) {
 // A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
 // memo and the cache key start from them); this trips on any change of the struct's size.
 // (TileSpec's fields are the field table's, spec_fields.h.)
-static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) == 192,
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - sizeof(MergeSpec) == 192,
               "KernelSpec changed: update toJson, parseSpec and specsEqual");
 static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
               "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
+static_assert(sizeof(MergeSpec) == 12, "MergeSpec changed: update writeMerge, readMerge and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -627,7 +652,9 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
                         feq(u.forward.softmax_scale, w.forward.softmax_scale) &&
                         u.forward.operands.qk_widening == w.forward.operands.qk_widening &&
                         u.forward.operands.qk_widen_shift == w.forward.operands.qk_widen_shift;
-  return a.family == b.family && a.target == b.target && attn && quant && backward;
+  const MergeSpec &m = a.merge, &n = b.merge;
+  const bool merge = m.value == n.value && m.head_dim == n.head_dim && m.threads == n.threads;
+  return a.family == b.family && a.target == b.target && attn && quant && backward && merge;
 }
 
 std::string toJson(const KernelSpec &spec, unsigned indent) {
@@ -641,6 +668,8 @@ std::string toJson(const KernelSpec &spec, unsigned indent) {
     if (s.family == KernelFamily::AttentionBackward)
       writeBackward(j, s.backward);
     j.attribute("family", toString(s.family));
+    if (s.family == KernelFamily::MergeStates)
+      writeMerge(j, s.merge);
     if (s.family == KernelFamily::Quantize)
       writeQuantize(j, s.quantize);
     j.attribute("schema", kSpecSchemaVersion);
@@ -670,8 +699,9 @@ llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
   // Only the family's own sub-object may appear: another one would be silently dropped.
   const char *own = s.family == KernelFamily::AttentionForward ? "attention"
                     : s.family == KernelFamily::Quantize       ? "quantize"
+                    : s.family == KernelFamily::MergeStates    ? "merge"
                                                                : "backward";
-  for (const char *key : {"attention", "quantize", "backward"})
+  for (const char *key : {"attention", "quantize", "backward", "merge"})
     if (llvm::StringRef(key) != own && root->get(key))
       return r.fail(key, llvm::Twine("not allowed in a spec of family '") + toString(s.family) + "'");
   llvm::Error body =
@@ -679,6 +709,8 @@ llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
           ? r.readObject("attention", [&](ObjectReader &o) { return readAttention(o, s.attention); })
       : s.family == KernelFamily::Quantize
           ? r.readObject("quantize", [&](ObjectReader &o) { return readQuantize(o, s.quantize); })
+      : s.family == KernelFamily::MergeStates
+          ? r.readObject("merge", [&](ObjectReader &o) { return readMerge(o, s.merge); })
           : r.readObject("backward", [&](ObjectReader &o) { return readBackward(o, s.backward); });
   FA4JIT_TRY(std::move(body));
   FA4JIT_TRY(r.checkNoUnknownKeys());
@@ -697,6 +729,9 @@ std::string kernelName(const KernelSpec &spec) {
   if (spec.family == KernelFamily::Quantize) {
     const QuantizeSpec &q = spec.quantize;
     std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
+  } else if (spec.family == KernelFamily::MergeStates) {
+    const MergeSpec &m = spec.merge;
+    std::snprintf(buf, sizeof buf, "fa4jit_merge_%s_d%d_%s", toString(m.value), m.head_dim, hash8.c_str());
   } else if (spec.family == KernelFamily::AttentionBackward) {
     const BackwardSpec &b = spec.backward;
     std::snprintf(buf, sizeof buf, "fa4jit_attn_bwd_%s_d%d_c%d_%s", toString(b.pv), b.forward.head_dim,

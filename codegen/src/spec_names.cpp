@@ -101,6 +101,7 @@ const char *toString(KernelFamily f) {
   case KernelFamily::AttentionForward: return "attention";
   case KernelFamily::Quantize: return "quantize";
   case KernelFamily::AttentionBackward: return "attention-backward";
+  case KernelFamily::MergeStates: return "merge-states";
   }
   return "?";
 }
@@ -125,6 +126,15 @@ const char *toString(BackwardQkOperands q) {
   switch (q) {
   case BackwardQkOperands::Bf16: return "bf16";
   case BackwardQkOperands::SavedNvfp4: return "saved-nvfp4";
+  }
+  return "?";
+}
+
+const char *toString(StateType t) {
+  switch (t) {
+  case StateType::Bf16: return "bf16";
+  case StateType::F16: return "f16";
+  case StateType::F32: return "f32";
   }
   return "?";
 }

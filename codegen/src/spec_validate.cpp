@@ -340,6 +340,15 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
            "must fit 48 KiB of static shared memory)");
 }
 
+// The merge-states kernel (templates/fa4jit/merge): head_dim / 8 threads per row, 8 values each.
+void checkMerge(const KernelSpec &s, Rules &r) {
+  const MergeSpec &m = s.merge;
+  if (!isHeadDim(m.head_dim))
+    r.fail("merge.head_dim", m.head_dim, " is not one of 64, 128, 256");
+  if (!isPowerOfTwo(m.threads) || m.threads < 64 || m.threads > 512)
+    r.fail("merge.threads", m.threads, " is not a power of two in [64, 512]");
+}
+
 // The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync or wgmma on
 // sm_90a. Each warp keeps dK and dV of its 16 keys in registers (2 x 16 x head_dim FP32 over 32
 // lanes), which bounds the tiles: the register-limited ones are the rules below, and the SASS test
@@ -482,6 +491,8 @@ std::vector<std::string> specViolations(const KernelSpec &spec) {
     checkQuantize(spec, r);
   else if (spec.family == KernelFamily::AttentionBackward)
     checkBackward(spec, r);
+  else if (spec.family == KernelFamily::MergeStates)
+    checkMerge(spec, r);
   else
     checkAttention(spec, r);
   return r.out;

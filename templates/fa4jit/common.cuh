@@ -24,11 +24,15 @@ using std::uint8_t;
 
 // Functions marked FA4JIT_HD compile for the device and, when a host test or a CPU model
 // includes the header with a plain C++ compiler, for the host: one implementation, two users.
+// FA4JIT_UNROLL unrolls the loop after it on the device, where indexing a small array by the loop
+// counter would otherwise put the array in local memory; host compilers do without.
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define FA4JIT_HD __host__ __device__ __forceinline__
 #define FA4JIT_DEVICE __device__ __forceinline__
+#define FA4JIT_UNROLL _Pragma("unroll")
 #else
 #define FA4JIT_HD inline
+#define FA4JIT_UNROLL
 #endif
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)

@@ -50,7 +50,25 @@ TEST_CASE("every variant has a distinct name and emits", "[codegen][heuristics]"
   CHECK(two.size() == enumerateQuantizeVariants(Target::Sm90a).size() * 2 +
                           enumerateAttentionVariants(Target::Sm90a).size() +
                           enumerateAttentionVariants(Target::Sm100a).size() +
-                          enumerateBackwardVariants(Target::Sm90a).size());
+                          enumerateBackwardVariants(Target::Sm90a).size() +
+                          enumerateMergeVariants(Target::Sm90a).size() * 2);
+}
+
+TEST_CASE("merge variants: every state type and head dim on every target, each valid", "[codegen][heuristics]") {
+  for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
+    const std::vector<KernelSpec> v = enumerateMergeVariants(t);
+    CHECK(v.size() == 9);
+    for (const KernelSpec &s : v) {
+      CHECK(s.family == KernelFamily::MergeStates);
+      CHECK(s.target == t);
+      CHECK_FALSE(static_cast<bool>(validateSpec(s)));
+    }
+  }
+  KernelSpec bad = defaultMergeSpec(StateType::F16, 96, Target::Sm90a);
+  bad.merge.threads = 100;
+  const std::string e = llvm::toString(validateSpec(bad));
+  CHECK(e.find("merge.head_dim: 96 is not one of 64, 128, 256") != std::string::npos);
+  CHECK(e.find("merge.threads: 100 is not a power of two") != std::string::npos);
 }
 
 TEST_CASE("backward variants: sm_90a only, each valid, the defaults per head dim", "[codegen][heuristics]") {

@@ -229,3 +229,27 @@ TEST_CASE("SASS of every backward variant: mma.sync or wgmma, FP32 reductions, n
   CHECK(checked == 36);
   CHECK(warpgroup == 17);
 }
+
+TEST_CASE("SASS of every merge variant: one entry, global loads and stores, no local memory",
+          "[runtime][sass][variants][merge]") {
+  if (!haveCuobjdump())
+    return;
+  int checked = 0;
+  for (const auto &v : variantCubins()) {
+    if (v.spec.family != KernelFamily::MergeStates)
+      continue;
+    INFO(kernelName(v.spec) << " (" << toString(v.spec.target) << ")");
+    REQUIRE(v.error.empty());
+    CHECK(v.emitted.entries.size() == 1);
+    const std::optional<std::string> sass = sassOf(v);
+    // The weights' arrays (one entry per possible part) stay in registers: the loop over parts is
+    // unrolled on the device.
+    const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
+    CHECK(total(local) == 0);
+    const auto global = countOpcodes(*sass, [](const std::string &op) { return op == "LDG" || op == "STG"; });
+    CHECK(global.count("LDG"));
+    CHECK(global.count("STG"));
+    ++checked;
+  }
+  CHECK(checked == 36); // 3 state types x 3 head dims x 4 targets
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 using namespace fa4jit;
 
@@ -189,4 +190,51 @@ TEST_CASE("backward checks the saved operands, the gradients' shapes and the P/V
   CHECK(errorOf(runtime::validateBackward(a)).empty());
   q.head_dim = k.head_dim = v.head_dim = 256;
   CHECK(errorOf(runtime::validateBackward(a)).find("head dim 256 is not 64 or 128") != std::string::npos);
+}
+
+TEST_CASE("merge checks the parts against the merged state", "[runtime][validate]") {
+  const TensorDesc o = TensorDesc::contiguous(kBase, DType::F32, 2, 4, 33, 128);
+  std::vector<AttentionState> parts(3, AttentionState{TensorDesc::contiguous(kBase + 0x100000, DType::F32, 2, 4, 33, 128),
+                                                      kBase + 0x200000});
+  auto check = [&](const std::vector<AttentionState> &p, std::uint64_t lse = kBase + 0x300000) {
+    MergeArgs m;
+    m.parts = p;
+    m.o = o;
+    m.lse = lse;
+    return errorOf(runtime::validateMerge(m));
+  };
+  CHECK(check(parts).empty());
+  CHECK(check(parts, 0).empty()); // the merged LSE is optional
+  CHECK(check({}).find("0 parts") != std::string::npos);
+  CHECK(check(std::vector<AttentionState>(17, parts[0])).find("17 parts") != std::string::npos);
+  CHECK(check(parts, kBase + 2).find("merge lse: misaligned") != std::string::npos);
+  {
+    auto p = parts;
+    p[1].o.dtype = DType::BF16;
+    CHECK(check(p).find("merge part 1 o: dtype bf16, the merged o's is f32") != std::string::npos);
+  }
+  {
+    auto p = parts;
+    p[2].o.shape[1] = 8;
+    p[2].o.stride[0] = 8 * 33 * 128;
+    CHECK(check(p).find("merge part 2 o: shape [2, 8, 33, 128] differs") != std::string::npos);
+  }
+  {
+    auto p = parts;
+    p[0].lse = 0;
+    CHECK(check(p).find("merge part 0 lse: null pointer") != std::string::npos);
+  }
+  {
+    auto p = parts;
+    p[0].o.stride[2] = 130; // rows 520 bytes apart: not a multiple of 16
+    CHECK(check(p).find("seqlen stride") != std::string::npos);
+  }
+  {
+    MergeArgs m;
+    m.parts = parts;
+    m.o = o;
+    m.o.dtype = DType::F16;
+    m.o.shape[3] = 96;
+    CHECK(errorOf(runtime::validateMerge(m)).find("unsupported head dim 96") != std::string::npos);
+  }
 }

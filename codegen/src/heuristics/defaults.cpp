@@ -112,6 +112,16 @@ KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, 
   return s;
 }
 
+KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target) {
+  KernelSpec s;
+  s.family = KernelFamily::MergeStates;
+  s.target = target;
+  s.merge.value = value;
+  s.merge.head_dim = head_dim;
+  s.merge.threads = 128; // 8 to 32 rows per CTA: a memory-bound pass with enough CTAs per SM
+  return s;
+}
+
 KernelSpec quantizerFor(const KernelSpec &attention, AttentionOperand operand, bool input_fp32) {
   assert(attention.family == KernelFamily::AttentionForward && attention.attention.route != Route::Bf16 &&
          "only the nvfp8 and directp routes consume quantized operands");

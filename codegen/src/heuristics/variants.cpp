@@ -34,6 +34,14 @@ std::vector<KernelSpec> enumerateQuantizeVariants(Target target) {
   return out;
 }
 
+std::vector<KernelSpec> enumerateMergeVariants(Target target) {
+  std::vector<KernelSpec> out;
+  for (StateType value : {StateType::Bf16, StateType::F16, StateType::F32})
+    for (int d : kHeadDims)
+      out.push_back(defaultMergeSpec(value, d, target));
+  return out;
+}
+
 std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
   std::vector<KernelSpec> out;
   if (!attentionTemplatesAvailable())
@@ -205,6 +213,8 @@ std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets) {
     for (KernelSpec &s : enumerateAttentionVariants(t))
       out.push_back(std::move(s));
     for (KernelSpec &s : enumerateBackwardVariants(t))
+      out.push_back(std::move(s));
+    for (KernelSpec &s : enumerateMergeVariants(t))
       out.push_back(std::move(s));
   }
   return out;

@@ -5,6 +5,7 @@
 #include "fa4jit/runtime/engine.h"
 #include "fa4jit/runtime/logging.h"
 
+#include <array>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -253,6 +254,31 @@ int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args) {
   a.deterministic = args->deterministic != 0;
   a.stream = args->stream;
   return fromError(engine->engine->backward(a));
+}
+
+int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *parts, int32_t num_parts,
+                        const fa4jit_tensor *o, uint64_t lse, void *stream) {
+  if (!engine || !o)
+    return fail("fa4jit_merge_states: engine and o must not be NULL");
+  if (num_parts < 1 || num_parts > fa4jit::kMaxMergeParts)
+    return fail("fa4jit_merge_states: num_parts is " + std::to_string(num_parts) + "; a merge takes 1 to " +
+                std::to_string(fa4jit::kMaxMergeParts));
+  if (!parts)
+    return fail("fa4jit_merge_states: parts must not be NULL");
+  std::array<fa4jit::AttentionState, fa4jit::kMaxMergeParts> states;
+  for (int i = 0; i < num_parts; ++i) {
+    const std::string name = "parts[" + std::to_string(i) + "].o";
+    if (!toTensor(parts[i].o, name.c_str(), states[i].o))
+      return FA4JIT_ERROR;
+    states[i].lse = parts[i].lse;
+  }
+  fa4jit::MergeArgs a;
+  a.parts = llvm::ArrayRef<fa4jit::AttentionState>(states.data(), static_cast<std::size_t>(num_parts));
+  if (!toTensor(*o, "o", a.o))
+    return FA4JIT_ERROR;
+  a.lse = lse;
+  a.stream = stream;
+  return fromError(engine->engine->mergeStates(a));
 }
 
 int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out) {

@@ -170,4 +170,35 @@ llvm::Error validateBackward(const BackwardArgs &a) {
   return llvm::Error::success();
 }
 
+llvm::Error validateMerge(const MergeArgs &a) {
+  if (a.parts.empty() || a.parts.size() > static_cast<std::size_t>(kMaxMergeParts))
+    return fail(llvm::formatv("merge: {0} parts; a merge takes 1 to {1} (merge merged states for more)",
+                              a.parts.size(), kMaxMergeParts));
+  const DType type = a.o.dtype;
+  if (type != DType::BF16 && type != DType::F16 && type != DType::F32)
+    return fail(llvm::formatv("merge o: dtype {0}, expected bf16, f16 or f32", toString(type)));
+  if (auto e = validateTensor(a.o, "merge o", type, /*allow_empty=*/true))
+    return e;
+  if (a.lse % 4)
+    return fail(llvm::formatv("merge lse: misaligned pointer {0:x}: must be 4-byte aligned", a.lse));
+  for (std::size_t i = 0; i < a.parts.size(); ++i) {
+    const AttentionState &part = a.parts[i];
+    const std::string name = llvm::formatv("merge part {0} o", i).str();
+    if (part.o.dtype != type)
+      return fail(llvm::formatv("{0}: dtype {1}, the merged o's is {2}", name, toString(part.o.dtype), toString(type)));
+    if (auto e = validateTensor(part.o, name.c_str(), type, /*allow_empty=*/true))
+      return e;
+    for (int d = 0; d < 4; ++d)
+      if (part.o.shape[d] != a.o.shape[d])
+        return fail(llvm::formatv("{0}: shape [{1}, {2}, {3}, {4}] differs from the merged o's [{5}, {6}, {7}, {8}]",
+                                  name, part.o.shape[0], part.o.shape[1], part.o.shape[2], part.o.shape[3],
+                                  a.o.shape[0], a.o.shape[1], a.o.shape[2], a.o.shape[3]));
+    if (part.lse == 0 && !isEmpty(a.o))
+      return fail(llvm::formatv("merge part {0} lse: null pointer (a part's LSE is its weight)", i));
+    if (part.lse % 4)
+      return fail(llvm::formatv("merge part {0} lse: misaligned pointer {1:x}: must be 4-byte aligned", i, part.lse));
+  }
+  return llvm::Error::success();
+}
+
 } // namespace fa4jit::runtime

@@ -74,4 +74,7 @@ KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, 
 KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, QuantInput input,
                                bool keys_permuted16 = false);
 
+// The merge-states kernel for O of `value` and `head_dim`, with the default CTA size.
+KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target);
+
 } // namespace fa4jit

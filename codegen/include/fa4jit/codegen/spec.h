@@ -10,7 +10,7 @@ namespace fa4jit {
 
 enum class Target : uint8_t { Sm80, Sm89, Sm90a, Sm100a };
 enum class Route : uint8_t { Bf16, Nvfp8, DirectP };
-enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackward };
+enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackward, MergeStates };
 
 // How an FP4 operand (NVFP4 or MXFP4) is widened for a tensor core that has no FP4 input.
 //  Bf16: exact (E2M1 x UE4M3 needs at most 6 significant bits).
@@ -271,12 +271,24 @@ struct QuantizeSpec {
   int threads = 256;
 };
 
+// The element type of the outputs O that merge-states reads and writes (its LSEs are FP32).
+enum class StateType : uint8_t { Bf16, F16, F32 };
+
+// Merging attention states: the (O, LSE) of attention over disjoint key sets into the (O, LSE)
+// over their union (split-KV, context parallelism; docs/NUMERICS.md §4).
+struct MergeSpec {
+  StateType value = StateType::Bf16;
+  int head_dim = 128;
+  int threads = 128;
+};
+
 struct KernelSpec {
   KernelFamily family = KernelFamily::AttentionForward;
   Target target = Target::Sm90a;
   AttentionSpec attention; // family == AttentionForward
   QuantizeSpec quantize;   // family == Quantize
   BackwardSpec backward;   // family == AttentionBackward
+  MergeSpec merge;         // family == MergeStates
 };
 
 const char *toString(Target t);
@@ -293,5 +305,6 @@ const char *toString(KernelFamily f);
 const char *toString(BackwardPvFormat f);
 const char *toString(BackwardQkOperands q);
 const char *toString(BackwardMma m);
+const char *toString(StateType t);
 
 } // namespace fa4jit

@@ -15,6 +15,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target);
 // The attention backward's variants (sm_90a only): per head dim and mask the default, and without
 // the mask the deterministic, saved-NVFP4 Q/K, MXFP4 P/V and other-tile variants.
 std::vector<KernelSpec> enumerateBackwardVariants(Target target);
+// Merge-states kernels: per state type and head dim, on every target.
+std::vector<KernelSpec> enumerateMergeVariants(Target target);
 
 // All families for the given targets (all four targets when empty).
 std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets = {});

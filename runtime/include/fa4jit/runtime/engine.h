@@ -20,6 +20,7 @@
 #include "fa4jit/runtime/kernel_jit.h"
 #include "fa4jit/runtime/kernel_module.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
 #include <array>
@@ -116,6 +117,26 @@ struct BackwardArgs {
   void *stream = nullptr;
 };
 
+// Parts one mergeStates call takes (their addresses travel in the kernel's argument); merge more
+// by merging merged states.
+constexpr int kMaxMergeParts = 16;
+
+// One attention state: O over some set of keys and its LSE (natural log), as forward() writes
+// them. A row that saw no key has LSE -inf; its O is then never read.
+struct AttentionState {
+  TensorDesc o;          // BF16, FP16 or F32 [B, H, S, D]
+  std::uint64_t lse = 0; // float [B, H, S], dense
+};
+
+// The states of attention over disjoint key sets (split-KV, context parallelism) merged into the
+// state over their union (docs/NUMERICS.md §4), in FP32.
+struct MergeArgs {
+  llvm::ArrayRef<AttentionState> parts; // 1 .. kMaxMergeParts, all of o's shape and dtype
+  TensorDesc o;          // the merged O; may be exactly one part's o (in place)
+  std::uint64_t lse = 0; // the merged LSE, float [B, H, S] dense; 0 = not written; may be a part's
+  void *stream = nullptr;
+};
+
 struct EngineOptions {
   std::optional<runtime::RuntimeConfig> config; // default: runtime::loadConfig() (FA4JIT_*)
   int device = 0;
@@ -173,6 +194,11 @@ public:
   // The backward spec backward() would use: the Q/K widening of the nvfp8 forward this engine
   // runs for the shape (attentionSpecFor) and the heuristic's tiles for the head dim.
   llvm::Expected<KernelSpec> backwardSpecFor(const BackwardArgs &args) const;
+
+  // Merges attention states on args.stream: one launch, no allocation, no waiting for the device.
+  // Rows whose parts all saw no key get O = 0 and LSE = -inf; a NaN LSE makes its row NaN. A call
+  // with no rows does nothing.
+  llvm::Error mergeStates(const MergeArgs &args);
 
   // The attention spec forward() would use for these arguments: the tuning database's winner for
   // (target, route, head dim, causal, seqlen bucket of seqlen_k) when it has one (docs/TUNING.md),

@@ -162,6 +162,12 @@ struct BackwardArgs {
   void *stream = nullptr;
 };
 
+// One attention state: O over some keys and its LSE (float [B, H, S], dense, natural log).
+struct AttentionState {
+  Tensor o;
+  uint64_t lse = 0;
+};
+
 // One device's engine: kernels, cache, tuning and workspace. One forward at a time per engine on
 // its own workspace; forward(args, workspace, bytes) takes the caller's instead.
 class Engine {
@@ -234,6 +240,18 @@ public:
     a.qk = args.qk_saved_nvfp4 ? FA4JIT_QK_SAVED_NVFP4 : FA4JIT_QK_BF16;
     a.deterministic = args.deterministic ? 1 : 0, a.stream = args.stream;
     return Status::fromCode(fa4jit_backward(engine_, &a));
+  }
+  // The states of attention over disjoint key sets (1 to 16 of one shape and dtype) merged into
+  // the state over their union (o and lse may be one part's): one launch on `stream`.
+  Status mergeStates(const AttentionState *parts, int num_parts, const Tensor &o, uint64_t lse = 0,
+                     void *stream = nullptr) {
+    fa4jit_attention_state states[16];
+    const fa4jit_tensor out = o.c();
+    if (num_parts < 1 || num_parts > 16 || !parts) // (the C API names what is wrong)
+      return Status::fromCode(fa4jit_merge_states(engine_, nullptr, num_parts, &out, lse, stream));
+    for (int i = 0; i < num_parts; ++i)
+      states[i] = {parts[i].o.c(), parts[i].lse};
+    return Status::fromCode(fa4jit_merge_states(engine_, states, num_parts, &out, lse, stream));
   }
   // Device bytes the engine's own workspace holds now.
   Result<uint64_t> workspaceBytes() const {

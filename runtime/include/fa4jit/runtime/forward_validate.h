@@ -33,4 +33,9 @@ llvm::Error validateQuantizedForward(const QuantizedForwardArgs &args);
 // 4-byte aligned and given.
 llvm::Error validateBackward(const BackwardArgs &args);
 
+// The merge's states agree: 1 .. kMaxMergeParts parts, each o a BF16, FP16 or F32 [B, H, S, D]
+// tensor of the merged o's dtype and shape with its lse given, every lse 4-byte aligned. B, H or
+// S may be 0 (nothing to merge).
+llvm::Error validateMerge(const MergeArgs &args);
+
 } // namespace fa4jit::runtime
