@@ -5,13 +5,15 @@
     o, lse = fa4jit.attention(q, k, v, route="nvfp8", return_lse=True)
     kv = fa4jit.quantize_kv(k, v)                            # a KV cache quantized once
     o = fa4jit.attention(q, kv)
+    o, lse = fa4jit.merge_state(o_a, lse_a, o_b, lse_b)     # attention over two key sets, merged
 
 Importing needs no GPU and no torch; `attention` needs torch with CUDA. `python -m fa4jit` runs
 the fa4jit command-line tool (accuracy, tune, cache, tmem, ...).
 """
 from . import _library
 
-__all__ = ["attention", "quantize_kv", "release_workspaces", "version", "Fa4jitError", "__version__"]
+__all__ = ["attention", "quantize_kv", "merge_state", "merge_states", "release_workspaces", "version", "Fa4jitError",
+           "__version__"]
 
 Fa4jitError = _library.Fa4jitError
 
@@ -27,9 +29,11 @@ try:
     import torch as _torch  # noqa: F401
 except ImportError:  # the C API still loads; attention needs torch
     def attention(*args, **kwargs):
-        raise ImportError("fa4jit.attention needs PyTorch (pip install torch)")
+        raise ImportError("fa4jit's tensor functions (attention, quantize_kv, merge_states) need PyTorch "
+                          "(pip install torch)")
 
-    quantize_kv = release_workspaces = attention
+    quantize_kv = release_workspaces = merge_state = merge_states = attention
 else:
     # (importing registers torch.ops.fa4jit.*)
     from ._torch_ops import attention, quantize_kv, release_workspaces  # noqa: E402
+    from ._merge import merge_state, merge_states  # noqa: E402

@@ -23,6 +23,13 @@ class Tensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_uint64), ("dtype", ctypes.c_int32), ("shape", Shape4), ("stride", Shape4)]
 
 
+class AttentionState(ctypes.Structure):
+    _fields_ = [("o", Tensor), ("lse", ctypes.c_uint64)]
+
+
+MAX_MERGE_PARTS = 16  # kMaxMergeParts of engine.h
+
+
 class ForwardArgs(ctypes.Structure):
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor), ("lse", ctypes.c_uint64),
                 ("route", ctypes.c_int32), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
@@ -145,6 +152,8 @@ def library():
                                     ctypes.c_int),
             "fa4jit_backward": ([p, ctypes.POINTER(BackwardArgs)], ctypes.c_int),
             "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_merge_states": ([p, ctypes.POINTER(AttentionState), i32, ctypes.POINTER(Tensor), u64, p],
+                                    ctypes.c_int),
             "fa4jit_last_error": ([], ctypes.c_char_p),
             "fa4jit_version": ([], ctypes.c_char_p),
         }

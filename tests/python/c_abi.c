@@ -28,6 +28,8 @@ int main(void) {
   FIELD(fa4jit_backward_args, dk), FIELD(fa4jit_backward_args, dv), FIELD(fa4jit_backward_args, causal);
   FIELD(fa4jit_backward_args, softmax_scale), FIELD(fa4jit_backward_args, pv), FIELD(fa4jit_backward_args, qk);
   FIELD(fa4jit_backward_args, deterministic), FIELD(fa4jit_backward_args, stream);
+  printf("\"fa4jit_attention_state\": %zu, ", sizeof(fa4jit_attention_state));
+  FIELD(fa4jit_attention_state, o), FIELD(fa4jit_attention_state, lse);
   printf("\"end\": 0}\n");
   return 0;
 }

@@ -176,6 +176,7 @@ def main():
         print(f"| {route} | {py:.1f} | {py_lse:.1f} | {c:.1f} | {py - c:.1f} |")
         print(f"info Python attention host time per call (tiny shape, {route}): {py:.1f} us, C call {c:.1f} us")
     gradients(dev)
+    merging(dev)
     print(f"\n{len(failures)} failed")
     return 1 if failures else 0
 
@@ -222,6 +223,51 @@ def gradients(dev):
         check(False, "route directp with gradients is refused")
     except ValueError as e:
         check("route='nvfp8'" in str(e), "route directp with gradients is refused with a ValueError naming nvfp8")
+
+
+def merging(dev):
+    """fa4jit.merge_states on CUDA: attention over key halves merged against one pass (per route
+    and layout), the CUDA kernel against the PyTorch rule, CUDA-graph capture and torch.compile."""
+    torch.manual_seed(4)
+    q = torch.randn(2, 8, 256, 128, device=dev, dtype=torch.bfloat16)
+    k, v = (torch.randn(2, 2, 2048, 128, device=dev, dtype=torch.bfloat16) for _ in range(2))
+    for route in ("bf16", "directp"):
+        full, full_lse = fa4jit.attention(q, k, v, route=route, return_lse=True)
+        parts = [fa4jit.attention(q, k[:, :, a:a + 1024], v[:, :, a:a + 1024], route=route, return_lse=True)
+                 for a in (0, 1024)]
+        o, lse = fa4jit.merge_state(parts[0][0], parts[0][1], parts[1][0], parts[1][1])
+        ref = reference(q, k, v, False)
+        check(cosine(o.float(), ref[0]) >= cosine(full.float(), ref[0]) - 2e-3 and
+              (lse.double() - ref[1]).abs().max().item() < 2e-2,
+              f"merge_state of two {route} halves: cosine vs FP64 {cosine(o.float(), ref[0]):.5f} "
+              f"(one pass {cosine(full.float(), ref[0]):.5f})")
+    states = [(torch.randn(1, 5, 300, 64, device=dev), torch.randn(1, 300, 5, device=dev).transpose(1, 2))
+              for _ in range(3)]
+    for layout in ("bhsd", "bshd"):
+        os_ = [s[0] if layout == "bhsd" else s[0].transpose(1, 2) for s in states]
+        lses = [s[1] for s in states]
+        got = fa4jit.merge_states(os_, lses, layout=layout)
+        want = fa4jit.merge_states([x.cpu() for x in os_], [x.cpu() for x in lses], layout=layout)
+        err = max((got[0].cpu() - want[0]).abs().max().item(), (got[1].cpu() - want[1]).abs().max().item())
+        check(err < 1e-5 and got[0].shape == os_[0].shape,
+              f"merge_states {layout}: the CUDA kernel equals the PyTorch rule (max error {err:.1e}), strided LSEs")
+    a, la, b, lb = states[0][0].clone(), states[0][1].contiguous(), states[1][0].clone(), states[1][1].contiguous()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fa4jit.merge_state(a, la, b, lb)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        captured = fa4jit.merge_state(a, la, b, lb)
+    for t in (a, la, b, lb):
+        t.copy_(torch.randn_like(t))
+    g.replay()
+    torch.cuda.synchronize()
+    eager = fa4jit.merge_state(a, la, b, lb)
+    check(all(torch.equal(x, y) for x, y in zip(captured, eager)), "merge_state: a captured CUDA graph replays bit for bit")
+    compiled = torch.compile(lambda *t: fa4jit.merge_state(*t), fullgraph=True)(a, la, b, lb)
+    check(all(torch.equal(x, y) for x, y in zip(compiled, eager)), "merge_state: torch.compile(fullgraph=True) gives the eager bits")
 
 
 if __name__ == "__main__":

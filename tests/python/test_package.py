@@ -26,7 +26,8 @@ class Package(unittest.TestCase):
         layout = json.loads(subprocess.run([C_ABI], check=True, capture_output=True, text=True).stdout)
         for cname, cls in (("fa4jit_tensor", L.Tensor), ("fa4jit_forward_args", L.ForwardArgs),
                            ("fa4jit_quantized_forward_args", L.QuantizedForwardArgs),
-                           ("fa4jit_backward_args", L.BackwardArgs)):
+                           ("fa4jit_backward_args", L.BackwardArgs),
+                           ("fa4jit_attention_state", L.AttentionState)):
             self.assertEqual(ctypes.sizeof(cls), layout[cname], cname)
             for field, _ in cls._fields_:
                 self.assertEqual(getattr(cls, field).offset, layout[f"{cname}.{field}"], f"{cname}.{field}")
