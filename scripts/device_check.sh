@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|train]... (default: tests run bench)
+# `train`: examples/train_lm once per route of TRAIN_ROUTES (default sdpa nvfp8) with TRAIN_ARGS,
+# logs into $OUT/train_lm (plot them here: examples/train_lm/plot_training.py).
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
 # `variants` (after `bench`, whose SDPA figures it reuses): the wgmma kernel beside its
 # leave-one-out and classifier/consumer-order variants (env VARIANTS, VARIANT_SHAPES, VARIANT_ROUTES).
@@ -44,6 +46,14 @@ for step in "${steps[@]}"; do
       echo "== fa4jit bench --backward ${BACKWARD_CLI_ARGS:-}"
       timeout 300 "$BIN/fa4jit" bench --backward --json ${BACKWARD_CLI_ARGS:-} > "$OUT/cli_backward.jsonl" 2>&1
       tail -3 "$OUT/cli_backward.jsonl" | cut -c1-300 ;;
+    train)
+      for route in ${TRAIN_ROUTES:-sdpa nvfp8}; do
+        echo "== examples/train_lm --attention $route ${TRAIN_ARGS:-}"
+        FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" PYTHONUNBUFFERED=1 \
+          python3 examples/train_lm/train_lm.py --attention "$route" --out "$OUT/train_lm" ${TRAIN_ARGS:-} \
+          2> "$OUT/train_lm_$route.err" | tail -4
+        tail -3 "$OUT/train_lm_$route.err"
+      done ;;
     tune)
       TUNE_ARGS=${TUNE_ARGS:---route nvfp8,directp --head-dim 128 --seqlen 4096 --causal 0,1 --reps 10}
       echo "== fa4jit tune $TUNE_ARGS"
