@@ -48,6 +48,17 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(fa4jit_backward(nullptr, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("fa4jit_backward: engine and args must not be NULL") !=
         std::string::npos);
+  fa4jit_tensor o{};
+  CHECK(fa4jit_merge_states(nullptr, nullptr, 2, &o, 0, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("fa4jit_merge_states: engine and o must not be NULL") !=
+        std::string::npos);
+  // (the part count and the parts are checked before the engine is used)
+  fa4jit_engine *unused = reinterpret_cast<fa4jit_engine *>(0x1);
+  fa4jit_attention_state parts[FA4JIT_MAX_MERGE_PARTS + 1] = {};
+  CHECK(fa4jit_merge_states(unused, parts, FA4JIT_MAX_MERGE_PARTS + 1, &o, 0, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("num_parts is 17; a merge takes 1 to 16") != std::string::npos);
+  CHECK(fa4jit_merge_states(unused, nullptr, 2, &o, 0, nullptr) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("parts must not be NULL") != std::string::npos);
   fa4jit_quantized_destroy(nullptr); // (a no-op, as free)
 }
 

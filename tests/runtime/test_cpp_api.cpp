@@ -44,6 +44,8 @@ TEST_CASE("C++ API: a call on no engine is a Status with the library's message",
   CHECK(q.status().message().find("fa4jit_quantize: engine, x and out must not be NULL") != std::string::npos);
   const api::Status b = none.backward(api::BackwardArgs{});
   CHECK(b.message().find("fa4jit_backward: engine and args must not be NULL") != std::string::npos);
+  const api::Status m = none.mergeStates(nullptr, 0, api::Tensor{});
+  CHECK(m.message().find("fa4jit_merge_states: engine and o must not be NULL") != std::string::npos);
   CHECK(api::Status().ok());
   CHECK(api::version() == "0.5.0");
 }
@@ -111,4 +113,18 @@ TEST_CASE("C++ API on the GPU: the C API's bits, quantized K/V and errors as sta
   REQUIRE(need.ok());
   CHECK(need.value() > 0);
   CHECK_FALSE(engine.forward(a, 0, 0).ok());
+
+  // Merging: the forward's state with itself is the same O, and LSE + log 2; in place.
+  std::vector<float> lse_host(size_t(B) * H * S);
+  for (size_t i = 0; i < lse_host.size(); ++i)
+    lse_host[i] = 0.25f * float(i % 13) - 1.0f;
+  const fa4jit::runtime::DeviceBuffer lb = fa4jit::testing::upload(lse_host.data(), lse_host.size() * 4);
+  const api::AttentionState self[] = {{a.o, lb.address()}, {a.o, lb.address()}};
+  REQUIRE(engine.mergeStates(self, 2, a.o, lb.address()).ok());
+  CHECK(fa4jit::testing::download<uint16_t>(ob, n) == cpp);
+  const std::vector<float> merged_lse = fa4jit::testing::download<float>(lb, lse_host.size());
+  for (size_t i = 0; i < lse_host.size(); ++i)
+    REQUIRE(merged_lse[i] == Approx(lse_host[i] + 0.69314718f).epsilon(1e-6));
+  const api::Status too_many = engine.mergeStates(self, FA4JIT_MAX_MERGE_PARTS + 1, a.o);
+  CHECK(too_many.message().find("a merge takes 1 to 16") != std::string::npos);
 }

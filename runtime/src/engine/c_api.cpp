@@ -256,6 +256,8 @@ int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args) {
   return fromError(engine->engine->backward(a));
 }
 
+static_assert(FA4JIT_MAX_MERGE_PARTS == fa4jit::kMaxMergeParts, "fa4jit_c.h and engine.h agree on merge parts");
+
 int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *parts, int32_t num_parts,
                         const fa4jit_tensor *o, uint64_t lse, void *stream) {
   if (!engine || !o)

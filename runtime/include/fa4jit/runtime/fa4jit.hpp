@@ -241,13 +241,14 @@ public:
     a.deterministic = args.deterministic ? 1 : 0, a.stream = args.stream;
     return Status::fromCode(fa4jit_backward(engine_, &a));
   }
-  // The states of attention over disjoint key sets (1 to 16 of one shape and dtype) merged into
-  // the state over their union (o and lse may be one part's): one launch on `stream`.
+  // The states of attention over disjoint key sets (1 to FA4JIT_MAX_MERGE_PARTS of one shape and
+  // dtype) merged into the state over their union (o and lse may be one part's): one launch on
+  // `stream`.
   Status mergeStates(const AttentionState *parts, int num_parts, const Tensor &o, uint64_t lse = 0,
                      void *stream = nullptr) {
-    fa4jit_attention_state states[16];
+    fa4jit_attention_state states[FA4JIT_MAX_MERGE_PARTS];
     const fa4jit_tensor out = o.c();
-    if (num_parts < 1 || num_parts > 16 || !parts) // (the C API names what is wrong)
+    if (num_parts < 1 || num_parts > FA4JIT_MAX_MERGE_PARTS || !parts) // (the C API names what is wrong)
       return Status::fromCode(fa4jit_merge_states(engine_, nullptr, num_parts, &out, lse, stream));
     for (int i = 0; i < num_parts; ++i)
       states[i] = {parts[i].o.c(), parts[i].lse};

@@ -91,6 +91,8 @@ typedef struct {
   void *stream;
 } fa4jit_backward_args;
 
+/* Parts one fa4jit_merge_states call takes. */
+#define FA4JIT_MAX_MERGE_PARTS 16
 /* One attention state: O [B, H, S, D] (BF16, F16 or F32) and its LSE (float [B, H, S], dense,
  * natural log), as fa4jit_forward writes them. */
 typedef struct {
@@ -137,9 +139,9 @@ FA4JIT_API int fa4jit_forward_quantized(fa4jit_engine *engine, const fa4jit_quan
 /* dQ, dK, dV of the training route on args->stream; steady-state calls allocate nothing and never
  * wait for the device. */
 FA4JIT_API int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args *args);
-/* Merges the states of attention over disjoint key sets (1 to 16 parts of one shape and dtype)
- * into o and lse (0: not written), the state over their union, in FP32 (docs/NUMERICS.md §4):
- * one launch on `stream`, no allocation, no waiting. o and lse may be one part's (in place). A
+/* Merges the states of attention over disjoint key sets (1 to FA4JIT_MAX_MERGE_PARTS parts of one
+ * shape and dtype) into o and lse (0: not written), the state over their union, in FP32
+ * (docs/NUMERICS.md §4): one launch on `stream`, no allocation, no waiting. o and lse may be one part's (in place). A
  * row whose parts all saw no key (LSE -inf) gets O = 0 and LSE = -inf. */
 FA4JIT_API int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *parts, int32_t num_parts,
                                    const fa4jit_tensor *o, uint64_t lse, void *stream);
