@@ -2,7 +2,8 @@
 // FP32 state from the FP64 reference, merged, against one reference pass over all the keys; and
 // the rule's edges (empty parts, all-empty rows, NaN, one part, in place).
 #include "fa4jit/cpu/merge.h"
-#include "fa4jit/cpu/reference.h"
+
+#include "merge_fixture.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -11,57 +12,16 @@
 #include <vector>
 
 using namespace fa4jit::cpu;
+using fa4jit::testing::relL2;
+using fa4jit::testing::ShardedProblem;
 
 namespace {
-
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-struct Problem {
-  AttentionShape shape;
-  std::vector<float> q, k, v;
-  Problem(int heads, int seqlen_q, int seqlen_k, int head_dim, float sigma, unsigned seed) {
-    shape.batch = 2, shape.heads_q = shape.heads_kv = heads;
-    shape.seqlen_q = seqlen_q, shape.seqlen_k = seqlen_k, shape.head_dim = head_dim;
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> normal(0.0f, sigma);
-    auto fill = [&](std::vector<float> &x, int s) {
-      x.resize(std::size_t(shape.batch) * heads * s * head_dim);
-      for (float &e : x)
-        e = normal(rng);
-    };
-    fill(q, seqlen_q), fill(k, seqlen_k), fill(v, seqlen_k);
-  }
-  // The FP64 reference over keys [first, first + count), as an FP32 state [B*H*Sq, D] / [B*H*Sq].
-  void state(int first, int count, std::vector<float> &o, std::vector<float> &lse) const {
-    AttentionProblem p;
-    p.shape = shape;
-    p.shape.seqlen_k = count;
-    const std::ptrdiff_t d = shape.head_dim, kv_head = std::ptrdiff_t(shape.seqlen_k) * d;
-    p.q = TensorRef::contiguous(q.data(), shape.heads_q, shape.seqlen_q, shape.head_dim);
-    p.k = TensorRef{k.data() + first * d, {kv_head * shape.heads_kv, kv_head, d, 1}};
-    p.v = TensorRef{v.data() + first * d, {kv_head * shape.heads_kv, kv_head, d, 1}};
-    auto r = referenceAttention(p, ReferenceOptions{});
-    REQUIRE(static_cast<bool>(r));
-    o.assign(r->o.begin(), r->o.end());
-    lse.assign(r->lse.begin(), r->lse.end());
-  }
-  std::int64_t rows() const { return std::int64_t(shape.batch) * shape.heads_q * shape.seqlen_q; }
-};
-
-double relL2(const std::vector<float> &x, const std::vector<float> &ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    num += (double(x[i]) - ref[i]) * (double(x[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
-
 } // namespace
 
 TEST_CASE("merged shard states equal one pass over all keys within FP32 rounding", "[cpu][merge]") {
   for (int head_dim : {64, 128}) {
-    const Problem prob(3, 19, 240, head_dim, 1.5f, 11u + head_dim);
+    const ShardedProblem prob(3, 19, 240, head_dim, 1.5f, 11u + head_dim);
     std::vector<float> full_o, full_lse;
     prob.state(0, prob.shape.seqlen_k, full_o, full_lse);
     for (int shards : {1, 2, 3, 16}) {

@@ -5,7 +5,7 @@
 #include "gpu_fixture.h"
 
 #include "fa4jit/cpu/merge.h"
-#include "fa4jit/cpu/reference.h"
+#include "merge_fixture.h"
 
 #include <cmath>
 #include <cstring>
@@ -17,46 +17,6 @@ using namespace fa4jit::testing;
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-// FP64 reference states of attention over key shards of one random problem, as FP32.
-struct ShardedProblem {
-  cpu::AttentionShape shape;
-  std::vector<float> q, k, v;
-  ShardedProblem(int head_dim, std::uint64_t seed) {
-    shape.batch = 2, shape.heads_q = shape.heads_kv = 3, shape.seqlen_q = 19, shape.seqlen_k = 240;
-    shape.head_dim = head_dim;
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<float> normal(0.0f, 1.5f);
-    for (auto *x : {&q, &k, &v}) {
-      x->resize(std::size_t(shape.batch) * 3 * (x == &q ? shape.seqlen_q : shape.seqlen_k) * head_dim);
-      for (float &e : *x)
-        e = normal(rng);
-    }
-  }
-  std::size_t rows() const { return std::size_t(shape.batch) * shape.heads_q * shape.seqlen_q; }
-  void state(int first, int count, std::vector<float> &o, std::vector<float> &lse) const {
-    cpu::AttentionProblem p;
-    p.shape = shape;
-    p.shape.seqlen_k = count;
-    const std::ptrdiff_t d = shape.head_dim, head = std::ptrdiff_t(shape.seqlen_k) * d;
-    p.q = cpu::TensorRef::contiguous(q.data(), shape.heads_q, shape.seqlen_q, shape.head_dim);
-    p.k = cpu::TensorRef{k.data() + first * d, {head * shape.heads_kv, head, d, 1}};
-    p.v = cpu::TensorRef{v.data() + first * d, {head * shape.heads_kv, head, d, 1}};
-    auto r = cpu::referenceAttention(p, cpu::ReferenceOptions{});
-    REQUIRE_OK(r);
-    o.assign(r->o.begin(), r->o.end());
-    lse.assign(r->lse.begin(), r->lse.end());
-  }
-};
-
-double relL2(const std::vector<float> &x, const std::vector<float> &ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    num += (double(x[i]) - ref[i]) * (double(x[i]) - ref[i]);
-    den += double(ref[i]) * ref[i];
-  }
-  return std::sqrt(num / den);
-}
 
 std::uint16_t halfBits(float f) {
   const _Float16 h = static_cast<_Float16>(f);
@@ -110,7 +70,7 @@ TEST_CASE("merged shard states equal one pass over all keys and the host model",
   for (DType type : {DType::F32, DType::BF16, DType::F16})
     for (int head_dim : {64, 128, 256}) {
       const std::uint64_t seed = freshSeed();
-      const ShardedProblem prob(head_dim, seed);
+      const ShardedProblem prob(3, 19, 240, head_dim, 1.5f, seed);
       const int B = prob.shape.batch, H = prob.shape.heads_q, S = prob.shape.seqlen_q;
       std::vector<float> full_o, full_lse;
       prob.state(0, prob.shape.seqlen_k, full_o, full_lse);
