@@ -237,10 +237,11 @@ def merging(dev):
                  for a in (0, 1024)]
         o, lse = fa4jit.merge_state(parts[0][0], parts[0][1], parts[1][0], parts[1][1])
         ref = reference(q, k, v, False)
-        check(cosine(o.float(), ref[0]) >= cosine(full.float(), ref[0]) - 2e-3 and
-              (lse.double() - ref[1]).abs().max().item() < 2e-2,
+        # (each half quantizes its own keys: the merge is another approximation, as close as one pass)
+        lse_one, lse_two = ((x.double() - ref[1]).abs().max().item() for x in (full_lse, lse))
+        check(cosine(o.float(), ref[0]) >= cosine(full.float(), ref[0]) - 2e-3 and lse_two <= 1.5 * lse_one + 1e-3,
               f"merge_state of two {route} halves: cosine vs FP64 {cosine(o.float(), ref[0]):.5f} "
-              f"(one pass {cosine(full.float(), ref[0]):.5f})")
+              f"(one pass {cosine(full.float(), ref[0]):.5f}), max |LSE error| {lse_two:.2e} (one pass {lse_one:.2e})")
     states = [(torch.randn(1, 5, 300, 64, device=dev), torch.randn(1, 300, 5, device=dev).transpose(1, 2))
               for _ in range(3)]
     for layout in ("bhsd", "bshd"):

@@ -108,9 +108,10 @@ TEST_CASE("merged shard states equal one pass over all keys and the host model",
         REQUIRE_SUCCESS(cpu::mergeStatesModel(model_parts, std::int64_t(prob.rows()), head_dim, model_o.data(),
                                               model_lse.data()));
         const std::vector<float> model_stored = decode(encode(model_o, type), type);
-        // The kernel and its model differ only by the device's expf/logf (a few FP32 ulps of a
-        // weight), which rounding to BF16/FP16 may carry across one ulp of the stored type.
-        const double ulp = type == DType::F32 ? 0x1p-22 : type == DType::F16 ? 0x1p-10 : 0x1p-7;
+        // The kernel and its model differ only by the device's expf/logf: a weight moves by a few
+        // FP32 ulps, and up to 16 of them sum, which stays below 2^-18 (|O| < 2); rounding to
+        // BF16/FP16 may carry that across one ulp of the stored type.
+        const double ulp = type == DType::F32 ? 0x1p-18 : type == DType::F16 ? 0x1p-10 : 0x1p-7;
         std::size_t off = 0;
         for (std::size_t i = 0; i < got.size(); ++i)
           off += std::fabs(got[i] - model_stored[i]) > ulp * std::max(1.0f, std::fabs(model_stored[i]));
@@ -189,9 +190,9 @@ TEST_CASE("merge edges on the GPU: empty parts unread, all-empty rows, in place,
   }
 }
 
-TEST_CASE("two fa4jit forwards over key halves, merged, match one forward over all keys", "[gpu][merge]") {
+TEST_CASE("two fa4jit forwards over key halves, merged, are as accurate as one forward", "[gpu][merge]") {
   DenseShape s;
-  s.batch = 2, s.heads_q = 8, s.heads_kv = 2, s.seqlen_q = 128, s.seqlen_k = 1024, s.head_dim = 128;
+  s.batch = 1, s.heads_q = 4, s.heads_kv = 2, s.seqlen_q = 128, s.seqlen_k = 1024, s.head_dim = 128;
   const std::uint64_t seed = freshSeed();
   INFO("seed " << seed);
   std::mt19937_64 rng(seed);
@@ -199,8 +200,16 @@ TEST_CASE("two fa4jit forwards over key halves, merged, match one forward over a
                  v = randomBf16(s.kvElems(), 1.0f, rng);
   runtime::DeviceBuffer dq = upload(q.bits.data(), s.qElems() * 2), dk = upload(k.bits.data(), s.kvElems() * 2),
                         dv = upload(v.bits.data(), s.kvElems() * 2);
+  cpu::AttentionProblem problem;
+  problem.shape = {s.batch, s.heads_q, s.heads_kv, s.seqlen_q, s.seqlen_k, s.head_dim};
+  problem.q = cpu::TensorRef::contiguous(q.values.data(), s.heads_q, s.seqlen_q, s.head_dim);
+  problem.k = cpu::TensorRef::contiguous(k.values.data(), s.heads_kv, s.seqlen_k, s.head_dim);
+  problem.v = cpu::TensorRef::contiguous(v.values.data(), s.heads_kv, s.seqlen_k, s.head_dim);
+  auto reference = cpu::referenceAttention(problem, cpu::ReferenceOptions{});
+  REQUIRE_OK(reference);
+  const std::vector<float> ref_o(reference->o.begin(), reference->o.end());
   const std::vector<uint16_t> poison(s.qElems(), 0x7fc0);
-  for (Route route : {Route::Bf16, Route::Nvfp8}) {
+  for (Route route : {Route::Bf16, Route::Nvfp8, Route::DirectP}) {
     INFO(toString(route));
     runtime::DeviceBuffer full = upload(poison.data(), s.qElems() * 2), full_lse = upload(poison.data(), s.rows() * 4);
     REQUIRE_SUCCESS(gpuEngine().forward(
@@ -229,12 +238,21 @@ TEST_CASE("two fa4jit forwards over key halves, merged, match one forward over a
       one.push_back(formats::bf16ToFloat(bits));
     for (uint16_t bits : download<uint16_t>(merged, s.qElems()))
       two.push_back(formats::bf16ToFloat(bits));
-    // The bf16 route's halves differ from one pass by BF16 rounding of O; the quantized route's by
-    // the per-head scales each half's quantization chooses.
-    CHECK(relL2(two, one) <= (route == Route::Bf16 ? 8e-3 : 3e-2));
+    // Each half quantizes its own keys (per-head scales of its own): the merged result is another
+    // approximation of the same attention, as close to FP64 as one pass.
+    const double err_one = relL2(one, ref_o), err_two = relL2(two, ref_o);
+    INFO("rel-L2 vs FP64: one pass " << err_one << ", merged halves " << err_two);
+    CHECK(err_two <= 1.1 * err_one + 2e-3);
+    if (route == Route::Bf16)
+      CHECK(relL2(two, one) <= 8e-3); // (BF16 rounding of the halves' O)
     const auto lse_one = download<float>(full_lse, s.rows()), lse_two = download<float>(merged_lse, s.rows());
-    for (std::size_t r = 0; r < s.rows(); ++r)
-      REQUIRE(lse_two[r] == Approx(lse_one[r]).margin(route == Route::Bf16 ? 1e-3 : 2e-2));
+    double lse_err_one = 0, lse_err_two = 0;
+    for (std::size_t r = 0; r < s.rows(); ++r) {
+      lse_err_one = std::max(lse_err_one, std::fabs(double(lse_one[r]) - reference->lse[r]));
+      lse_err_two = std::max(lse_err_two, std::fabs(double(lse_two[r]) - reference->lse[r]));
+    }
+    INFO("max |LSE error| vs FP64: one pass " << lse_err_one << ", merged halves " << lse_err_two);
+    CHECK(lse_err_two <= 1.5 * lse_err_one + 1e-3);
   }
 }
 
