@@ -268,7 +268,9 @@ template <class C> FA4JIT_DEVICE void backwardMainWgmma(const BackwardParams &p)
     const uint32_t dot_lo = attention_sm90::sw128DescriptorLo(stage_addr + T::kStageDoT);
     const uint32_t qbt_lo = attention_sm90::sw128DescriptorLo(stage_addr + T::kStageQbT);
 
-    // S^T = K Q^T and dP^T = V dO^T: this warpgroup's 64 keys x kBm queries.
+    // S^T = K Q^T and dP^T = V dO^T: this warpgroup's 64 keys x kBm queries, one wgmma group (as
+    // two groups, P's exponentials under dP's products, it measured 0-3% slower on the H100: fa4jit
+    // bench --backward against this kernel).
     float s[kQt][4], dp[kQt][4];
     zero(s);
     zero(dp);
