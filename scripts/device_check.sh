@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|train]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|merge|train]... (default: tests run bench)
 # `train`: examples/train_lm once per route of TRAIN_ROUTES (default sdpa nvfp8) with TRAIN_ARGS,
 # logs into $OUT/train_lm (plot them here: examples/train_lm/plot_training.py).
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
@@ -46,6 +46,11 @@ for step in "${steps[@]}"; do
       echo "== fa4jit bench --backward ${BACKWARD_CLI_ARGS:-}"
       timeout 300 "$BIN/fa4jit" bench --backward --json ${BACKWARD_CLI_ARGS:-} > "$OUT/cli_backward.jsonl" 2>&1
       tail -3 "$OUT/cli_backward.jsonl" | cut -c1-300 ;;
+    merge)
+      echo "== scripts/bench_merge.py"
+      FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" timeout 120 \
+        python3 scripts/bench_merge.py > "$OUT/bench_merge.jsonl" 2> "$OUT/bench_merge.err"
+      tail -9 "$OUT/bench_merge.jsonl"; tail -3 "$OUT/bench_merge.err" ;;
     train)
       for route in ${TRAIN_ROUTES:-sdpa nvfp8}; do
         echo "== examples/train_lm --attention $route ${TRAIN_ARGS:-}"
