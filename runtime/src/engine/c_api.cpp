@@ -8,6 +8,7 @@
 #include <array>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 struct fa4jit_engine {
@@ -269,8 +270,9 @@ int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *par
     return fail("fa4jit_merge_states: parts must not be NULL");
   std::array<fa4jit::AttentionState, fa4jit::kMaxMergeParts> states;
   for (int i = 0; i < num_parts; ++i) {
-    const std::string name = "parts[" + std::to_string(i) + "].o";
-    if (!toTensor(parts[i].o, name.c_str(), states[i].o))
+    char name[24]; // (no allocation on a good call)
+    std::snprintf(name, sizeof name, "parts[%d].o", i);
+    if (!toTensor(parts[i].o, name, states[i].o))
       return FA4JIT_ERROR;
     states[i].lse = parts[i].lse;
   }

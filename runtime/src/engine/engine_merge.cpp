@@ -3,7 +3,6 @@
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/codegen/heuristics.h"
-#include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/merge/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
@@ -46,16 +45,20 @@ llvm::Error Engine::mergeStates(const MergeArgs &a) {
   p.seqlen = static_cast<int>(a.o.shape[2]);
 
   const KernelSpec spec = defaultMergeSpec(stateTypeOf(a.o.dtype), static_cast<int>(a.o.shape[3]), target_);
-  auto merge = kernel(spec, kernelName(spec));
+  auto compiled = jit_->get(spec);
+  if (!compiled)
+    return compiled.takeError();
+  const EntryPoint &entry = (*compiled)->emitted.entries.at(0);
+  auto merge = kernel(spec, entry.name);
   if (!merge)
     return merge.takeError();
-  const int threads = spec.merge.threads, rows_per_cta = threads / (spec.merge.head_dim / 8);
+  const int rows_per_cta = device::merge::mergeRowsPerCta(entry.threads, spec.merge.head_dim);
   const std::int64_t blocks = (rows + rows_per_cta - 1) / rows_per_cta;
   if (blocks > 0x7FFFFFFF)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    llvm::formatv("merge: {0} rows exceed one launch's grid", rows).str());
   runtime::LaunchConfig launch;
-  launch.block = {unsigned(threads), 1, 1};
+  launch.block = {unsigned(entry.threads), 1, 1};
   launch.grid = {unsigned(blocks), 1, 1};
   launch.stream = a.stream;
   void *args[] = {&p};

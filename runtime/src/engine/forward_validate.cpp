@@ -4,6 +4,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cstdio>
+
 namespace fa4jit::runtime {
 
 namespace {
@@ -183,10 +185,11 @@ llvm::Error validateMerge(const MergeArgs &a) {
     return fail(llvm::formatv("merge lse: misaligned pointer {0:x}: must be 4-byte aligned", a.lse));
   for (std::size_t i = 0; i < a.parts.size(); ++i) {
     const AttentionState &part = a.parts[i];
-    const std::string name = llvm::formatv("merge part {0} o", i).str();
+    char name[48]; // (no allocation on a good call)
+    std::snprintf(name, sizeof name, "merge part %zu o", i);
     if (part.o.dtype != type)
       return fail(llvm::formatv("{0}: dtype {1}, the merged o's is {2}", name, toString(part.o.dtype), toString(type)));
-    if (auto e = validateTensor(part.o, name.c_str(), type, /*allow_empty=*/true))
+    if (auto e = validateTensor(part.o, name, type, /*allow_empty=*/true))
       return e;
     for (int d = 0; d < 4; ++d)
       if (part.o.shape[d] != a.o.shape[d])

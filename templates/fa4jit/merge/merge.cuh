@@ -27,7 +27,7 @@ template <class C> struct MergeTraits {
   static_assert(kThreads >= 64 && kThreads <= 512 && (kThreads & (kThreads - 1)) == 0,
                 "threads must be a power of two in [64, 512]");
   static constexpr int kLanesPerRow = kHeadDim / 8;
-  static constexpr int kRowsPerCta = kThreads / kLanesPerRow;
+  static constexpr int kRowsPerCta = mergeRowsPerCta(kThreads, kHeadDim);
   static constexpr int kElementBytes = kValue == StateType::F32 ? 4 : 2;
 };
 

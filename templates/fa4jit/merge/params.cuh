@@ -32,6 +32,10 @@ struct MergeParams {
 static_assert(sizeof(MergePart) == 40, "host and device share this layout");
 static_assert(sizeof(MergeParams) == kMaxMergeParts * 40 + 56, "host and device share this layout");
 
+// Rows one CTA of `threads` merges: head_dim / 8 threads per row, 8 values each (the launch's grid
+// and the kernel's row of a thread both follow from it).
+FA4JIT_HD constexpr int mergeRowsPerCta(int threads, int head_dim) { return threads / (head_dim / 8); }
+
 // One row's weights: scale[i] = w_i / sum_j w_j for the first n of kMaxMergeParts LSEs (0 past n
 // and for empty parts), and the merged LSE as the return value. Unrolled over kMaxMergeParts so
 // that the arrays stay in registers on the device.
