@@ -32,7 +32,8 @@ const char kUsage[] =
     "\n"
     "options (lists are comma-separated):\n"
     "  --all               every variant the code generator can emit for the targets\n"
-    "  --family F          attention | attention-backward | quantize | merge-states | all (default all)\n"
+    "  --family F          attention | attention-backward | quantize | merge-states | paged-kv | all\n"
+    "                      (default all)\n"
     "  --route LIST        bf16,nvfp8,directp (default all)\n"
     "  --head-dim LIST     64,128,256 (default all)\n"
     "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0,1)\n"
@@ -61,8 +62,8 @@ int runCompile(int argc, char **argv) {
     return fail(llvm::toString(targets.takeError()));
   const std::string family = flags.str("family", "all");
   if (family != "all" && family != "attention" && family != "quantize" && family != "attention-backward" &&
-      family != "merge-states")
-    return fail("--family must be attention, attention-backward, quantize, merge-states or all");
+      family != "merge-states" && family != "paged-kv")
+    return fail("--family must be attention, attention-backward, quantize, merge-states, paged-kv or all");
   auto routes = routesFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return fail(llvm::toString(routes.takeError()));
@@ -85,6 +86,8 @@ int runCompile(int argc, char **argv) {
              std::count(causals->begin(), causals->end(), s.backward.forward.causal);
     if (s.family == KernelFamily::MergeStates)
       return std::count(dims->begin(), dims->end(), s.merge.head_dim) > 0;
+    if (s.family == KernelFamily::PagedKv)
+      return std::count(dims->begin(), dims->end(), s.paged.head_dim) > 0;
     if (s.family != KernelFamily::AttentionForward)
       return true;
     const AttentionSpec &a = s.attention;
@@ -111,6 +114,10 @@ int runCompile(int argc, char **argv) {
       if (family == "merge-states" || family == "all")
         for (const KernelSpec &m : enumerateMergeVariants(t))
           if (std::count(dims->begin(), dims->end(), m.merge.head_dim))
+            specs.push_back(m);
+      if (family == "paged-kv" || family == "all")
+        for (const KernelSpec &m : enumeratePagedKvVariants(t))
+          if (std::count(dims->begin(), dims->end(), m.paged.head_dim))
             specs.push_back(m);
       if (family == "quantize" || family == "all")
         for (const KernelSpec &q : enumerateQuantizeVariants(t))

@@ -29,7 +29,7 @@ const char *kUsage =
     "Prints the generated instantiation source of one kernel.\n"
     "\n"
     "  --spec FILE.json          read the spec (canonical JSON, see --json); other spec flags are refused\n"
-    "  --family attention|quantize|attention-backward|merge-states   (default attention)\n"
+    "  --family attention|quantize|attention-backward|merge-states|paged-kv   (default attention)\n"
     "  --target sm_80|sm_89|sm_90a|sm_100a   (default sm_90a)\n"
     "  --head-dim 64|128|256     (default 128)\n"
     " attention (defaults from the heuristics for route, head dim, causal, target):\n"
@@ -52,6 +52,9 @@ const char *kUsage =
     " merge-states:\n"
     "  --state-type bf16|f16|f32 the parts' and the merged O (default bf16)\n"
     "  --threads T               (default 128)\n"
+    " paged-kv (append, decode and combine over a paged NVFP4 K / FP8 V cache; head dim 64|128):\n"
+    "  --page-size N             tokens per page, a power of two in [16, 256] (default 16)\n"
+    "  --warps W                 decode warps per CTA, 4 or 8 (default 4)\n"
     " output:\n"
     "  --json                    print the canonical spec, kernel name, entry points and the\n"
     "                            baked / run-time split instead of the source\n"
@@ -66,7 +69,7 @@ int fail(const std::string &msg) {
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
     "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
-    "fp16-input", "pv", "qk", "deterministic", "mma", "state-type"};
+    "fp16-input", "pv", "qk", "deterministic", "mma", "state-type", "page-size"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -137,6 +140,14 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
       return value.takeError();
     spec = defaultMergeSpec(*value, *head_dim, *target);
     if (auto e = optionalInt(flags, "threads", spec.merge.threads))
+      return e;
+    return spec;
+  }
+  if (*family == KernelFamily::PagedKv) {
+    spec = defaultPagedKvSpec(*head_dim, 16, 4, *target);
+    if (auto e = optionalInt(flags, "page-size", spec.paged.page_size))
+      return e;
+    if (auto e = optionalInt(flags, "warps", spec.paged.warps))
       return e;
     return spec;
   }
@@ -245,7 +256,7 @@ int runEmit(int argc, char **argv) {
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
                   {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
-                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"}, {"state-type"},
+                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"}, {"state-type"}, {"page-size"},
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

@@ -272,6 +272,30 @@ DimensionSplit mergeSplit(const KernelSpec &spec) {
   return d;
 }
 
+DimensionSplit pagedSplit(const KernelSpec &spec) {
+  const PagedKvSpec p = canonicalize(spec).paged;
+  DimensionSplit d;
+  d.family = KernelFamily::PagedKv;
+  d.device_namespace = "fa4jit::device::paged";
+  d.params_type = "DecodeParams";
+  d.params_header = "fa4jit/paged/params.cuh";
+  // The members the config of fa4jit/paged/decode.cuh and append.cuh reads, in its order.
+  d.baked = {
+      {"head_dim", "int", intText(p.head_dim), ""},
+      {"page_size", "int", intText(p.page_size), "tokens per page"},
+      {"warps", "int", intText(p.warps), "decode warps per CTA"},
+      {"threads", "int", intText(kPagedAppendThreads), "append CTA size"},
+  };
+  d.runtime = {
+      {"cache", "the pages' arrays, page count and kv heads (AppendParams and DecodeParams)"},
+      {"k, v, slot_mapping", "append: the new tokens' BF16 rows and their cache slots"},
+      {"q, block_table, seq_lens", "decode: queries, each sequence's pages and length"},
+      {"o, lse, partial_o, partial_lse", "decode: outputs, and the splits' states (splits > 1)"},
+      {"batch, q_heads, queries, splits, row_blocks", "decode: shape and grid"},
+  };
+  return d;
+}
+
 } // namespace
 
 float log2SoftmaxScale(const AttentionSpec &a) {
@@ -300,6 +324,8 @@ llvm::Expected<DimensionSplit> splitDimensions(const KernelSpec &spec) {
     return backwardSplit(spec);
   if (spec.family == KernelFamily::MergeStates)
     return mergeSplit(spec);
+  if (spec.family == KernelFamily::PagedKv)
+    return pagedSplit(spec);
   DimensionSplit d = attentionSplit(spec);
   if (isTcgen05Attention(spec)) { // sm_100a: the TMEM plan's columns are baked too
     llvm::Expected<std::vector<BakedConstant>> extra = tcgen05BakedConstants(spec);

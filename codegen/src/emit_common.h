@@ -24,5 +24,6 @@ llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const Dimensi
 llvm::Expected<EmittedKernel> emitAttention(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitBackward(const KernelSpec &spec, const DimensionSplit &split);
 llvm::Expected<EmittedKernel> emitMerge(const KernelSpec &spec, const DimensionSplit &split);
+llvm::Expected<EmittedKernel> emitPaged(const KernelSpec &spec, const DimensionSplit &split);
 
 } // namespace fa4jit::detail

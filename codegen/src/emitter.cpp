@@ -73,6 +73,8 @@ llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec) {
     return detail::emitBackward(spec, *split);
   if (spec.family == KernelFamily::MergeStates)
     return detail::emitMerge(spec, *split);
+  if (spec.family == KernelFamily::PagedKv)
+    return detail::emitPaged(spec, *split);
   return detail::emitAttention(spec, *split);
 }
 

@@ -37,7 +37,8 @@ constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
                                          QuantFormat::Fp8PerHead, QuantFormat::Bf16};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
 constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize,
-                                      KernelFamily::AttentionBackward, KernelFamily::MergeStates};
+                                      KernelFamily::AttentionBackward, KernelFamily::MergeStates,
+                                      KernelFamily::PagedKv};
 constexpr StateType kStateTypes[] = {StateType::Bf16, StateType::F16, StateType::F32};
 constexpr BackwardPvFormat kBackwardPvFormats[] = {BackwardPvFormat::E4m3, BackwardPvFormat::Mxfp4};
 constexpr BackwardQkOperands kBackwardQkOperands[] = {BackwardQkOperands::Bf16, BackwardQkOperands::SavedNvfp4};
@@ -196,6 +197,14 @@ void writeMerge(llvm::json::OStream &j, const MergeSpec &m) {
     j.attribute("head_dim", m.head_dim);
     j.attribute("threads", m.threads);
     j.attribute("value", toString(m.value));
+  });
+}
+
+void writePaged(llvm::json::OStream &j, const PagedKvSpec &p) {
+  j.attributeObject("paged", [&] {
+    j.attribute("head_dim", p.head_dim);
+    j.attribute("page_size", p.page_size);
+    j.attribute("warps", p.warps);
   });
 }
 
@@ -457,6 +466,12 @@ llvm::Error readMerge(ObjectReader &r, MergeSpec &m) {
   return r.readEnum(llvm::StringRef("value"), m.value, parseStateType);
 }
 
+llvm::Error readPaged(ObjectReader &r, PagedKvSpec &p) {
+  FA4JIT_TRY(r.readInt("head_dim", p.head_dim));
+  FA4JIT_TRY(r.readInt("page_size", p.page_size));
+  return r.readInt("warps", p.warps);
+}
+
 } // namespace
 
 std::string formatFloat(float value) {
@@ -515,7 +530,9 @@ KernelSpec canonicalize(const KernelSpec &in) {
   KernelSpec s = in;
   if (s.family != KernelFamily::MergeStates)
     s.merge = MergeSpec{};
-  if (s.family == KernelFamily::MergeStates) {
+  if (s.family != KernelFamily::PagedKv)
+    s.paged = PagedKvSpec{};
+  if (s.family == KernelFamily::MergeStates || s.family == KernelFamily::PagedKv) {
     s.attention = AttentionSpec{};
     s.quantize = QuantizeSpec{};
     s.backward = BackwardSpec{};
@@ -597,11 +614,12 @@ KernelSpec canonicalize(const KernelSpec &in) {
 // A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
 // memo and the cache key start from them); this trips on any change of the struct's size.
 // (TileSpec's fields are the field table's, spec_fields.h.)
-static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - sizeof(MergeSpec) == 192,
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - sizeof(MergeSpec) - sizeof(PagedKvSpec) == 192,
               "KernelSpec changed: update toJson, parseSpec and specsEqual");
 static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
               "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
 static_assert(sizeof(MergeSpec) == 12, "MergeSpec changed: update writeMerge, readMerge and specsEqual");
+static_assert(sizeof(PagedKvSpec) == 12, "PagedKvSpec changed: update writePaged, readPaged and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -654,7 +672,9 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
                         u.forward.operands.qk_widen_shift == w.forward.operands.qk_widen_shift;
   const MergeSpec &m = a.merge, &n = b.merge;
   const bool merge = m.value == n.value && m.head_dim == n.head_dim && m.threads == n.threads;
-  return a.family == b.family && a.target == b.target && attn && quant && backward && merge;
+  const PagedKvSpec &pa = a.paged, &pb = b.paged;
+  const bool paged = pa.head_dim == pb.head_dim && pa.page_size == pb.page_size && pa.warps == pb.warps;
+  return a.family == b.family && a.target == b.target && attn && quant && backward && merge && paged;
 }
 
 std::string toJson(const KernelSpec &spec, unsigned indent) {
@@ -670,6 +690,8 @@ std::string toJson(const KernelSpec &spec, unsigned indent) {
     j.attribute("family", toString(s.family));
     if (s.family == KernelFamily::MergeStates)
       writeMerge(j, s.merge);
+    if (s.family == KernelFamily::PagedKv)
+      writePaged(j, s.paged);
     if (s.family == KernelFamily::Quantize)
       writeQuantize(j, s.quantize);
     j.attribute("schema", kSpecSchemaVersion);
@@ -700,8 +722,9 @@ llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
   const char *own = s.family == KernelFamily::AttentionForward ? "attention"
                     : s.family == KernelFamily::Quantize       ? "quantize"
                     : s.family == KernelFamily::MergeStates    ? "merge"
+                    : s.family == KernelFamily::PagedKv        ? "paged"
                                                                : "backward";
-  for (const char *key : {"attention", "quantize", "backward", "merge"})
+  for (const char *key : {"attention", "quantize", "backward", "merge", "paged"})
     if (llvm::StringRef(key) != own && root->get(key))
       return r.fail(key, llvm::Twine("not allowed in a spec of family '") + toString(s.family) + "'");
   llvm::Error body =
@@ -711,6 +734,8 @@ llvm::Expected<KernelSpec> parseSpec(llvm::StringRef text) {
           ? r.readObject("quantize", [&](ObjectReader &o) { return readQuantize(o, s.quantize); })
       : s.family == KernelFamily::MergeStates
           ? r.readObject("merge", [&](ObjectReader &o) { return readMerge(o, s.merge); })
+      : s.family == KernelFamily::PagedKv
+          ? r.readObject("paged", [&](ObjectReader &o) { return readPaged(o, s.paged); })
           : r.readObject("backward", [&](ObjectReader &o) { return readBackward(o, s.backward); });
   FA4JIT_TRY(std::move(body));
   FA4JIT_TRY(r.checkNoUnknownKeys());
@@ -729,6 +754,9 @@ std::string kernelName(const KernelSpec &spec) {
   if (spec.family == KernelFamily::Quantize) {
     const QuantizeSpec &q = spec.quantize;
     std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
+  } else if (spec.family == KernelFamily::PagedKv) {
+    const PagedKvSpec &p = spec.paged;
+    std::snprintf(buf, sizeof buf, "fa4jit_paged_d%d_p%d_w%d_%s", p.head_dim, p.page_size, p.warps, hash8.c_str());
   } else if (spec.family == KernelFamily::MergeStates) {
     const MergeSpec &m = spec.merge;
     std::snprintf(buf, sizeof buf, "fa4jit_merge_%s_d%d_%s", toString(m.value), m.head_dim, hash8.c_str());

@@ -102,6 +102,7 @@ const char *toString(KernelFamily f) {
   case KernelFamily::Quantize: return "quantize";
   case KernelFamily::AttentionBackward: return "attention-backward";
   case KernelFamily::MergeStates: return "merge-states";
+  case KernelFamily::PagedKv: return "paged-kv";
   }
   return "?";
 }

@@ -349,6 +349,19 @@ void checkMerge(const KernelSpec &s, Rules &r) {
     r.fail("merge.threads", m.threads, " is not a power of two in [64, 512]");
 }
 
+// The paged KV cache's kernels (templates/fa4jit/paged): decode keeps one 16-row tile's O
+// (head_dim / 8 n-tiles of 4 FP32 per lane) and Q in registers, which holds up to head dim 128; the
+// 16-key steps never cross a page.
+void checkPaged(const KernelSpec &s, Rules &r) {
+  const PagedKvSpec &p = s.paged;
+  if (p.head_dim != 64 && p.head_dim != 128)
+    r.fail("paged.head_dim", p.head_dim, " is not one of 64, 128");
+  if (!isPowerOfTwo(p.page_size) || p.page_size < 16 || p.page_size > 256)
+    r.fail("paged.page_size", p.page_size, " is not a power of two in [16, 256]");
+  if (p.warps != 4 && p.warps != 8)
+    r.fail("paged.warps", p.warps, " is not one of 4, 8");
+}
+
 // The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync or wgmma on
 // sm_90a. Each warp keeps dK and dV of its 16 keys in registers (2 x 16 x head_dim FP32 over 32
 // lanes), which bounds the tiles: the register-limited ones are the rules below, and the SASS test
@@ -493,6 +506,8 @@ std::vector<std::string> specViolations(const KernelSpec &spec) {
     checkBackward(spec, r);
   else if (spec.family == KernelFamily::MergeStates)
     checkMerge(spec, r);
+  else if (spec.family == KernelFamily::PagedKv)
+    checkPaged(spec, r);
   else
     checkAttention(spec, r);
   return r.out;

@@ -51,7 +51,49 @@ TEST_CASE("every variant has a distinct name and emits", "[codegen][heuristics]"
                           enumerateAttentionVariants(Target::Sm90a).size() +
                           enumerateAttentionVariants(Target::Sm100a).size() +
                           enumerateBackwardVariants(Target::Sm90a).size() +
-                          enumerateMergeVariants(Target::Sm90a).size() * 2);
+                          enumerateMergeVariants(Target::Sm90a).size() * 2 +
+                          enumeratePagedKvVariants(Target::Sm90a).size() * 2);
+}
+
+TEST_CASE("paged-kv variants: every head dim, page size and warp count on every target, each valid",
+          "[codegen][heuristics]") {
+  for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
+    const std::vector<KernelSpec> v = enumeratePagedKvVariants(t);
+    CHECK(v.size() == 2 * 5 * 2);
+    for (const KernelSpec &s : v) {
+      CHECK(s.family == KernelFamily::PagedKv);
+      CHECK_FALSE(static_cast<bool>(validateSpec(s)));
+      llvm::Expected<EmittedKernel> k = emitKernel(s);
+      REQUIRE(static_cast<bool>(k));
+      REQUIRE(k->entries.size() == 3);
+      CHECK(k->entries[0].name == k->name + "_decode");
+      CHECK(k->entries[0].threads == s.paged.warps * 32);
+      CHECK(k->entries[0].dynamic_shared_bytes > 0);
+      CHECK(k->entries[1].name == k->name + "_combine");
+      CHECK(k->entries[2].name == k->name + "_append");
+    }
+  }
+  KernelSpec bad = defaultPagedKvSpec(256, 16, 4, Target::Sm90a);
+  CHECK(static_cast<bool>(validateSpec(bad)));
+  bad = defaultPagedKvSpec(128, 24, 4, Target::Sm90a);
+  llvm::Error e = validateSpec(bad);
+  REQUIRE(static_cast<bool>(e));
+  CHECK(llvm::toString(std::move(e)).find("paged.page_size") != std::string::npos);
+  bad = defaultPagedKvSpec(128, 16, 2, Target::Sm90a);
+  CHECK(static_cast<bool>(validateSpec(bad)));
+}
+
+TEST_CASE("decode grid: full batches take 4 warps and no split, small ones split up to 16", "[codegen][heuristics]") {
+  const DecodeGridChoice full = chooseDecodeGrid(64 * 8, 32768, 132);
+  CHECK(full.warps == 4);
+  CHECK(full.splits == 1);
+  const DecodeGridChoice one = chooseDecodeGrid(8, 131072, 132);
+  CHECK(one.warps == 8);
+  CHECK(one.splits == 16);
+  // short sequences keep at least 256 keys per split
+  CHECK(chooseDecodeGrid(8, 1000, 132).splits == 4);
+  CHECK(chooseDecodeGrid(8, 100, 132).splits == 1);
+  CHECK(chooseDecodeGrid(0, 100, 132).splits == 1);
 }
 
 TEST_CASE("merge variants: every state type and head dim on every target, each valid", "[codegen][heuristics]") {

@@ -3,6 +3,7 @@
 #include "decisions.h"
 #include "fa4jit/codegen/spec_io.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -120,6 +121,30 @@ KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target) {
   s.merge.head_dim = head_dim;
   s.merge.threads = 128; // 8 to 32 rows per CTA: a memory-bound pass with enough CTAs per SM
   return s;
+}
+
+KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target) {
+  KernelSpec s;
+  s.family = KernelFamily::PagedKv;
+  s.target = target;
+  s.paged.head_dim = head_dim;
+  s.paged.page_size = page_size;
+  s.paged.warps = warps;
+  return s;
+}
+
+DecodeGridChoice chooseDecodeGrid(long long base_ctas, int max_seq_len, int sm_count) {
+  DecodeGridChoice c;
+  // Decode streams the cache once: it is bound by loads in flight, so a small grid takes 8 warps
+  // per CTA (about one CTA per SM at its register count) and a full one 4 (two per SM).
+  c.warps = base_ctas >= sm_count ? 4 : 8;
+  const long long slots = static_cast<long long>(sm_count) * (c.warps == 4 ? 2 : 1);
+  // Splits fill the SMs' CTA slots, each keeping at least 256 keys (16 steps of 16 keys over its
+  // warps) so that the combine's extra pass stays small; at most the combine's 16.
+  long long splits = base_ctas > 0 ? (slots + base_ctas - 1) / base_ctas : 1;
+  splits = std::min<long long>(splits, std::max(1, (max_seq_len + 255) / 256));
+  c.splits = static_cast<int>(std::clamp<long long>(splits, 1, 16));
+  return c;
 }
 
 KernelSpec quantizerFor(const KernelSpec &attention, AttentionOperand operand, bool input_fp32) {

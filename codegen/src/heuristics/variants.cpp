@@ -42,6 +42,15 @@ std::vector<KernelSpec> enumerateMergeVariants(Target target) {
   return out;
 }
 
+std::vector<KernelSpec> enumeratePagedKvVariants(Target target) {
+  std::vector<KernelSpec> out;
+  for (int d : {64, 128})
+    for (int page_size = 16; page_size <= 256; page_size *= 2)
+      for (int warps : {4, 8})
+        out.push_back(defaultPagedKvSpec(d, page_size, warps, target));
+  return out;
+}
+
 std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
   std::vector<KernelSpec> out;
   if (!attentionTemplatesAvailable())
@@ -215,6 +224,8 @@ std::vector<KernelSpec> enumerateVariants(const std::vector<Target> &targets) {
     for (KernelSpec &s : enumerateBackwardVariants(t))
       out.push_back(std::move(s));
     for (KernelSpec &s : enumerateMergeVariants(t))
+      out.push_back(std::move(s));
+    for (KernelSpec &s : enumeratePagedKvVariants(t))
       out.push_back(std::move(s));
   }
   return out;

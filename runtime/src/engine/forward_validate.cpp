@@ -205,3 +205,101 @@ llvm::Error validateMerge(const MergeArgs &a) {
 }
 
 } // namespace fa4jit::runtime
+
+namespace fa4jit::runtime {
+
+llvm::Error validatePagedCache(const PagedKvCache &c) {
+  if (c.pages < 1 || c.kv_heads < 1)
+    return fail(llvm::formatv("paged cache: {0} pages of {1} kv heads; both must be at least 1", c.pages, c.kv_heads));
+  if (c.page_size < 16 || c.page_size > 256 || (c.page_size & (c.page_size - 1)))
+    return fail(llvm::formatv("paged cache: page_size {0} is not a power of two in [16, 256]", c.page_size));
+  if (c.head_dim != 64 && c.head_dim != 128)
+    return fail(llvm::formatv("paged cache: head_dim {0} is not 64 or 128", c.head_dim));
+  struct Array {
+    std::uint64_t address;
+    unsigned alignment;
+    const char *name;
+  };
+  const Array arrays[] = {{c.k_codes, 16, "k_codes"},
+                          {c.k_block_scales, c.head_dim == 128 ? 2u : 1u, "k_block_scales"},
+                          {c.k_row_scales, 8, "k_row_scales"},
+                          {c.v_codes, 16, "v_codes"},
+                          {c.v_row_scales, 8, "v_row_scales"}};
+  for (const Array &a : arrays) {
+    if (a.address == 0)
+      return fail(llvm::formatv("paged cache {0}: null pointer", a.name));
+    if (a.address % a.alignment)
+      return fail(llvm::formatv("paged cache {0}: misaligned pointer {1:x}: must be {2}-byte aligned", a.name,
+                                a.address, a.alignment));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error validateAppendKv(const AppendKvArgs &a) {
+  if (auto e = validatePagedCache(a.cache))
+    return e;
+  for (const auto &[t, name] : {std::pair{&a.k, "append k"}, std::pair{&a.v, "append v"}}) {
+    if (auto e = validateTensor(*t, name, DType::BF16, /*allow_empty=*/true))
+      return e;
+    if (t->shape[1] != a.cache.kv_heads || t->shape[2] != 1 || t->shape[3] != a.cache.head_dim)
+      return fail(llvm::formatv("{0}: shape [{1}, {2}, {3}, {4}], expected [tokens, {5}, 1, {6}] (the cache's kv "
+                                "heads and head dim)",
+                                name, t->shape[0], t->shape[1], t->shape[2], t->shape[3], a.cache.kv_heads,
+                                a.cache.head_dim));
+  }
+  if (a.k.shape[0] != a.v.shape[0])
+    return fail(llvm::formatv("append: k has {0} tokens, v {1}", a.k.shape[0], a.v.shape[0]));
+  if (a.k.shape[0] > 0 && a.slot_mapping == 0)
+    return fail("append slot_mapping: null pointer");
+  if (a.slot_mapping % 8)
+    return fail(llvm::formatv("append slot_mapping: misaligned pointer {0:x}: must be 8-byte aligned (int64)",
+                              a.slot_mapping));
+  return llvm::Error::success();
+}
+
+llvm::Error validateDecode(const DecodeArgs &a) {
+  if (auto e = validatePagedCache(a.cache))
+    return e;
+  if (auto e = validateTensor(a.q, "decode q", DType::BF16, /*allow_empty=*/true))
+    return e;
+  if (auto e = validateTensor(a.o, "decode o", DType::BF16, /*allow_empty=*/true))
+    return e;
+  for (int d = 0; d < 4; ++d)
+    if (a.o.shape[d] != a.q.shape[d])
+      return fail(llvm::formatv("decode o: shape [{0}, {1}, {2}, {3}] differs from q's [{4}, {5}, {6}, {7}]",
+                                a.o.shape[0], a.o.shape[1], a.o.shape[2], a.o.shape[3], a.q.shape[0], a.q.shape[1],
+                                a.q.shape[2], a.q.shape[3]));
+  if (a.q.shape[3] != a.cache.head_dim)
+    return fail(llvm::formatv("decode q: head_dim {0}, the cache's is {1}", a.q.shape[3], a.cache.head_dim));
+  if (a.q.shape[1] % a.cache.kv_heads)
+    return fail(llvm::formatv("decode q: {0} query heads is not a multiple of the cache's {1} kv heads", a.q.shape[1],
+                              a.cache.kv_heads));
+  if (a.block_table_stride < 1)
+    return fail(llvm::formatv("decode block_table_stride {0}: must be at least 1", a.block_table_stride));
+  if (a.block_table == 0 || a.block_table % 4)
+    return fail(llvm::formatv("decode block_table: {0} pointer {1:x} (int32, 4-byte aligned)",
+                              a.block_table == 0 ? "null" : "misaligned", a.block_table));
+  if (a.seq_lens == 0 || a.seq_lens % 4)
+    return fail(llvm::formatv("decode seq_lens: {0} pointer {1:x} (int32, 4-byte aligned)",
+                              a.seq_lens == 0 ? "null" : "misaligned", a.seq_lens));
+  const std::int64_t capacity = static_cast<std::int64_t>(a.block_table_stride) * a.cache.page_size;
+  if (a.max_seq_len < 0 || a.max_seq_len > capacity)
+    return fail(llvm::formatv("decode max_seq_len {0}: outside [0, {1}] (block_table_stride {2} x page_size {3})",
+                              a.max_seq_len, capacity, a.block_table_stride, a.cache.page_size));
+  if (a.splits < 0 || a.splits > 16)
+    return fail(llvm::formatv("decode splits {0}: must be 0 (the heuristic's) to 16", a.splits));
+  if (a.lse % 4)
+    return fail(llvm::formatv("decode lse: misaligned pointer {0:x}: must be 4-byte aligned", a.lse));
+  if (a.spec) {
+    const KernelSpec &s = *a.spec;
+    if (s.family != KernelFamily::PagedKv || s.paged.head_dim != a.cache.head_dim ||
+        s.paged.page_size != a.cache.page_size)
+      return fail(llvm::formatv("decode spec: a {0} spec of head dim {1} and page size {2} cannot run a cache of "
+                                "head dim {3} and page size {4}",
+                                toString(s.family), s.paged.head_dim, s.paged.page_size, a.cache.head_dim,
+                                a.cache.page_size));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace fa4jit::runtime

@@ -77,4 +77,16 @@ KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, 
 // The merge-states kernel for O of `value` and `head_dim`, with the default CTA size.
 KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target);
 
+// The paged KV cache's module (append, decode, combine) for `head_dim` and `page_size`, with
+// `warps` decode warps per CTA (the engine's decode heuristic chooses them per shape).
+KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target);
+
+// Decode's warps per CTA and key splits per sequence for `base_ctas` CTAs without splits
+// (sequences x kv heads x row blocks), sequences of up to max_seq_len tokens, on `sm_count` SMs.
+struct DecodeGridChoice {
+  int warps = 4;
+  int splits = 1;
+};
+DecodeGridChoice chooseDecodeGrid(long long base_ctas, int max_seq_len, int sm_count);
+
 } // namespace fa4jit

@@ -10,7 +10,7 @@ namespace fa4jit {
 
 enum class Target : uint8_t { Sm80, Sm89, Sm90a, Sm100a };
 enum class Route : uint8_t { Bf16, Nvfp8, DirectP };
-enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackward, MergeStates };
+enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackward, MergeStates, PagedKv };
 
 // How an FP4 operand (NVFP4 or MXFP4) is widened for a tensor core that has no FP4 input.
 //  Bf16: exact (E2M1 x UE4M3 needs at most 6 significant bits).
@@ -282,6 +282,17 @@ struct MergeSpec {
   int threads = 128;
 };
 
+// The paged, quantized KV cache (docs/NUMERICS.md §5): one module per spec with three kernels,
+// the append that quantizes new tokens into their pages, decode over the pages (split-KV), and the
+// combine of decode's splits.
+// The append kernel's CTA: 8 to 32 token rows, a memory-bound pass with several CTAs per SM.
+inline constexpr int kPagedAppendThreads = 128;
+struct PagedKvSpec {
+  int head_dim = 128;
+  int page_size = 16; // tokens per page: a power of two in [16, 256]
+  int warps = 4;      // decode: warps per CTA, each streaming its own 16-key steps
+};
+
 struct KernelSpec {
   KernelFamily family = KernelFamily::AttentionForward;
   Target target = Target::Sm90a;
@@ -289,6 +300,7 @@ struct KernelSpec {
   QuantizeSpec quantize;   // family == Quantize
   BackwardSpec backward;   // family == AttentionBackward
   MergeSpec merge;         // family == MergeStates
+  PagedKvSpec paged;       // family == PagedKv
 };
 
 const char *toString(Target t);

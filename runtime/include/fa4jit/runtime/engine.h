@@ -137,6 +137,60 @@ struct MergeArgs {
   void *stream = nullptr;
 };
 
+// One layer of the paged, quantized KV cache (docs/NUMERICS.md §5) in device memory the caller
+// owns: NVFP4 K with a scale per row, FP8 V with a scale per row, [pages, kv_heads, page_size]
+// rows (templates/fa4jit/paged/params.cuh has each array's layout). pagedKvCacheBytes() sizes one
+// allocation for all five arrays and pagedKvCacheAt() lays them out in it.
+struct PagedKvCache {
+  std::uint64_t k_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim / 2], 16-byte aligned
+  std::uint64_t k_block_scales = 0; // uint8 [pages, kv_heads, page_size, head_dim / 16], 2-byte aligned
+  std::uint64_t k_row_scales = 0;   // float [pages, kv_heads, page_size], 8-byte aligned
+  std::uint64_t v_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim], 16-byte aligned
+  std::uint64_t v_row_scales = 0;   // float [pages, kv_heads, page_size], 8-byte aligned
+  int pages = 0, kv_heads = 0, page_size = 0, head_dim = 0;
+};
+std::size_t pagedKvCacheBytes(int pages, int kv_heads, int page_size, int head_dim);
+PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int page_size, int head_dim);
+
+// New tokens' K and V quantized into their cache rows (each row on its own, docs/NUMERICS.md
+// §5.1): token t goes to slot_mapping[t] (page slot / page_size, row slot % page_size), as vLLM's
+// slot mapping; a negative slot skips the token (padding of a captured batch), and a slot past the
+// cache writes nothing.
+struct AppendKvArgs {
+  PagedKvCache cache;
+  TensorDesc k, v;                // BF16 [tokens, kv_heads, 1, head_dim] (a [tokens, kv_heads, head_dim] tensor)
+  std::uint64_t slot_mapping = 0; // int64 [tokens], device
+  void *stream = nullptr;
+};
+
+// Decode over the paged cache: `queries` new tokens per sequence (1 for plain decode, more for
+// speculative decoding) attend to the sequence's first seq_lens[b] cached tokens, which include
+// them (causal among themselves, bottom-right aligned: query i sees tokens j <= i + seq_len -
+// queries). GQA groups are packed into one tile: every CTA reads its kv head's pages once for up
+// to 16 query rows. Split-KV spreads one sequence over several CTAs when the batch is too small to
+// fill the GPU, and a combine merges the splits on the GPU.
+struct DecodeArgs {
+  PagedKvCache cache;
+  TensorDesc q;                    // BF16 [batch, q_heads, queries, head_dim], q_heads % kv_heads == 0
+  TensorDesc o;                    // BF16, q's shape
+  std::uint64_t lse = 0;           // optional float [batch, q_heads, queries] (natural log)
+  std::uint64_t block_table = 0;   // int32 [batch, block_table_stride]: each sequence's pages in order
+  int block_table_stride = 0;      // entries per sequence
+  std::uint64_t seq_lens = 0;      // int32 [batch], device: tokens of each sequence
+  int max_seq_len = 0;             // a bound of seq_lens for the split choice; 0: the block table's capacity
+  float softmax_scale = 0.0f;      // 0 => 1/sqrt(head_dim)
+  int splits = 0;                  // key splits per sequence, 1 .. 16; 0: the heuristic's
+  std::optional<KernelSpec> spec;  // use exactly this paged-kv spec (tuning, tests)
+  void *stream = nullptr;
+};
+
+// What a decode call runs: the module and how the keys are split.
+struct DecodePlan {
+  KernelSpec spec;    // family PagedKv
+  int splits = 1;     // CTAs per (sequence, kv head, row block) along the keys
+  int row_blocks = 1; // 16-row tiles of one kv head's query rows (group x queries)
+};
+
 struct EngineOptions {
   std::optional<runtime::RuntimeConfig> config; // default: runtime::loadConfig() (FA4JIT_*)
   int device = 0;
@@ -200,6 +254,21 @@ public:
   // with no rows does nothing.
   llvm::Error mergeStates(const MergeArgs &args);
 
+  // Quantizes new tokens into the paged cache on args.stream: one launch, no allocation, no waiting
+  // for the device. A call with no tokens does nothing.
+  llvm::Error appendKv(const AppendKvArgs &args);
+  // Decode over the paged cache on args.stream: one launch, or two with splits (the combine), on
+  // the engine's workspace (grown only when a larger shape arrives). No waiting for the device. A
+  // sequence whose length exceeds its block table, or one whose pages lie outside the cache, gets
+  // NaN rows (the checks cost no synchronization); rows that see no token get O = 0, LSE = -inf.
+  llvm::Error decode(const DecodeArgs &args);
+  // The same on a workspace the caller owns, of at least decodeWorkspaceSize(args) bytes,
+  // 256-byte aligned.
+  llvm::Error decode(const DecodeArgs &args, std::uint64_t workspace, std::size_t workspace_bytes);
+  llvm::Expected<std::size_t> decodeWorkspaceSize(const DecodeArgs &args) const;
+  // The module, splits and row blocks decode() would use for these arguments.
+  llvm::Expected<DecodePlan> decodePlan(const DecodeArgs &args) const;
+
   // The attention spec forward() would use for these arguments: the tuning database's winner for
   // (target, route, head dim, causal, seqlen bucket of seqlen_k) when it has one (docs/TUNING.md),
   // else the heuristic; with FA4JIT_TUNE=replay a miss is an error naming the shape. An explicit
@@ -252,6 +321,8 @@ private:
   llvm::Error checkForwardArgs(const ForwardArgs &args, bool &empty) const;
   // The result of a forward over no keys: O = 0, LSE = -inf, on the caller's stream.
   llvm::Error writeNoKeysResult(const TensorDesc &o, std::uint64_t lse, void *stream);
+  // decode() after validation, on `workspace` (0 when the plan has one split).
+  llvm::Error decodeOn(const DecodeArgs &args, const DecodePlan &plan, std::uint64_t workspace);
   // The engine's workspace grown to `layout` (never shrunk).
   llvm::Error growWorkspace(const engine_detail::WorkspaceLayout &layout);
   Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
@@ -286,6 +357,7 @@ private:
     std::size_t counters_zero_bytes = 0;
     QuantizedTensor check_scratch; // the Check policy's scan of bf16-route inputs
     runtime::DeviceBuffer backward;  // backward(): delta, dO maxima, dQ accumulator, semaphores
+    runtime::DeviceBuffer decode;    // decode(): the splits' partial states
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;

@@ -38,4 +38,16 @@ llvm::Error validateBackward(const BackwardArgs &args);
 // S may be 0 (nothing to merge).
 llvm::Error validateMerge(const MergeArgs &args);
 
+// A paged cache's dims (pages, kv heads >= 1; page size a power of two in [16, 256]; head dim 64 or
+// 128) and its arrays (given, aligned as PagedKvCache says).
+llvm::Error validatePagedCache(const PagedKvCache &cache);
+// k and v BF16 [tokens, kv_heads, 1, head_dim] of the cache's heads and head dim, rows 16-byte
+// aligned; slot_mapping given and 8-byte aligned. tokens may be 0.
+llvm::Error validateAppendKv(const AppendKvArgs &args);
+// q and o BF16 [batch, q_heads, queries, head_dim] with the cache's head dim and q_heads a multiple
+// of its kv heads; block_table and seq_lens given and 4-byte aligned, block_table_stride >= 1;
+// splits 0 .. 16; max_seq_len within the block table's capacity; lse 4-byte aligned. batch, heads
+// or queries may be 0.
+llvm::Error validateDecode(const DecodeArgs &args);
+
 } // namespace fa4jit::runtime
