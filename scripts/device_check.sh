@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|merge|train]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|merge|decode|train]... (default: tests run bench)
 # `train`: examples/train_lm once per route of TRAIN_ROUTES (default sdpa nvfp8) with TRAIN_ARGS,
 # logs into $OUT/train_lm (plot them here: examples/train_lm/plot_training.py).
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
@@ -19,7 +19,7 @@ nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw -
 for step in "${steps[@]}"; do
   case "$step" in
     tests)
-      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward runtime_test_gpu_merge}; do
+      for t in ${TESTS:-runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward runtime_test_gpu_merge runtime_test_gpu_paged}; do
         # (the forward suite takes 380-450 s on the H200: its own limit, the others' 120 s)
         limit=120; [ "$t" = runtime_test_gpu_forward ] && limit=540
         echo "== $t"; timeout $limit "$BIN/$t" "[gpu]" > "$OUT/$t.log" 2>&1; echo "   exit status $?"
@@ -51,6 +51,11 @@ for step in "${steps[@]}"; do
       FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" timeout 120 \
         python3 scripts/bench_merge.py > "$OUT/bench_merge.jsonl" 2> "$OUT/bench_merge.err"
       tail -9 "$OUT/bench_merge.jsonl"; tail -3 "$OUT/bench_merge.err" ;;
+    decode)
+      echo "== scripts/bench_decode.py ${DECODE_ARGS:-}"
+      FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONUNBUFFERED=1 timeout 500 \
+        python3 scripts/bench_decode.py ${DECODE_ARGS:-} > "$OUT/bench_decode.jsonl" 2> "$OUT/bench_decode.err"
+      tail -40 "$OUT/bench_decode.err" ;;
     train)
       for route in ${TRAIN_ROUTES:-sdpa nvfp8}; do
         echo "== examples/train_lm --attention $route ${TRAIN_ARGS:-}"

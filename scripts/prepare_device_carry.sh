@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 base=""
 if [ "${1:-}" = "--base" ]; then base=${2:?"--base needs a commit"}; fi
 cmake -S . -B build >/dev/null
-targets=(fa4jit fa4jit_shared runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward runtime_test_gpu_merge)
+targets=(fa4jit fa4jit_shared runtime_test_driver runtime_test_tensor_maps runtime_test_gpu_quantize runtime_test_gpu_quantize_variants runtime_test_gpu_call_edges runtime_test_gpu_steady_state runtime_test_gpu_nonfinite runtime_test_gpu_graph runtime_test_c_api runtime_test_gpu_forward runtime_test_gpu_backward runtime_test_gpu_merge runtime_test_gpu_paged)
 cmake --build build -j "$(nproc)" --target "${targets[@]}"
 mkdir -p .device-carry
 strip --strip-debug -o .device-carry/fa4jit build/bin/fa4jit

@@ -3,6 +3,7 @@
 // operands quantized beforehand (as FlashAttention-3's FP8 numbers are taken). One JSON line per
 // point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
 #include "bench_backward.h"
+#include "bench_decode.h"
 #include "bench_support.h"
 #include "bench_variants.h"
 #include "cli_flags.h"
@@ -77,6 +78,14 @@ const char kUsage[] =
     "                    step, keys per CTA and warps, e.g. tile64x128x8). JSON rows have kind\n"
     "                    fa4jit-backward; scripts/bench_backward.py times cuDNN's backward beside\n"
     "                    the same calls from PyTorch\n"
+    "  --decode          decode over the paged NVFP4-K / FP8-V cache (Engine::decode, splits and\n"
+    "                    their combine included) instead: ms, GB/s on the cache's bytes and their\n"
+    "                    fraction of a device copy's, the cache's and a BF16 cache's time at copy\n"
+    "                    bandwidth. Takes --batch LIST (1,4,16,64), --context LIST (4096,16384,\n"
+    "                    65536,131072), --page-size LIST (16,64), --splits LIST (0: the heuristic),\n"
+    "                    --q-heads (32), --kv-heads (8), --head-dim (128), --queries (1). JSON rows\n"
+    "                    have kind fa4jit-decode; scripts/bench_decode.py adds PyTorch SDPA's BF16\n"
+    "                    decode at the same shapes\n"
     "  --help\n";
 
 int fail(const std::string &m) {
@@ -88,16 +97,58 @@ int usage(const std::string &m) {
   std::fprintf(stderr, "fa4jit bench: %s\n", m.c_str());
   return 2;
 }
+llvm::Expected<std::vector<int>> intList(const CliFlags &flags, llvm::StringRef name, llvm::StringRef fallback) {
+  auto items = flags.list(name, fallback);
+  if (!items)
+    return items.takeError();
+  std::vector<int> out;
+  for (const std::string &item : *items) {
+    int v = 0;
+    if (llvm::StringRef(item).getAsInteger(10, v) || v < 0)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--" + name.str() + ": '" + item + "' is not a non-negative integer");
+    out.push_back(v);
+  }
+  return out;
+}
+
+int benchDecode(const CliFlags &flags) {
+  if (flags.has("route") || flags.has("backward") || flags.has("seqlen") || flags.has("causal"))
+    return usage("--decode times decode over the paged cache: no --route, --backward, --seqlen or --causal");
+  DecodeBenchOptions o;
+  for (auto [name, fallback, out] : {std::tuple{"batch", "1,4,16,64", &o.batches},
+                                     std::tuple{"context", "4096,16384,65536,131072", &o.contexts},
+                                     std::tuple{"page-size", "16,64", &o.page_sizes},
+                                     std::tuple{"splits", "0", &o.splits}}) {
+    auto values = intList(flags, name, fallback);
+    if (!values)
+      return usage(llvm::toString(values.takeError()));
+    *out = *values;
+  }
+  for (auto [name, fallback, out] : {std::tuple{"q-heads", 32L, &o.q_heads}, std::tuple{"kv-heads", 8L, &o.kv_heads},
+                                     std::tuple{"head-dim", 128L, &o.head_dim}, std::tuple{"queries", 1L, &o.queries},
+                                     std::tuple{"reps", 10L, &o.reps}}) {
+    auto v = flags.integer(name, fallback, 1, 1 << 20);
+    if (!v)
+      return usage(llvm::toString(v.takeError()));
+    *out = int(*v);
+  }
+  o.json = flags.has("json");
+  return runDecodeBench(o);
+}
 } // namespace
 
 int runBench(int argc, char **argv) {
   CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
                   {"tokens"}, {"reps"}, {"schedule"}, {"variants"}, shared_flags::json(),
-                  {"backward", FlagValue::None}});
+                  {"backward", FlagValue::None}, {"decode", FlagValue::None}, {"batch"}, {"context"},
+                  {"page-size"}, {"splits"}, {"q-heads"}, {"kv-heads"}, {"queries"}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
     return std::fputs(kUsage, stdout), 0;
+  if (flags.has("decode"))
+    return benchDecode(flags);
   const bool backward = flags.has("backward");
   auto dims = headDimsFlag(flags, backward ? "64,128" : "64,128,256");
   if (!dims)
