@@ -21,12 +21,15 @@ llvm::Expected<EmittedKernel> emitPaged(const KernelSpec &spec, const DimensionS
      << emitConfigStruct(split, cfg) << "static_assert(DecodeTraits<" << cfg << ">::kThreads == " << decode_threads
      << ", \"generator and template disagree on decode threads\");\n"
      << "} // namespace\n} // namespace " << ns << "\n";
-  const auto entry = [&](const std::string &suffix, const char *params, const char *function, int threads) {
-    os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
+  const auto entry = [&](const std::string &suffix, const char *params, const char *function, int threads,
+                         const char *min_blocks = "") {
+    os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << min_blocks << ")\n"
        << k.name << suffix << "(const " << ns << "::" << params << " params) {\n"
        << "  " << ns << "::" << function << "<" << ns << "::" << cfg << ">(params);\n}\n";
   };
-  entry("_decode", "DecodeParams", "decodeAttention", decode_threads);
+  // (one CTA per SM at least: without it ptxas caps sm_100a's head dim 64 decode at 128 registers
+  // and spills; the decode heuristic counts on its register use, not on occupancy it forces)
+  entry("_decode", "DecodeParams", "decodeAttention", decode_threads, ", 1");
   entry("_combine", "DecodeParams", "combineSplits", decode_threads);
   entry("_append", "AppendParams", "appendKv", kPagedAppendThreads);
   k.entries.push_back({k.name + "_decode", decode_threads, device::paged::decodeSharedBytes(p.head_dim, p.warps)});

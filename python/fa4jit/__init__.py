@@ -6,14 +6,17 @@
     kv = fa4jit.quantize_kv(k, v)                            # a KV cache quantized once
     o = fa4jit.attention(q, kv)
     o, lse = fa4jit.merge_state(o_a, lse_a, o_b, lse_b)     # attention over two key sets, merged
+    cache = fa4jit.PagedKVCache(num_pages, num_kv_heads, head_dim, page_size=16)
+    cache.append(k, v, slot_mapping)                         # new tokens into an NVFP4/FP8 paged cache
+    o = cache.decode(q, block_table, seq_lens)               # decode over it, split-KV on the GPU
 
 Importing needs no GPU and no torch; `attention` needs torch with CUDA. `python -m fa4jit` runs
 the fa4jit command-line tool (accuracy, tune, cache, tmem, ...).
 """
 from . import _library
 
-__all__ = ["attention", "quantize_kv", "merge_state", "merge_states", "release_workspaces", "version", "Fa4jitError",
-           "__version__"]
+__all__ = ["attention", "quantize_kv", "merge_state", "merge_states", "PagedKVCache", "release_workspaces", "version",
+           "Fa4jitError", "__version__"]
 
 Fa4jitError = _library.Fa4jitError
 
@@ -32,8 +35,9 @@ except ImportError:  # the C API still loads; attention needs torch
         raise ImportError("fa4jit's tensor functions (attention, quantize_kv, merge_states) need PyTorch "
                           "(pip install torch)")
 
-    quantize_kv = release_workspaces = merge_state = merge_states = attention
+    quantize_kv = release_workspaces = merge_state = merge_states = PagedKVCache = attention
 else:
     # (importing registers torch.ops.fa4jit.*)
     from ._torch_ops import attention, quantize_kv, release_workspaces  # noqa: E402
     from ._merge import merge_state, merge_states  # noqa: E402
+    from ._paged import PagedKVCache  # noqa: E402

@@ -30,6 +30,24 @@ class AttentionState(ctypes.Structure):
 MAX_MERGE_PARTS = 16  # kMaxMergeParts of engine.h
 
 
+class PagedCache(ctypes.Structure):
+    _fields_ = [("k_codes", ctypes.c_uint64), ("k_block_scales", ctypes.c_uint64), ("k_row_scales", ctypes.c_uint64),
+                ("v_codes", ctypes.c_uint64), ("v_row_scales", ctypes.c_uint64), ("pages", ctypes.c_int32),
+                ("kv_heads", ctypes.c_int32), ("page_size", ctypes.c_int32), ("head_dim", ctypes.c_int32)]
+
+
+class AppendKvArgs(ctypes.Structure):
+    _fields_ = [("cache", PagedCache), ("k", Tensor), ("v", Tensor), ("slot_mapping", ctypes.c_uint64),
+                ("stream", ctypes.c_void_p)]
+
+
+class DecodeArgs(ctypes.Structure):
+    _fields_ = [("cache", PagedCache), ("q", Tensor), ("o", Tensor), ("lse", ctypes.c_uint64),
+                ("block_table", ctypes.c_uint64), ("block_table_stride", ctypes.c_int32),
+                ("seq_lens", ctypes.c_uint64), ("max_seq_len", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
+                ("splits", ctypes.c_int32), ("stream", ctypes.c_void_p)]
+
+
 class ForwardArgs(ctypes.Structure):
     _fields_ = [("q", Tensor), ("k", Tensor), ("v", Tensor), ("o", Tensor), ("lse", ctypes.c_uint64),
                 ("route", ctypes.c_int32), ("causal", ctypes.c_int32), ("softmax_scale", ctypes.c_float),
@@ -154,6 +172,11 @@ def library():
             "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),
             "fa4jit_merge_states": ([p, ctypes.POINTER(AttentionState), i32, ctypes.POINTER(Tensor), u64, p],
                                     ctypes.c_int),
+            "fa4jit_paged_cache_bytes": ([i32, i32, i32, i32, ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_paged_cache_at": ([u64, i32, i32, i32, i32, ctypes.POINTER(PagedCache)], ctypes.c_int),
+            "fa4jit_append_kv": ([p, ctypes.POINTER(AppendKvArgs)], ctypes.c_int),
+            "fa4jit_decode_workspace_size": ([p, ctypes.POINTER(DecodeArgs), ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_decode_with_workspace": ([p, ctypes.POINTER(DecodeArgs), u64, u64], ctypes.c_int),
             "fa4jit_last_error": ([], ctypes.c_char_p),
             "fa4jit_version": ([], ctypes.c_char_p),
         }

@@ -30,6 +30,18 @@ int main(void) {
   FIELD(fa4jit_backward_args, deterministic), FIELD(fa4jit_backward_args, stream);
   printf("\"fa4jit_attention_state\": %zu, ", sizeof(fa4jit_attention_state));
   FIELD(fa4jit_attention_state, o), FIELD(fa4jit_attention_state, lse);
+  printf("\"fa4jit_paged_cache\": %zu, ", sizeof(fa4jit_paged_cache));
+  FIELD(fa4jit_paged_cache, k_codes), FIELD(fa4jit_paged_cache, k_block_scales), FIELD(fa4jit_paged_cache, k_row_scales);
+  FIELD(fa4jit_paged_cache, v_codes), FIELD(fa4jit_paged_cache, v_row_scales), FIELD(fa4jit_paged_cache, pages);
+  FIELD(fa4jit_paged_cache, kv_heads), FIELD(fa4jit_paged_cache, page_size), FIELD(fa4jit_paged_cache, head_dim);
+  printf("\"fa4jit_append_kv_args\": %zu, ", sizeof(fa4jit_append_kv_args));
+  FIELD(fa4jit_append_kv_args, cache), FIELD(fa4jit_append_kv_args, k), FIELD(fa4jit_append_kv_args, v);
+  FIELD(fa4jit_append_kv_args, slot_mapping), FIELD(fa4jit_append_kv_args, stream);
+  printf("\"fa4jit_decode_args\": %zu, ", sizeof(fa4jit_decode_args));
+  FIELD(fa4jit_decode_args, cache), FIELD(fa4jit_decode_args, q), FIELD(fa4jit_decode_args, o);
+  FIELD(fa4jit_decode_args, lse), FIELD(fa4jit_decode_args, block_table), FIELD(fa4jit_decode_args, block_table_stride);
+  FIELD(fa4jit_decode_args, seq_lens), FIELD(fa4jit_decode_args, max_seq_len), FIELD(fa4jit_decode_args, softmax_scale);
+  FIELD(fa4jit_decode_args, splits), FIELD(fa4jit_decode_args, stream);
   printf("\"end\": 0}\n");
   return 0;
 }

@@ -27,7 +27,8 @@ class Package(unittest.TestCase):
         for cname, cls in (("fa4jit_tensor", L.Tensor), ("fa4jit_forward_args", L.ForwardArgs),
                            ("fa4jit_quantized_forward_args", L.QuantizedForwardArgs),
                            ("fa4jit_backward_args", L.BackwardArgs),
-                           ("fa4jit_attention_state", L.AttentionState)):
+                           ("fa4jit_attention_state", L.AttentionState), ("fa4jit_paged_cache", L.PagedCache),
+                           ("fa4jit_append_kv_args", L.AppendKvArgs), ("fa4jit_decode_args", L.DecodeArgs)):
             self.assertEqual(ctypes.sizeof(cls), layout[cname], cname)
             for field, _ in cls._fields_:
                 self.assertEqual(getattr(cls, field).offset, layout[f"{cname}.{field}"], f"{cname}.{field}")
@@ -92,6 +93,25 @@ class Package(unittest.TestCase):
                                                          0, 0, ctypes.byref(handle)), 1)
         self.assertIn("must not be NULL", L.library().fa4jit_last_error().decode())
 
+    def test_paged_cache_bytes_and_layout_refuse_bad_dims(self):
+        out = ctypes.c_uint64()
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 128, ctypes.byref(out)), 0)
+        # K 76 and V 132 bytes per token row (payloads, block scales, two row scales), arrays 256-aligned
+        rows = 100 * 8 * 16
+        self.assertGreaterEqual(out.value, rows * (64 + 8 + 4 + 128 + 4))
+        self.assertLess(out.value, rows * (64 + 8 + 4 + 128 + 4) + 5 * 256)
+        cache = L.PagedCache()
+        self.assertEqual(L.library().fa4jit_paged_cache_at(1 << 20, 100, 8, 16, 128, ctypes.byref(cache)), 0)
+        self.assertEqual(cache.k_codes, 1 << 20)
+        self.assertEqual(cache.k_block_scales - cache.k_codes, rows * 64)
+        self.assertEqual(cache.page_size, 16)
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 24, 128, ctypes.byref(out)), 1)
+        self.assertIn("page_size 24", L.library().fa4jit_last_error().decode())
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 256, ctypes.byref(out)), 1)
+        self.assertIn("head_dim 256", L.library().fa4jit_last_error().decode())
+        self.assertEqual(L.library().fa4jit_paged_cache_at(100, 100, 8, 16, 128, ctypes.byref(cache)), 1)
+        self.assertIn("256-byte aligned", L.library().fa4jit_last_error().decode())
+
     def test_python_m_fa4jit_runs_the_cli(self):
         run = subprocess.run([sys.executable, "-m", "fa4jit", "tmem", "--help"], capture_output=True, text=True)
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -114,6 +134,22 @@ class Torch(unittest.TestCase):
             fa4jit.attention(q.float(), q.float(), q.float())
         with self.assertRaisesRegex(ValueError, "unknown route"):
             fa4jit.attention(q, q, q, route="fp2")
+
+    def test_paged_cache_refuses_cpu_and_bad_rows(self):
+        with self.assertRaisesRegex(ValueError, "not a CUDA device"):
+            fa4jit.PagedKVCache(4, 2, 64, page_size=16, device="cpu")
+
+    def test_the_paged_ops_fake_shapes(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        with FakeTensorMode():
+            storage = torch.empty(1 << 16, dtype=torch.uint8, device="meta")
+            q = torch.empty(3, 32, 2, 128, dtype=torch.bfloat16, device="meta")
+            table = torch.empty(3, 10, dtype=torch.int32, device="meta")
+            lens = torch.empty(3, dtype=torch.int32, device="meta")
+            o, lse = torch.ops.fa4jit.paged_decode(storage, q, table, lens, 30, 8, 16, 0.088, 0, 0)
+        self.assertEqual(tuple(o.shape), (3, 32, 2, 128))
+        self.assertEqual(o.dtype, torch.bfloat16)
+        self.assertEqual(tuple(lse.shape), (3, 32, 2))
 
     def test_the_fake_implementation_gives_shapes_and_dtypes(self):
         from torch._subclasses.fake_tensor import FakeTensorMode

@@ -253,3 +253,29 @@ TEST_CASE("SASS of every merge variant: one entry, global loads and stores, no l
   }
   CHECK(checked == 36); // 3 state types x 3 head dims x 4 targets
 }
+
+TEST_CASE("SASS of every paged-kv variant: decode on HMMA with no local memory, append and combine on loads",
+          "[runtime][sass][variants][paged]") {
+  if (!haveCuobjdump())
+    return;
+  int checked = 0;
+  for (const auto &v : variantCubins()) {
+    if (v.spec.family != KernelFamily::PagedKv)
+      continue;
+    INFO(kernelName(v.spec) << " (" << toString(v.spec.target) << ")");
+    REQUIRE(v.error.empty());
+    REQUIRE(v.emitted.entries.size() == 3);
+    const std::optional<std::string> sass = sassOf(v);
+    // The Q, O and step-operand arrays stay in registers (unrolled loops; the V n-tile's byte is
+    // chosen by a switch, not by indexing).
+    const auto local = countOpcodes(*sass, [](const std::string &op) { return op == "LDL" || op == "STL"; });
+    CHECK(total(local) == 0);
+    const auto mma = countOpcodes(*sass, [](const std::string &op) { return op.rfind("HMMA", 0) == 0; });
+    CHECK(total(mma) > 0);
+    const auto global = countOpcodes(*sass, [](const std::string &op) { return op == "LDG" || op == "STG"; });
+    CHECK(global.count("LDG"));
+    CHECK(global.count("STG"));
+    ++checked;
+  }
+  CHECK(checked == 80); // 2 head dims x 5 page sizes x 2 warp counts x 4 targets
+}

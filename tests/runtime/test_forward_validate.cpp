@@ -1,5 +1,6 @@
 // The public API's argument checks (no GPU needed): each bad input gets an error that names what
 // is wrong, and a good one passes.
+#include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/runtime/forward_validate.h"
 
 #include <catch2/catch.hpp>
@@ -236,5 +237,89 @@ TEST_CASE("merge checks the parts against the merged state", "[runtime][validate
     m.o.dtype = DType::F16;
     m.o.shape[3] = 96;
     CHECK(errorOf(runtime::validateMerge(m)).find("unsupported head dim 96") != std::string::npos);
+  }
+}
+
+TEST_CASE("paged cache, append and decode arguments are checked with messages that name the field",
+          "[runtime][validate][paged]") {
+  const PagedKvCache cache = pagedKvCacheAt(kBase, 64, 8, 16, 128);
+  CHECK(errorOf(runtime::validatePagedCache(cache)).empty());
+  {
+    PagedKvCache c = cache;
+    c.page_size = 48;
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("page_size 48") != std::string::npos);
+    c = cache;
+    c.head_dim = 256;
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("head_dim 256") != std::string::npos);
+    c = cache;
+    c.v_row_scales += 4;
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("v_row_scales: misaligned") != std::string::npos);
+    c = cache;
+    c.k_codes = 0;
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("k_codes: null") != std::string::npos);
+    c = cache;
+    c.pages = 0;
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("0 pages") != std::string::npos);
+  }
+
+  AppendKvArgs app;
+  app.cache = cache;
+  app.k = {kBase, DType::BF16, {5, 8, 1, 128}, {1024, 128, 128, 1}};
+  app.v = app.k;
+  app.slot_mapping = kBase;
+  CHECK(errorOf(runtime::validateAppendKv(app)).empty());
+  {
+    AppendKvArgs a = app;
+    a.k.shape[1] = 4;
+    CHECK(errorOf(runtime::validateAppendKv(a)).find("expected [tokens, 8, 1, 128]") != std::string::npos);
+    a = app;
+    a.v.shape[0] = 6;
+    CHECK(errorOf(runtime::validateAppendKv(a)).find("k has 5 tokens, v 6") != std::string::npos);
+    a = app;
+    a.slot_mapping = kBase + 4;
+    CHECK(errorOf(runtime::validateAppendKv(a)).find("8-byte aligned") != std::string::npos);
+    a = app;
+    a.k.dtype = DType::F16;
+    CHECK(errorOf(runtime::validateAppendKv(a)).find("dtype f16") != std::string::npos);
+    a = app;
+    a.k.shape[0] = a.v.shape[0] = 0;
+    a.slot_mapping = 0;
+    CHECK(errorOf(runtime::validateAppendKv(a)).empty()); // nothing to append
+  }
+
+  DecodeArgs dec;
+  dec.cache = cache;
+  dec.q = TensorDesc::contiguous(kBase, DType::BF16, 4, 32, 1, 128);
+  dec.o = dec.q;
+  dec.block_table = kBase, dec.block_table_stride = 16, dec.seq_lens = kBase;
+  CHECK(errorOf(runtime::validateDecode(dec)).empty());
+  {
+    DecodeArgs a = dec;
+    a.q.shape[1] = a.o.shape[1] = 12;
+    CHECK(errorOf(runtime::validateDecode(a)).find("12 query heads is not a multiple") != std::string::npos);
+    a = dec;
+    a.q.shape[3] = a.o.shape[3] = 64;
+    CHECK(errorOf(runtime::validateDecode(a)).find("head_dim 64, the cache's is 128") != std::string::npos);
+    a = dec;
+    a.o.shape[2] = 2;
+    CHECK(errorOf(runtime::validateDecode(a)).find("differs from q's") != std::string::npos);
+    a = dec;
+    a.block_table_stride = 0;
+    CHECK(errorOf(runtime::validateDecode(a)).find("block_table_stride 0") != std::string::npos);
+    a = dec;
+    a.seq_lens = kBase + 2;
+    CHECK(errorOf(runtime::validateDecode(a)).find("seq_lens: misaligned") != std::string::npos);
+    a = dec;
+    a.max_seq_len = 16 * 16 + 1;
+    CHECK(errorOf(runtime::validateDecode(a)).find("max_seq_len 257") != std::string::npos);
+    a = dec;
+    a.splits = 17;
+    CHECK(errorOf(runtime::validateDecode(a)).find("splits 17") != std::string::npos);
+    a = dec;
+    a.spec = defaultPagedKvSpec(128, 64, 4, Target::Sm90a);
+    CHECK(errorOf(runtime::validateDecode(a)).find("page size 64") != std::string::npos);
+    a = dec;
+    a.q.shape[0] = a.o.shape[0] = 0;
+    CHECK(errorOf(runtime::validateDecode(a)).empty()); // an empty batch
   }
 }

@@ -3,6 +3,7 @@
 #include "fa4jit/runtime/fa4jit_c.h"
 
 #include "fa4jit/runtime/engine.h"
+#include "fa4jit/runtime/forward_validate.h"
 #include "fa4jit/runtime/logging.h"
 
 #include <array>
@@ -283,6 +284,103 @@ int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *par
   a.lse = lse;
   a.stream = stream;
   return fromError(engine->engine->mergeStates(a));
+}
+
+namespace {
+fa4jit::PagedKvCache toCache(const fa4jit_paged_cache &c) {
+  fa4jit::PagedKvCache out;
+  out.k_codes = c.k_codes, out.k_block_scales = c.k_block_scales, out.k_row_scales = c.k_row_scales;
+  out.v_codes = c.v_codes, out.v_row_scales = c.v_row_scales;
+  out.pages = c.pages, out.kv_heads = c.kv_heads, out.page_size = c.page_size, out.head_dim = c.head_dim;
+  return out;
+}
+bool toDecode(const fa4jit_decode_args &in, fa4jit::DecodeArgs &a) {
+  a.cache = toCache(in.cache);
+  if (!toTensor(in.q, "q", a.q) || !toTensor(in.o, "o", a.o))
+    return false;
+  a.lse = in.lse, a.block_table = in.block_table, a.block_table_stride = in.block_table_stride;
+  a.seq_lens = in.seq_lens, a.max_seq_len = in.max_seq_len, a.softmax_scale = in.softmax_scale;
+  a.splits = in.splits, a.stream = in.stream;
+  return true;
+}
+bool cacheDimsOk(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim, const char *fn) {
+  fa4jit::PagedKvCache probe;
+  probe.pages = pages, probe.kv_heads = kv_heads, probe.page_size = page_size, probe.head_dim = head_dim;
+  probe.k_codes = probe.k_block_scales = probe.k_row_scales = probe.v_codes = probe.v_row_scales = 256;
+  if (llvm::Error e = fa4jit::runtime::validatePagedCache(probe)) {
+    fail(std::string(fn) + ": " + llvm::toString(std::move(e)));
+    return false;
+  }
+  return true;
+}
+} // namespace
+
+int fa4jit_paged_cache_bytes(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim, uint64_t *out) {
+  if (!out)
+    return fail("fa4jit_paged_cache_bytes: out must not be NULL");
+  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, "fa4jit_paged_cache_bytes"))
+    return FA4JIT_ERROR;
+  *out = fa4jit::pagedKvCacheBytes(pages, kv_heads, page_size, head_dim);
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_paged_cache_at(uint64_t address, int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim,
+                          fa4jit_paged_cache *out) {
+  if (!out)
+    return fail("fa4jit_paged_cache_at: out must not be NULL");
+  if (address == 0 || address % 256)
+    return fail("fa4jit_paged_cache_at: address must be a 256-byte aligned device address");
+  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, "fa4jit_paged_cache_at"))
+    return FA4JIT_ERROR;
+  const fa4jit::PagedKvCache c = fa4jit::pagedKvCacheAt(address, pages, kv_heads, page_size, head_dim);
+  *out = {c.k_codes, c.k_block_scales, c.k_row_scales, c.v_codes, c.v_row_scales, pages, kv_heads, page_size, head_dim};
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_append_kv(fa4jit_engine *engine, const fa4jit_append_kv_args *args) {
+  if (!engine || !args)
+    return fail("fa4jit_append_kv: engine and args must not be NULL");
+  fa4jit::AppendKvArgs a;
+  a.cache = toCache(args->cache);
+  if (!toTensor(args->k, "k", a.k) || !toTensor(args->v, "v", a.v))
+    return FA4JIT_ERROR;
+  a.slot_mapping = args->slot_mapping, a.stream = args->stream;
+  return fromError(engine->engine->appendKv(a));
+}
+
+int fa4jit_decode(fa4jit_engine *engine, const fa4jit_decode_args *args) {
+  if (!engine || !args)
+    return fail("fa4jit_decode: engine and args must not be NULL");
+  fa4jit::DecodeArgs a;
+  if (!toDecode(*args, a))
+    return FA4JIT_ERROR;
+  return fromError(engine->engine->decode(a));
+}
+
+int fa4jit_decode_workspace_size(fa4jit_engine *engine, const fa4jit_decode_args *args, uint64_t *out) {
+  if (!engine || !args || !out)
+    return fail("fa4jit_decode_workspace_size: engine, args and out must not be NULL");
+  fa4jit::DecodeArgs a;
+  if (!toDecode(*args, a))
+    return FA4JIT_ERROR;
+  auto bytes = engine->engine->decodeWorkspaceSize(a);
+  if (!bytes)
+    return fromError(bytes.takeError());
+  *out = *bytes;
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_decode_with_workspace(fa4jit_engine *engine, const fa4jit_decode_args *args, uint64_t workspace,
+                                 uint64_t workspace_bytes) {
+  if (!engine || !args)
+    return fail("fa4jit_decode_with_workspace: engine and args must not be NULL");
+  fa4jit::DecodeArgs a;
+  if (!toDecode(*args, a))
+    return FA4JIT_ERROR;
+  return fromError(engine->engine->decode(a, workspace, workspace_bytes));
 }
 
 int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out) {

@@ -99,6 +99,32 @@ typedef struct {
   fa4jit_tensor o;
   uint64_t lse;
 } fa4jit_attention_state;
+/* One layer of the paged, quantized KV cache (docs/NUMERICS.md §5) in device memory the caller owns:
+ * NVFP4 K and FP8 V, each token row of each kv head with its own scale. fa4jit_paged_cache_bytes
+ * sizes one allocation and fa4jit_paged_cache_at lays the five arrays out in it. */
+typedef struct {
+  uint64_t k_codes, k_block_scales, k_row_scales, v_codes, v_row_scales;
+  int32_t pages, kv_heads, page_size, head_dim; /* page_size a power of two in [16, 256]; head_dim 64 or 128 */
+} fa4jit_paged_cache;
+typedef struct {
+  fa4jit_paged_cache cache;
+  fa4jit_tensor k, v;     /* BF16 [tokens, kv_heads, 1, head_dim] */
+  uint64_t slot_mapping;  /* int64 [tokens]: page * page_size + row; negative: skipped */
+  void *stream;
+} fa4jit_append_kv_args;
+typedef struct {
+  fa4jit_paged_cache cache;
+  fa4jit_tensor q, o;          /* BF16 [batch, q_heads, queries, head_dim] */
+  uint64_t lse;                /* float [batch, q_heads, queries]; 0 = not written */
+  uint64_t block_table;        /* int32 [batch, block_table_stride] */
+  int32_t block_table_stride;
+  uint64_t seq_lens;           /* int32 [batch] */
+  int32_t max_seq_len;         /* a bound of seq_lens for the split choice; 0 = the block table's capacity */
+  float softmax_scale;         /* 0 = 1/sqrt(head_dim) */
+  int32_t splits;              /* 1 .. 16; 0 = the heuristic's */
+  void *stream;
+} fa4jit_decode_args;
+
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
 FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
@@ -145,6 +171,23 @@ FA4JIT_API int fa4jit_backward(fa4jit_engine *engine, const fa4jit_backward_args
  * row whose parts all saw no key (LSE -inf) gets O = 0 and LSE = -inf. */
 FA4JIT_API int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention_state *parts, int32_t num_parts,
                                    const fa4jit_tensor *o, uint64_t lse, void *stream);
+/* Bytes of one allocation holding a paged cache (host arithmetic only), and the cache laid out in
+ * it at `address` (256-byte aligned). */
+FA4JIT_API int fa4jit_paged_cache_bytes(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim,
+                                        uint64_t *out);
+FA4JIT_API int fa4jit_paged_cache_at(uint64_t address, int32_t pages, int32_t kv_heads, int32_t page_size,
+                                     int32_t head_dim, fa4jit_paged_cache *out);
+/* Quantizes new tokens' K and V rows into their slots of the cache: one launch on args->stream, no
+ * allocation, no waiting. A slot past the cache writes nothing. */
+FA4JIT_API int fa4jit_append_kv(fa4jit_engine *engine, const fa4jit_append_kv_args *args);
+/* Decode over the paged cache (queries new tokens per sequence, causal among themselves; GQA
+ * groups packed; split-KV merged on the GPU): on args->stream, no waiting; the engine's workspace
+ * holds the splits' states (fa4jit_decode_with_workspace takes the caller's). A sequence whose
+ * length or pages are out of range gets NaN rows; a row that sees no token O = 0, LSE = -inf. */
+FA4JIT_API int fa4jit_decode(fa4jit_engine *engine, const fa4jit_decode_args *args);
+FA4JIT_API int fa4jit_decode_workspace_size(fa4jit_engine *engine, const fa4jit_decode_args *args, uint64_t *out);
+FA4JIT_API int fa4jit_decode_with_workspace(fa4jit_engine *engine, const fa4jit_decode_args *args, uint64_t workspace,
+                                            uint64_t workspace_bytes);
 /* Device bytes the engine's workspace holds now (it grows when a larger shape arrives). */
 FA4JIT_API int fa4jit_engine_workspace_bytes(const fa4jit_engine *engine, uint64_t *out);
 /* Sends fa4jit's log messages (level 0 trace ... 5 critical) to `callback` instead of stderr, at
