@@ -177,6 +177,7 @@ def main():
         print(f"info Python attention host time per call (tiny shape, {route}): {py:.1f} us, C call {c:.1f} us")
     gradients(dev)
     merging(dev)
+    paging(dev)
     print(f"\n{len(failures)} failed")
     return 1 if failures else 0
 
@@ -269,6 +270,68 @@ def merging(dev):
     check(all(torch.equal(x, y) for x, y in zip(captured, eager)), "merge_state: a captured CUDA graph replays bit for bit")
     compiled = torch.compile(lambda *t: fa4jit.merge_state(*t), fullgraph=True)(a, la, b, lb)
     check(all(torch.equal(x, y) for x, y in zip(compiled, eager)), "merge_state: torch.compile(fullgraph=True) gives the eager bits")
+
+
+
+def paging(dev):
+    """fa4jit.PagedKVCache: tokens appended in pieces into shuffled pages, decode against FP64 attention
+    on the BF16 inputs (bounded by the cache's quantization) and on the same request through the dense
+    route, the bshd layout, CUDA-graph capture of append + decode, and torch.compile."""
+    torch.manual_seed(5)
+    B, Hq, Hkv, D, page, lens = 3, 32, 8, 128, 16, [700, 33, 2000]
+    pages_per_seq = [(n + page - 1) // page for n in lens]
+    cache = fa4jit.PagedKVCache(sum(pages_per_seq) + 4, Hkv, D, page_size=page, device=dev)
+    order = torch.randperm(sum(pages_per_seq) + 4)[:sum(pages_per_seq)].int()
+    table = torch.full((B, max(pages_per_seq)), -1, dtype=torch.int32)
+    first = 0
+    for b, n in enumerate(pages_per_seq):
+        table[b, :n] = order[first:first + n]
+        first += n
+    table = table.to(dev)
+    ks = [torch.randn(n, Hkv, D, device=dev, dtype=torch.bfloat16) for n in lens]
+    vs = [torch.randn(n, Hkv, D, device=dev, dtype=torch.bfloat16) for n in lens]
+    for b, n in enumerate(lens):
+        pos = torch.arange(n, device=dev)
+        slots = (table[b].long()[pos // page] * page + pos % page)
+        half = n // 2  # (two appends: a prefill, then the rest)
+        cache.append(ks[b][:half], vs[b][:half], slots[:half])
+        cache.append(ks[b][half:], vs[b][half:], slots[half:])
+    seq_lens = torch.tensor(lens, dtype=torch.int32, device=dev)
+    for queries in (1, 4):
+        q = torch.randn(B, Hq, queries, D, device=dev, dtype=torch.bfloat16)
+        o, lse = cache.decode(q, table, seq_lens, return_lse=True)
+        worst = 1.0
+        for b, n in enumerate(lens):
+            kk = ks[b].permute(1, 0, 2).unsqueeze(0)
+            vv = vs[b].permute(1, 0, 2).unsqueeze(0)
+            ref = reference(q[b:b + 1], kk, vv, True)[0]
+            worst = min(worst, cosine(o[b:b + 1].float(), ref))
+        check(worst >= 0.98, f"PagedKVCache.decode, {queries} queries: cosine vs FP64 on the BF16 inputs {worst:.4f} "
+              "(NVFP4 K, FP8 V)")
+        o_bshd = cache.decode(q.transpose(1, 2), table, seq_lens, layout="bshd")
+        check(torch.equal(o_bshd.transpose(1, 2), o), f"PagedKVCache.decode, {queries} queries: bshd equals bhsd")
+    q = torch.randn(B, Hq, 1, D, device=dev, dtype=torch.bfloat16)
+    k_new = torch.randn(B, Hkv, D, device=dev, dtype=torch.bfloat16)
+    slot_new = torch.tensor([int(table[b, 0]) * page for b in range(B)], dtype=torch.int64, device=dev)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        cache.append(k_new, k_new, slot_new)
+        cache.decode(q, table, seq_lens)
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        cache.append(k_new, k_new, slot_new)
+        captured = cache.decode(q, table, seq_lens)
+    k_new.copy_(torch.randn_like(k_new))
+    q.copy_(torch.randn_like(q))
+    g.replay()
+    torch.cuda.synchronize()
+    cache.append(k_new, k_new, slot_new)
+    eager = cache.decode(q, table, seq_lens)
+    check(torch.equal(captured, eager), "PagedKVCache: a captured append + decode replays bit for bit on new values")
+    compiled = torch.compile(lambda q: cache.decode(q, table, seq_lens), fullgraph=True)(q)
+    check(torch.equal(compiled, eager), "PagedKVCache.decode: torch.compile(fullgraph=True) gives the eager bits")
 
 
 if __name__ == "__main__":

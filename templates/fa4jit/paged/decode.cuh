@@ -186,23 +186,28 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
 
   const int32_t *block_table = reinterpret_cast<const int32_t *>(p.block_table) + static_cast<int64_t>(b) * p.block_table_stride;
   bool bad_page = false;
-  const auto firstRow = [&](int key0) {
-    int page = block_table[key0 / T::kPageSize];
+  // The page of a step's keys, read two steps ahead: its load is not on the path of the next
+  // step's operand loads.
+  const auto pageOf = [&](int key0) { return key0 < key_end ? block_table[key0 / T::kPageSize] : 0; };
+  const auto firstRow = [&](int key0, int page) {
     if (page < 0 || page >= c.pages) { // (read page 0 instead; the rows that see these keys become NaN)
       bad_page = true;
       page = 0;
     }
     return cacheRowIndex(c, page, kv_head, key0 % T::kPageSize);
   };
+  constexpr int kStride = 16 * T::kWarps;
 
   StepOperands<T> next;
   int key0 = key_begin + 16 * warp;
   if (key0 < key_end)
-    loadStep<T>(c, firstRow(key0), g, t, next);
-  for (; key0 < key_end; key0 += 16 * T::kWarps) {
+    loadStep<T>(c, firstRow(key0, pageOf(key0)), g, t, next);
+  int page_after = pageOf(key0 + kStride);
+  for (; key0 < key_end; key0 += kStride) {
     const StepOperands<T> cur = next;
-    if (key0 + 16 * T::kWarps < key_end) // in flight while this step computes
-      loadStep<T>(c, firstRow(key0 + 16 * T::kWarps), g, t, next);
+    if (key0 + kStride < key_end) // in flight while this step computes
+      loadStep<T>(c, firstRow(key0 + kStride, page_after), g, t, next);
+    page_after = pageOf(key0 + 2 * kStride);
 
     // S = Q K^T for the keys key0 + [0, 8) and key0 + [8, 16)
     float acc[2][4];
