@@ -73,6 +73,7 @@ def main():
     ap.add_argument("--batch", default="1,4,16,64")
     ap.add_argument("--context", default="4096,16384,65536,131072")
     ap.add_argument("--page-size", default="16,64")
+    ap.add_argument("--value-format", default="fp8,mxfp4")
     ap.add_argument("--q-heads", type=int, default=32)
     ap.add_argument("--kv-heads", type=int, default=8)
     ap.add_argument("--head-dim", type=int, default=128)
@@ -80,7 +81,7 @@ def main():
     args = ap.parse_args()
     cli = os.environ.get("FA4JIT_CLI", "fa4jit")
     proc = subprocess.run([cli, "bench", "--decode", "--json", "--batch", args.batch, "--context", args.context,
-                           "--page-size", args.page_size, "--q-heads", str(args.q_heads), "--kv-heads",
+                           "--page-size", args.page_size, "--value-format", args.value_format, "--q-heads", str(args.q_heads), "--kv-heads",
                            str(args.kv_heads), "--head-dim", str(args.head_dim), "--reps", str(args.reps)],
                           capture_output=True, text=True)
     if proc.returncode != 0:
@@ -97,10 +98,10 @@ def main():
         row["sdpa_ms"] = best[1] if best else None
         row["speedup_vs_sdpa"] = best[1] / row["ms"] if best else None
         print(json.dumps(row), flush=True)
-    print(f"{'batch':>5} {'context':>7} {'page':>4} {'splits':>6} {'ms':>8} {'x copy':>6} {'roof ms':>8} "
+    print(f"{'V':>5} {'batch':>5} {'context':>7} {'page':>4} {'splits':>6} {'ms':>8} {'x copy':>6} {'roof ms':>8} "
           f"{'sdpa ms':>8} {'backend':>9} {'bf16 roof':>9} {'x sdpa':>6}", file=sys.stderr)
     for r in rows:
-        print(f"{r['batch']:>5} {r['context']:>7} {r['page_size']:>4} {r['splits']:>6} {r['ms']:>8.4f} "
+        print(f"{r['value_format']:>5} {r['batch']:>5} {r['context']:>7} {r['page_size']:>4} {r['splits']:>6} {r['ms']:>8.4f} "
               f"{r['fraction_of_copy']:>6.2f} {r['cache_roofline_ms']:>8.4f} {r['sdpa_ms'] or float('nan'):>8.4f} "
               f"{r['sdpa_backend'] or '-':>9} {r['bf16_roofline_ms']:>9.4f} {r['speedup_vs_sdpa'] or float('nan'):>6.2f}",
               file=sys.stderr)

@@ -32,8 +32,11 @@ constexpr int kCallsPerSample = 20;
 constexpr double kMinDistinctBytes = 256e6;
 
 // Cache bytes one (token, kv head) row occupies: NVFP4 K payload, its block scales and row scale,
-// FP8 V and its row scale.
-double rowBytes(int head_dim) { return head_dim / 2 + head_dim / 16 + 4 + head_dim + 4; }
+// then FP8 V and its row scale or MXFP4 V and its block scales.
+double rowBytes(int head_dim, KvValueFormat value) {
+  const double k = head_dim / 2 + head_dim / 16 + 4;
+  return k + (value == KvValueFormat::Fp8 ? head_dim + 4 : head_dim / 2 + head_dim / 32);
+}
 
 llvm::Expected<double> copyBandwidth(Engine &engine) {
   const std::size_t bytes = std::size_t(1) << 30;
@@ -53,19 +56,20 @@ llvm::Expected<double> copyBandwidth(Engine &engine) {
 
 struct Point {
   int batch, context, page_size, splits;
+  KvValueFormat value;
 };
 
 llvm::Error benchPoint(Engine &engine, const DecodeBenchOptions &o, const Point &pt, double copy_bytes_per_s,
                        std::uint64_t seed) {
   const int D = o.head_dim, H = o.kv_heads, ps = pt.page_size;
   const int pages_per_seq = (pt.context + ps - 1) / ps;
-  const double used_bytes = double(pt.batch) * pt.context * H * rowBytes(D);
+  const double used_bytes = double(pt.batch) * pt.context * H * rowBytes(D, pt.value);
   const int copies = std::max(1, int(std::ceil(kMinDistinctBytes / used_bytes)));
   const int pages = pages_per_seq * pt.batch * copies;
-  auto pool = runtime::DeviceBuffer::allocate(engine.driver(), pagedKvCacheBytes(pages, H, ps, D));
+  auto pool = runtime::DeviceBuffer::allocate(engine.driver(), pagedKvCacheBytes(pages, H, ps, D, pt.value));
   if (!pool)
     return pool.takeError();
-  const PagedKvCache cache = pagedKvCacheAt(pool->address(), pages, H, ps, D);
+  const PagedKvCache cache = pagedKvCacheAt(pool->address(), pages, H, ps, D, pt.value);
 
   // Fill every page through the append kernel, in chunks of up to 64k tokens.
   const std::int64_t chunk = 65536;
@@ -158,6 +162,7 @@ llvm::Error benchPoint(Engine &engine, const DecodeBenchOptions &o, const Point 
                            {"head_dim", D},
                            {"queries", o.queries},
                            {"page_size", ps},
+                           {"value_format", toString(pt.value)},
                            {"splits", plan->splits},
                            {"warps", plan->spec.paged.warps},
                            {"ms", ms},
@@ -170,8 +175,9 @@ llvm::Error benchPoint(Engine &engine, const DecodeBenchOptions &o, const Point 
                            {"distinct_copies", copies}};
     llvm::outs() << llvm::json::Value(std::move(row)) << "\n";
   } else {
-    llvm::outs() << fmt::format("{:>5} {:>7} {:>4} {:>6} {:>5} {:>10.4f} {:>9.0f} {:>7.2f} {:>10.4f} {:>10.4f}\n",
-                                pt.batch, pt.context, ps, plan->splits, plan->spec.paged.warps, ms, achieved / 1e9,
+    llvm::outs() << fmt::format("{:>5} {:>5} {:>7} {:>4} {:>6} {:>5} {:>10.4f} {:>9.0f} {:>7.2f} {:>10.4f} {:>10.4f}\n",
+                                toString(pt.value), pt.batch, pt.context, ps, plan->splits, plan->spec.paged.warps, ms,
+                                achieved / 1e9,
                                 achieved / copy_bytes_per_s, fp4_roofline_ms, bf16_roofline_ms);
   }
   llvm::outs().flush();
@@ -189,15 +195,16 @@ int runDecodeBench(const DecodeBenchOptions &o) {
     return fail(llvm::toString(copy.takeError()));
   if (!o.json)
     llvm::outs() << fmt::format("copy bandwidth {:.0f} GB/s; {} query heads, {} kv heads, head dim {}, {} "
-                                "queries per sequence\n{:>5} {:>7} {:>4} {:>6} {:>5} {:>10} {:>9} {:>7} {:>10} {:>10}\n",
-                                *copy / 1e9, o.q_heads, o.kv_heads, o.head_dim, o.queries, "batch", "context",
+                                "queries per sequence\n{:>5} {:>5} {:>7} {:>4} {:>6} {:>5} {:>10} {:>9} {:>7} {:>10} {:>10}\n",
+                                *copy / 1e9, o.q_heads, o.kv_heads, o.head_dim, o.queries, "V", "batch", "context",
                                 "page", "splits", "warps", "ms", "GB/s", "x copy", "roofline", "bf16 roof");
   std::uint64_t seed = 1;
+  for (KvValueFormat value : o.value_formats)
   for (int page_size : o.page_sizes)
     for (int batch : o.batches)
       for (int context : o.contexts)
         for (int splits : o.splits)
-          if (auto e = benchPoint(**engine, o, {batch, context, page_size, splits}, *copy, seed++))
+          if (auto e = benchPoint(**engine, o, {batch, context, page_size, splits, value}, *copy, seed++))
             return fail(fmt::format("batch {} context {} page {}: {}", batch, context, page_size,
                                     llvm::toString(std::move(e))));
   return 0;

@@ -83,7 +83,8 @@ const char kUsage[] =
     "                    fraction of a device copy's, the cache's and a BF16 cache's time at copy\n"
     "                    bandwidth. Takes --batch LIST (1,4,16,64), --context LIST (4096,16384,\n"
     "                    65536,131072), --page-size LIST (16,64), --splits LIST (0: the heuristic),\n"
-    "                    --q-heads (32), --kv-heads (8), --head-dim (128), --queries (1). JSON rows\n"
+    "                    --value-format LIST (fp8,mxfp4), --q-heads (32), --kv-heads (8),\n"
+    "                    --head-dim (128), --queries (1). JSON rows\n"
     "                    have kind fa4jit-decode; scripts/bench_decode.py adds PyTorch SDPA's BF16\n"
     "                    decode at the same shapes\n"
     "  --help\n";
@@ -133,6 +134,15 @@ int benchDecode(const CliFlags &flags) {
       return usage(llvm::toString(v.takeError()));
     *out = int(*v);
   }
+  auto formats = flags.list("value-format", "fp8,mxfp4");
+  if (!formats)
+    return usage(llvm::toString(formats.takeError()));
+  for (const std::string &name : *formats) {
+    auto value = parseKvValueFormat(name);
+    if (!value)
+      return usage(llvm::toString(value.takeError()));
+    o.value_formats.push_back(*value);
+  }
   o.json = flags.has("json");
   return runDecodeBench(o);
 }
@@ -142,7 +152,7 @@ int runBench(int argc, char **argv) {
   CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
                   {"tokens"}, {"reps"}, {"schedule"}, {"variants"}, shared_flags::json(),
                   {"backward", FlagValue::None}, {"decode", FlagValue::None}, {"batch"}, {"context"},
-                  {"page-size"}, {"splits"}, {"q-heads"}, {"kv-heads"}, {"queries"}});
+                  {"page-size"}, {"splits"}, {"q-heads"}, {"kv-heads"}, {"queries"}, {"value-format"}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit bench: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())

@@ -55,6 +55,7 @@ const char *kUsage =
     " paged-kv (append, decode and combine over a paged NVFP4 K / FP8 V cache; head dim 64|128):\n"
     "  --page-size N             tokens per page, a power of two in [16, 256] (default 16)\n"
     "  --warps W                 decode warps per CTA, 4 or 8 (default 4)\n"
+    "  --value-format fp8|mxfp4  the cache's V codes (default fp8)\n"
     " output:\n"
     "  --json                    print the canonical spec, kernel name, entry points and the\n"
     "                            baked / run-time split instead of the source\n"
@@ -69,7 +70,7 @@ int fail(const std::string &msg) {
 const std::initializer_list<llvm::StringRef> kSpecFlags = {
     "family", "target", "head-dim", "route", "causal", "format", "fp32-input", "permute-keys", "permute-v",
     "classifier", "alpha", "beta", "y-split", "block-m", "block-n", "warps", "threads", "softmax-scale",
-    "fp16-input", "pv", "qk", "deterministic", "mma", "state-type", "page-size"};
+    "fp16-input", "pv", "qk", "deterministic", "mma", "state-type", "page-size", "value-format"};
 
 llvm::Error optionalInt(const CliFlags &flags, llvm::StringRef name, int &out) {
   if (!flags.has(name))
@@ -149,6 +150,10 @@ llvm::Expected<KernelSpec> buildSpec(const CliFlags &flags) {
       return e;
     if (auto e = optionalInt(flags, "warps", spec.paged.warps))
       return e;
+    auto value = parseKvValueFormat(flags.str("value-format", "fp8"));
+    if (!value)
+      return value.takeError();
+    spec.paged.value_format = *value;
     return spec;
   }
   auto causal = flags.boolean("causal", false);
@@ -256,7 +261,7 @@ int runEmit(int argc, char **argv) {
                   shared_flags::causal(), {"classifier"}, {"alpha"}, {"beta"}, {"y-split"}, {"block-m"},
                   {"block-n"}, {"warps"}, {"permute-v", FlagValue::None}, {"softmax-scale"}, {"format"},
                   {"fp32-input", FlagValue::None}, {"fp16-input", FlagValue::None}, {"permute-keys", FlagValue::None}, shared_flags::threads(),
-                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"}, {"state-type"}, {"page-size"},
+                  {"pv"}, {"qk"}, {"deterministic", FlagValue::None}, {"mma"}, {"state-type"}, {"page-size"}, {"value-format"},
                   shared_flags::json(), {"list", FlagValue::None}});
   if (auto e = flags.parse(argc, argv))
     return fail(llvm::toString(std::move(e)) + " (try 'fa4jit emit --help')");

@@ -284,6 +284,7 @@ DimensionSplit pagedSplit(const KernelSpec &spec) {
       {"head_dim", "int", intText(p.head_dim), ""},
       {"page_size", "int", intText(p.page_size), "tokens per page"},
       {"warps", "int", intText(p.warps), "decode warps per CTA"},
+      {"value_format", "int", intText(int(p.value_format)), std::string(toString(p.value_format)) + " V codes"},
       {"threads", "int", intText(kPagedAppendThreads), "append CTA size"},
   };
   d.runtime = {

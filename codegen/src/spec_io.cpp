@@ -40,6 +40,7 @@ constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFami
                                       KernelFamily::AttentionBackward, KernelFamily::MergeStates,
                                       KernelFamily::PagedKv};
 constexpr StateType kStateTypes[] = {StateType::Bf16, StateType::F16, StateType::F32};
+constexpr KvValueFormat kKvValueFormats[] = {KvValueFormat::Fp8, KvValueFormat::Mxfp4};
 constexpr BackwardPvFormat kBackwardPvFormats[] = {BackwardPvFormat::E4m3, BackwardPvFormat::Mxfp4};
 constexpr BackwardQkOperands kBackwardQkOperands[] = {BackwardQkOperands::Bf16, BackwardQkOperands::SavedNvfp4};
 constexpr BackwardMma kBackwardMmas[] = {BackwardMma::MmaSync, BackwardMma::Wgmma};
@@ -204,6 +205,7 @@ void writePaged(llvm::json::OStream &j, const PagedKvSpec &p) {
   j.attributeObject("paged", [&] {
     j.attribute("head_dim", p.head_dim);
     j.attribute("page_size", p.page_size);
+    j.attribute("value_format", toString(p.value_format));
     j.attribute("warps", p.warps);
   });
 }
@@ -469,6 +471,7 @@ llvm::Error readMerge(ObjectReader &r, MergeSpec &m) {
 llvm::Error readPaged(ObjectReader &r, PagedKvSpec &p) {
   FA4JIT_TRY(r.readInt("head_dim", p.head_dim));
   FA4JIT_TRY(r.readInt("page_size", p.page_size));
+  FA4JIT_TRY(r.readEnum(llvm::StringRef("value_format"), p.value_format, parseKvValueFormat));
   return r.readInt("warps", p.warps);
 }
 
@@ -525,6 +528,9 @@ llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef n) {
   return parseEnum(n, kBackwardQkOperands, "backward Q/K operands");
 }
 llvm::Expected<StateType> parseStateType(llvm::StringRef n) { return parseEnum(n, kStateTypes, "state type"); }
+llvm::Expected<KvValueFormat> parseKvValueFormat(llvm::StringRef n) {
+  return parseEnum(n, kKvValueFormats, "paged cache value format");
+}
 
 KernelSpec canonicalize(const KernelSpec &in) {
   KernelSpec s = in;
@@ -619,7 +625,7 @@ static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - siz
 static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
               "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
 static_assert(sizeof(MergeSpec) == 12, "MergeSpec changed: update writeMerge, readMerge and specsEqual");
-static_assert(sizeof(PagedKvSpec) == 12, "PagedKvSpec changed: update writePaged, readPaged and specsEqual");
+static_assert(sizeof(PagedKvSpec) == 16, "PagedKvSpec changed: update writePaged, readPaged and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -673,7 +679,8 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   const MergeSpec &m = a.merge, &n = b.merge;
   const bool merge = m.value == n.value && m.head_dim == n.head_dim && m.threads == n.threads;
   const PagedKvSpec &pa = a.paged, &pb = b.paged;
-  const bool paged = pa.head_dim == pb.head_dim && pa.page_size == pb.page_size && pa.warps == pb.warps;
+  const bool paged = pa.head_dim == pb.head_dim && pa.page_size == pb.page_size && pa.warps == pb.warps &&
+                     pa.value_format == pb.value_format;
   return a.family == b.family && a.target == b.target && attn && quant && backward && merge && paged;
 }
 
@@ -756,7 +763,8 @@ std::string kernelName(const KernelSpec &spec) {
     std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
   } else if (spec.family == KernelFamily::PagedKv) {
     const PagedKvSpec &p = spec.paged;
-    std::snprintf(buf, sizeof buf, "fa4jit_paged_d%d_p%d_w%d_%s", p.head_dim, p.page_size, p.warps, hash8.c_str());
+    std::snprintf(buf, sizeof buf, "fa4jit_paged_%s_d%d_p%d_w%d_%s", toString(p.value_format), p.head_dim,
+                  p.page_size, p.warps, hash8.c_str());
   } else if (spec.family == KernelFamily::MergeStates) {
     const MergeSpec &m = spec.merge;
     std::snprintf(buf, sizeof buf, "fa4jit_merge_%s_d%d_%s", toString(m.value), m.head_dim, hash8.c_str());

@@ -131,6 +131,14 @@ const char *toString(BackwardQkOperands q) {
   return "?";
 }
 
+const char *toString(KvValueFormat f) {
+  switch (f) {
+  case KvValueFormat::Fp8: return "fp8";
+  case KvValueFormat::Mxfp4: return "mxfp4";
+  }
+  return "?";
+}
+
 const char *toString(StateType t) {
   switch (t) {
   case StateType::Bf16: return "bf16";

@@ -32,16 +32,35 @@ float kUnscaled(const PagedCache &c, std::int64_t row, int d) {
 }
 } // namespace
 
-PagedCache PagedCache::create(int pages, int kv_heads, int page_size, int head_dim) {
+PagedCache PagedCache::create(int pages, int kv_heads, int page_size, int head_dim, KvValueFormat value_format) {
   PagedCache c;
   c.pages = pages, c.kv_heads = kv_heads, c.page_size = page_size, c.head_dim = head_dim;
+  c.value_format = value_format;
   const std::size_t rows = static_cast<std::size_t>(pages) * kv_heads * page_size;
+  const bool mx = value_format == KvValueFormat::Mxfp4;
   c.k_codes.assign(rows * head_dim / 2, 0);
   c.k_block_scales.assign(rows * head_dim / 16, 0);
-  c.v_codes.assign(rows * head_dim, 0);
+  c.v_codes.assign(mx ? rows * head_dim / 2 : rows * head_dim, 0);
+  c.v_block_scales.assign(mx ? rows * head_dim / 32 : 0, 0);
   c.k_row_scales.assign(rows, 0.0f);
-  c.v_row_scales.assign(rows, 0.0f);
+  c.v_row_scales.assign(mx ? 0 : rows, 0.0f);
   return c;
+}
+
+float PagedCache::vUnscaled(std::int64_t row, int d) const {
+  if (value_format == KvValueFormat::Fp8)
+    return e4m3ToFloat(v_codes[row * head_dim + d]);
+  const std::uint8_t byte = v_codes[row * (head_dim / 2) + d / 2];
+  const std::uint8_t scale = v_block_scales[row * (head_dim / 32) + d / 32];
+  // (the NaN byte reads as 0: the row's NaN is vRowFactor's)
+  const float pow2 = scale == dp::kMxNaNScale ? 0.0f : exp2Int(ue8m0Exponent(scale));
+  return e2m1ToFloat(static_cast<std::uint8_t>(d % 2 ? byte >> 4 : byte & 0xF)) * pow2;
+}
+
+float PagedCache::vRowFactor(std::int64_t row) const {
+  if (value_format == KvValueFormat::Fp8)
+    return v_row_scales[row];
+  return v_block_scales[row * (head_dim / 32)] == dp::kMxNaNScale ? kNaN : 1.0f;
 }
 
 void PagedCache::dequantizeK(std::int64_t row, float *out) const {
@@ -51,9 +70,9 @@ void PagedCache::dequantizeK(std::int64_t row, float *out) const {
 }
 
 void PagedCache::dequantizeV(std::int64_t row, float *out) const {
-  const float s_v = v_row_scales[row];
+  const float factor = vRowFactor(row);
   for (int d = 0; d < head_dim; ++d)
-    out[d] = e4m3ToFloat(v_codes[row * head_dim + d]) * s_v;
+    out[d] = vUnscaled(row, d) * factor;
 }
 
 llvm::Error appendModel(PagedCache &c, llvm::ArrayRef<float> k, llvm::ArrayRef<float> v,
@@ -93,11 +112,25 @@ llvm::Error appendModel(PagedCache &c, llvm::ArrayRef<float> k, llvm::ArrayRef<f
           c.k_codes[row * (D / 2) + blk * 8 + i] = k_bad ? 0 : codes[i];
         c.k_block_scales[row * (D / 16) + blk] = k_bad ? 0 : s;
       }
+      c.k_row_scales[row] = k_bad ? kNaN : g;
+      if (c.value_format == KvValueFormat::Mxfp4) {
+        for (int blk = 0; blk < D / 32; ++blk) {
+          float amax_b = 0.0f;
+          for (int i = 0; i < 32; ++i)
+            amax_b = std::fmax(amax_b, std::fabs(vr[blk * 32 + i]));
+          const int e = fa4jit::device::quantize::mxBlockExponent(amax_b);
+          const float inverse = exp2Int(-e);
+          for (int i = 0; i < 16; ++i)
+            c.v_codes[row * (D / 2) + blk * 16 + i] =
+                v_bad ? 0 : dp::encodeVMxPair(vr[blk * 32 + 2 * i], vr[blk * 32 + 2 * i + 1], inverse);
+          c.v_block_scales[row * (D / 32) + blk] = v_bad ? dp::kMxNaNScale : exponentToUE8M0(e);
+        }
+        continue;
+      }
       const bool reciprocal = quotientByReciprocalOk(s_v);
       const float r = reciprocal ? 1.0f / s_v : 0.0f;
       for (int d = 0; d < D; ++d)
         c.v_codes[row * D + d] = v_bad ? 0 : dp::encodeV(vr[d], s_v, r, reciprocal);
-      c.k_row_scales[row] = k_bad ? kNaN : g;
       c.v_row_scales[row] = v_bad ? kNaN : s_v;
     }
   }
@@ -195,10 +228,10 @@ llvm::Error decodeModel(const PagedCache &c, const DecodeProblem &p, llvm::Array
           const std::int64_t r = tokenRow(c, p, b, h / group, j);
           const float pj = static_cast<float>(std::exp2(static_cast<double>(t[j] - m)));
           l += pj;
-          const float fed = pj * c.v_row_scales[r];
+          const float fed = pj * c.vRowFactor(r);
           const float hi = bf16Round(fed), lo = bf16Round(fed - hi);
           for (int d = 0; d < D; ++d)
-            acc[d] += (static_cast<double>(hi) + lo) * e4m3ToFloat(c.v_codes[r * D + d]);
+            acc[d] += (static_cast<double>(hi) + lo) * c.vUnscaled(r, d);
         }
         const float lf = static_cast<float>(l);
         for (int d = 0; d < D; ++d)

@@ -32,8 +32,12 @@ MAX_MERGE_PARTS = 16  # kMaxMergeParts of engine.h
 
 class PagedCache(ctypes.Structure):
     _fields_ = [("k_codes", ctypes.c_uint64), ("k_block_scales", ctypes.c_uint64), ("k_row_scales", ctypes.c_uint64),
-                ("v_codes", ctypes.c_uint64), ("v_row_scales", ctypes.c_uint64), ("pages", ctypes.c_int32),
-                ("kv_heads", ctypes.c_int32), ("page_size", ctypes.c_int32), ("head_dim", ctypes.c_int32)]
+                ("v_codes", ctypes.c_uint64), ("v_row_scales", ctypes.c_uint64), ("v_block_scales", ctypes.c_uint64),
+                ("pages", ctypes.c_int32), ("kv_heads", ctypes.c_int32), ("page_size", ctypes.c_int32),
+                ("head_dim", ctypes.c_int32), ("value_format", ctypes.c_int32)]
+
+
+KV_VALUE_FORMATS = {"fp8": 0, "mxfp4": 1}
 
 
 class AppendKvArgs(ctypes.Structure):
@@ -172,8 +176,8 @@ def library():
             "fa4jit_engine_workspace_bytes": ([p, ctypes.POINTER(u64)], ctypes.c_int),
             "fa4jit_merge_states": ([p, ctypes.POINTER(AttentionState), i32, ctypes.POINTER(Tensor), u64, p],
                                     ctypes.c_int),
-            "fa4jit_paged_cache_bytes": ([i32, i32, i32, i32, ctypes.POINTER(u64)], ctypes.c_int),
-            "fa4jit_paged_cache_at": ([u64, i32, i32, i32, i32, ctypes.POINTER(PagedCache)], ctypes.c_int),
+            "fa4jit_paged_cache_bytes": ([i32, i32, i32, i32, i32, ctypes.POINTER(u64)], ctypes.c_int),
+            "fa4jit_paged_cache_at": ([u64, i32, i32, i32, i32, i32, ctypes.POINTER(PagedCache)], ctypes.c_int),
             "fa4jit_append_kv": ([p, ctypes.POINTER(AppendKvArgs)], ctypes.c_int),
             "fa4jit_decode_workspace_size": ([p, ctypes.POINTER(DecodeArgs), ctypes.POINTER(u64)], ctypes.c_int),
             "fa4jit_decode_with_workspace": ([p, ctypes.POINTER(DecodeArgs), u64, u64], ctypes.c_int),

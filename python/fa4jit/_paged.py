@@ -1,5 +1,5 @@
-"""fa4jit.PagedKVCache: a paged KV cache layer of NVFP4 K and FP8 V, each token row with its own
-scale (docs/NUMERICS.md §5), with `append` (new tokens' K/V quantized into their slots) and
+"""fa4jit.PagedKVCache: a paged KV cache layer of NVFP4 K and FP8 or MXFP4 V, each token row
+scaled on its own (docs/NUMERICS.md §5), with `append` (new tokens' K/V quantized into their slots) and
 `decode` (1-8 query tokens per sequence over its pages, GQA groups packed, split-KV merged on the
 GPU). Both are custom ops (fa4jit::paged_append mutates the cache's storage; fa4jit::paged_decode
 allocates its outputs and its workspace through PyTorch), so they run inside CUDA graphs with
@@ -14,9 +14,9 @@ from . import _library as L
 from ._torch_ops import _current_stream, _tensor_desc
 
 
-def _cache_at(storage, pages, kv_heads, page_size, head_dim):
+def _cache_at(storage, pages, kv_heads, page_size, head_dim, value_format):
     cache = L.PagedCache()
-    L.check(L.library().fa4jit_paged_cache_at(storage.data_ptr(), pages, kv_heads, page_size, head_dim,
+    L.check(L.library().fa4jit_paged_cache_at(storage.data_ptr(), pages, kv_heads, page_size, head_dim, value_format,
                                               ctypes.byref(cache)))
     return cache
 
@@ -29,21 +29,22 @@ def _rows_desc(x):
 
 @torch.library.custom_op("fa4jit::paged_append", mutates_args=("storage",))
 def _paged_append(storage: torch.Tensor, k: torch.Tensor, v: torch.Tensor, slot_mapping: torch.Tensor, pages: int,
-                  kv_heads: int, page_size: int, head_dim: int) -> None:
+                  kv_heads: int, page_size: int, head_dim: int, value_format: int) -> None:
     device = storage.device.index
-    args = L.AppendKvArgs(_cache_at(storage, pages, kv_heads, page_size, head_dim), _rows_desc(k), _rows_desc(v),
+    args = L.AppendKvArgs(_cache_at(storage, pages, kv_heads, page_size, head_dim, value_format), _rows_desc(k),
+                          _rows_desc(v),
                           slot_mapping.data_ptr(), ctypes.c_void_p(_current_stream(device)))
     L.check(L.library().fa4jit_append_kv(L.engine(device).handle, ctypes.byref(args)))
 
 
 @_paged_append.register_fake
-def _(storage, k, v, slot_mapping, pages, kv_heads, page_size, head_dim):
+def _(storage, k, v, slot_mapping, pages, kv_heads, page_size, head_dim, value_format):
     return None
 
 
-def _decode_args(storage, q, o, lse, block_table, seq_lens, pages, kv_heads, page_size, softmax_scale, max_seq_len,
-                 splits):
-    return L.DecodeArgs(_cache_at(storage, pages, kv_heads, page_size, q.shape[-1]), _tensor_desc(q),
+def _decode_args(storage, q, o, lse, block_table, seq_lens, pages, kv_heads, page_size, value_format, softmax_scale,
+                 max_seq_len, splits):
+    return L.DecodeArgs(_cache_at(storage, pages, kv_heads, page_size, q.shape[-1], value_format), _tensor_desc(q),
                         _tensor_desc(o), lse.data_ptr(), block_table.data_ptr(), block_table.shape[1],
                         seq_lens.data_ptr(), max_seq_len, softmax_scale, splits,
                         ctypes.c_void_p(_current_stream(q.device.index)))
@@ -51,12 +52,12 @@ def _decode_args(storage, q, o, lse, block_table, seq_lens, pages, kv_heads, pag
 
 @torch.library.custom_op("fa4jit::paged_decode", mutates_args=())
 def _paged_decode(storage: torch.Tensor, q: torch.Tensor, block_table: torch.Tensor, seq_lens: torch.Tensor,
-                  pages: int, kv_heads: int, page_size: int, softmax_scale: float, max_seq_len: int,
+                  pages: int, kv_heads: int, page_size: int, value_format: int, softmax_scale: float, max_seq_len: int,
                   splits: int) -> tuple[torch.Tensor, torch.Tensor]:
     o = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
-    args = _decode_args(storage, q, o, lse, block_table, seq_lens, pages, kv_heads, page_size, softmax_scale,
-                        max_seq_len, splits)
+    args = _decode_args(storage, q, o, lse, block_table, seq_lens, pages, kv_heads, page_size, value_format,
+                        softmax_scale, max_seq_len, splits)
     eng = L.engine(q.device.index)
     needed = ctypes.c_uint64()
     L.check(L.library().fa4jit_decode_workspace_size(eng.handle, ctypes.byref(args), ctypes.byref(needed)))
@@ -68,23 +69,28 @@ def _paged_decode(storage: torch.Tensor, q: torch.Tensor, block_table: torch.Ten
 
 
 @_paged_decode.register_fake
-def _(storage, q, block_table, seq_lens, pages, kv_heads, page_size, softmax_scale, max_seq_len, splits):
+def _(storage, q, block_table, seq_lens, pages, kv_heads, page_size, value_format, softmax_scale, max_seq_len, splits):
     return q.new_empty(q.shape, dtype=torch.bfloat16), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 class PagedKVCache:
-    """One attention layer's paged KV cache on a CUDA device: NVFP4 K and FP8 V (about 6.5 bits per
-    element with their scales), `num_pages` pages of `page_size` tokens (a power of two in [16, 256])
-    for `num_kv_heads` heads of head dim 64 or 128, in one uint8 tensor (`storage`).
+    """One attention layer's paged KV cache on a CUDA device: NVFP4 K and `value_format` V, "fp8"
+    (E4M3 with a scale per row; 6.5 bits per element over K and V) or "mxfp4" (4.5 bits),
+    `num_pages` pages of `page_size` tokens (a power of two in [16, 256]) for `num_kv_heads` heads
+    of head dim 64 or 128, in one uint8 tensor (`storage`).
 
         cache = fa4jit.PagedKVCache(num_pages=4096, num_kv_heads=8, head_dim=128, page_size=16)
         cache.append(k, v, slot_mapping)              # k, v [tokens, 8, 128] bf16; slots int64
         o = cache.decode(q, block_table, seq_lens)    # q [batch, 32, queries, 128] bf16
     """
 
-    def __init__(self, num_pages, num_kv_heads, head_dim, page_size=16, device="cuda"):
+    def __init__(self, num_pages, num_kv_heads, head_dim, page_size=16, value_format="fp8", device="cuda"):
+        if value_format not in L.KV_VALUE_FORMATS:
+            raise ValueError(f"fa4jit.PagedKVCache: value_format {value_format!r} is not fp8 or mxfp4")
+        self.value_format = value_format
+        self._format_code = L.KV_VALUE_FORMATS[value_format]
         needed = ctypes.c_uint64()
-        L.check(L.library().fa4jit_paged_cache_bytes(num_pages, num_kv_heads, page_size, head_dim,
+        L.check(L.library().fa4jit_paged_cache_bytes(num_pages, num_kv_heads, page_size, head_dim, self._format_code,
                                                      ctypes.byref(needed)))
         self.num_pages, self.num_kv_heads, self.head_dim, self.page_size = num_pages, num_kv_heads, head_dim, page_size
         self.storage = torch.zeros(int(needed.value), dtype=torch.uint8, device=device)
@@ -110,7 +116,8 @@ class PagedKVCache:
         if k.shape[0] != v.shape[0] or slot_mapping.dtype != torch.int64 or tuple(slot_mapping.shape) != (k.shape[0],):
             raise ValueError("fa4jit.PagedKVCache.append: k and v need the same tokens and slot_mapping int64 [tokens]")
         torch.ops.fa4jit.paged_append(self.storage, k, v, slot_mapping.to(self.storage.device).contiguous(),
-                                      self.num_pages, self.num_kv_heads, self.page_size, self.head_dim)
+                                      self.num_pages, self.num_kv_heads, self.page_size, self.head_dim,
+                                      self._format_code)
 
     def decode(self, q, block_table, seq_lens, *, max_seq_len=0, softmax_scale=None, splits=0, return_lse=False,
                layout="bhsd"):
@@ -136,8 +143,8 @@ class PagedKVCache:
             raise ValueError("fa4jit.PagedKVCache.decode: seq_lens must be int32 [batch]")
         scale = 1.0 / math.sqrt(qv.shape[-1]) if softmax_scale is None else float(softmax_scale)
         o, lse = torch.ops.fa4jit.paged_decode(self.storage, qv, block_table.contiguous(), seq_lens.contiguous(),
-                                               self.num_pages, self.num_kv_heads, self.page_size, scale,
-                                               int(max_seq_len), int(splits))
+                                               self.num_pages, self.num_kv_heads, self.page_size, self._format_code,
+                                               scale, int(max_seq_len), int(splits))
         if layout == "bshd":
             o = o.transpose(1, 2)
         return (o, lse) if return_lse else o

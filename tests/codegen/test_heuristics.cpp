@@ -59,7 +59,7 @@ TEST_CASE("paged-kv variants: every head dim, page size and warp count on every 
           "[codegen][heuristics]") {
   for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
     const std::vector<KernelSpec> v = enumeratePagedKvVariants(t);
-    CHECK(v.size() == 2 * 5 * 2);
+    CHECK(v.size() == 2 * 5 * 2 * 2);
     for (const KernelSpec &s : v) {
       CHECK(s.family == KernelFamily::PagedKv);
       CHECK_FALSE(static_cast<bool>(validateSpec(s)));

@@ -15,7 +15,9 @@ using fa4jit::testing::PagedProblem;
 using fa4jit::testing::relL2;
 
 TEST_CASE("append: each row's dequantized K and V within their formats' error", "[cpu][paged]") {
-  const PagedProblem prob({37, 70}, 2, 1, 1, 128, 16, 1.0f, 5u);
+  for (fa4jit::KvValueFormat value : {fa4jit::KvValueFormat::Fp8, fa4jit::KvValueFormat::Mxfp4}) {
+  INFO(fa4jit::toString(value) << " V");
+  const PagedProblem prob({37, 70}, 2, 1, 1, 128, 16, 1.0f, 5u, 1, value);
   const PagedCache &c = prob.cache;
   std::vector<float> k(128), v(128);
   double k_err = 0, k_ref = 0, v_err = 0, v_ref = 0;
@@ -31,10 +33,13 @@ TEST_CASE("append: each row's dequantized K and V within their formats' error", 
         v_err += (v[d] - vx) * (v[d] - vx), v_ref += vx * vx;
       }
     }
-  // NVFP4 with a scale per 16 values keeps rel-L2 near 0.09 on Gaussian rows; E4M3 near 0.025.
+  // NVFP4 with a scale per 16 values keeps rel-L2 near 0.09 on Gaussian rows; E4M3 near 0.025;
+  // MXFP4 (power-of-two scales per 32) near 0.12.
   CHECK(std::sqrt(k_err / k_ref) < 0.12);
-  CHECK(std::sqrt(v_err / v_ref) < 0.035);
+  CHECK(std::sqrt(v_err / v_ref) < (value == fa4jit::KvValueFormat::Fp8 ? 0.035 : 0.16));
+  CHECK(std::sqrt(v_err / v_ref) > (value == fa4jit::KvValueFormat::Fp8 ? 0.005 : 0.05));
   CHECK(std::sqrt(k_err / k_ref) > 0.01); // (the codes are FP4: not the input)
+  }
 }
 
 TEST_CASE("append: rows are independent (one token at a time gives the same bits) and skipped slots untouched",
@@ -63,6 +68,25 @@ TEST_CASE("append: rows are independent (one token at a time gives the same bits
   CHECK(static_cast<bool>(appendModel(skipped, ones, {}, {0})));
 }
 
+TEST_CASE("append, MXFP4 V: a NaN marks every block of its row and the decode model makes its rows NaN",
+          "[cpu][paged]") {
+  PagedProblem prob({20}, 1, 1, 2, 64, 16, 1.0f, 41u, 1, fa4jit::KvValueFormat::Mxfp4);
+  PagedCache &c = prob.cache;
+  std::vector<float> k(64, 0.5f), v(64, 0.25f);
+  v[40] = std::numeric_limits<float>::infinity();
+  const std::int64_t last = prob.slots.back();
+  REQUIRE_FALSE(static_cast<bool>(appendModel(c, k, v, {last})));
+  const std::int64_t row = c.row(last / 16, 0, static_cast<int>(last % 16));
+  CHECK(c.v_block_scales[row * 2] == 0xFF);
+  CHECK(c.v_block_scales[row * 2 + 1] == 0xFF);
+  CHECK(std::isnan(c.vRowFactor(row)));
+  std::vector<float> o, lse;
+  REQUIRE_FALSE(static_cast<bool>(decodeModel(c, prob.decode, prob.q, o, lse)));
+  CHECK(std::isfinite(o[0]));  // query 0 does not see the last token
+  CHECK(std::isnan(o[64]));
+  CHECK(std::isfinite(lse[1])); // (V does not enter the LSE)
+}
+
 TEST_CASE("append: a NaN or Inf makes its row's scale NaN and leaves the others' bits", "[cpu][paged]") {
   PagedCache c = PagedCache::create(2, 2, 16, 64);
   std::vector<float> k(2 * 64), v(2 * 64);
@@ -83,17 +107,21 @@ TEST_CASE("decode model equals the FP64 reference over the dequantized cache", "
   struct Case {
     std::vector<int> lens;
     int kv_heads, group, queries, head_dim, page_size;
+    fa4jit::KvValueFormat value;
   };
+  using fa4jit::KvValueFormat;
   const Case cases[] = {
-      {{1, 17, 300}, 2, 4, 1, 128, 16}, // GQA 4, one query
-      {{64, 129}, 1, 8, 3, 64, 32},     // three queries, causal among themselves
-      {{250}, 2, 2, 8, 128, 64},        // speculative: eight queries
-      {{5}, 1, 1, 2, 64, 256},          // MHA, one page
+      {{1, 17, 300}, 2, 4, 1, 128, 16, KvValueFormat::Fp8},   // GQA 4, one query
+      {{64, 129}, 1, 8, 3, 64, 32, KvValueFormat::Fp8},       // three queries, causal among themselves
+      {{250}, 2, 2, 8, 128, 64, KvValueFormat::Mxfp4},        // speculative: eight queries
+      {{5}, 1, 1, 2, 64, 256, KvValueFormat::Fp8},            // MHA, one page
+      {{1, 17, 300}, 2, 4, 1, 128, 16, KvValueFormat::Mxfp4}, // MXFP4 V
   };
   for (const Case &cs : cases) {
     INFO("head_dim " << cs.head_dim << ", page " << cs.page_size << ", group " << cs.group << ", queries "
-                     << cs.queries);
-    const PagedProblem prob(cs.lens, cs.kv_heads, cs.group, cs.queries, cs.head_dim, cs.page_size, 1.0f, 19u);
+                     << cs.queries << ", " << fa4jit::toString(cs.value) << " V");
+    const PagedProblem prob(cs.lens, cs.kv_heads, cs.group, cs.queries, cs.head_dim, cs.page_size, 1.0f, 19u, 1,
+                            cs.value);
     std::vector<float> o, lse;
     std::vector<double> ref_o, ref_lse;
     REQUIRE_FALSE(static_cast<bool>(decodeModel(prob.cache, prob.decode, prob.q, o, lse)));

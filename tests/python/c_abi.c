@@ -33,6 +33,7 @@ int main(void) {
   printf("\"fa4jit_paged_cache\": %zu, ", sizeof(fa4jit_paged_cache));
   FIELD(fa4jit_paged_cache, k_codes), FIELD(fa4jit_paged_cache, k_block_scales), FIELD(fa4jit_paged_cache, k_row_scales);
   FIELD(fa4jit_paged_cache, v_codes), FIELD(fa4jit_paged_cache, v_row_scales), FIELD(fa4jit_paged_cache, pages);
+  FIELD(fa4jit_paged_cache, v_block_scales), FIELD(fa4jit_paged_cache, value_format);
   FIELD(fa4jit_paged_cache, kv_heads), FIELD(fa4jit_paged_cache, page_size), FIELD(fa4jit_paged_cache, head_dim);
   printf("\"fa4jit_append_kv_args\": %zu, ", sizeof(fa4jit_append_kv_args));
   FIELD(fa4jit_append_kv_args, cache), FIELD(fa4jit_append_kv_args, k), FIELD(fa4jit_append_kv_args, v);

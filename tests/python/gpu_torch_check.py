@@ -274,13 +274,18 @@ def merging(dev):
 
 
 def paging(dev):
-    """fa4jit.PagedKVCache: tokens appended in pieces into shuffled pages, decode against FP64 attention
-    on the BF16 inputs (bounded by the cache's quantization) and on the same request through the dense
-    route, the bshd layout, CUDA-graph capture of append + decode, and torch.compile."""
+    """fa4jit.PagedKVCache with FP8 and MXFP4 V: tokens appended in pieces into shuffled pages, decode
+    against FP64 attention on the BF16 inputs (bounded by the cache's quantization), the bshd layout,
+    CUDA-graph capture of append + decode, and torch.compile."""
+    for value_format, min_cosine in (("fp8", 0.98), ("mxfp4", 0.97)):
+        paging_one(dev, value_format, min_cosine)
+
+
+def paging_one(dev, value_format, min_cosine):
     torch.manual_seed(5)
     B, Hq, Hkv, D, page, lens = 3, 32, 8, 128, 16, [700, 33, 2000]
     pages_per_seq = [(n + page - 1) // page for n in lens]
-    cache = fa4jit.PagedKVCache(sum(pages_per_seq) + 4, Hkv, D, page_size=page, device=dev)
+    cache = fa4jit.PagedKVCache(sum(pages_per_seq) + 4, Hkv, D, page_size=page, value_format=value_format, device=dev)
     order = torch.randperm(sum(pages_per_seq) + 4)[:sum(pages_per_seq)].int()
     table = torch.full((B, max(pages_per_seq)), -1, dtype=torch.int32)
     first = 0
@@ -306,10 +311,11 @@ def paging(dev):
             vv = vs[b].permute(1, 0, 2).unsqueeze(0)
             ref = reference(q[b:b + 1], kk, vv, True)[0]
             worst = min(worst, cosine(o[b:b + 1].float(), ref))
-        check(worst >= 0.98, f"PagedKVCache.decode, {queries} queries: cosine vs FP64 on the BF16 inputs {worst:.4f} "
-              "(NVFP4 K, FP8 V)")
+        check(worst >= min_cosine, f"PagedKVCache.decode ({value_format} V), {queries} queries: cosine vs FP64 on "
+              f"the BF16 inputs {worst:.4f}")
         o_bshd = cache.decode(q.transpose(1, 2), table, seq_lens, layout="bshd")
-        check(torch.equal(o_bshd.transpose(1, 2), o), f"PagedKVCache.decode, {queries} queries: bshd equals bhsd")
+        check(torch.equal(o_bshd.transpose(1, 2), o),
+              f"PagedKVCache.decode ({value_format} V), {queries} queries: bshd equals bhsd")
     q = torch.randn(B, Hq, 1, D, device=dev, dtype=torch.bfloat16)
     k_new = torch.randn(B, Hkv, D, device=dev, dtype=torch.bfloat16)
     slot_new = torch.tensor([int(table[b, 0]) * page for b in range(B)], dtype=torch.int64, device=dev)
@@ -329,9 +335,11 @@ def paging(dev):
     torch.cuda.synchronize()
     cache.append(k_new, k_new, slot_new)
     eager = cache.decode(q, table, seq_lens)
-    check(torch.equal(captured, eager), "PagedKVCache: a captured append + decode replays bit for bit on new values")
+    check(torch.equal(captured, eager),
+          f"PagedKVCache ({value_format} V): a captured append + decode replays bit for bit on new values")
     compiled = torch.compile(lambda q: cache.decode(q, table, seq_lens), fullgraph=True)(q)
-    check(torch.equal(compiled, eager), "PagedKVCache.decode: torch.compile(fullgraph=True) gives the eager bits")
+    check(torch.equal(compiled, eager), f"PagedKVCache.decode ({value_format} V): torch.compile(fullgraph=True) gives "
+          "the eager bits")
 
 
 if __name__ == "__main__":

@@ -95,21 +95,31 @@ class Package(unittest.TestCase):
 
     def test_paged_cache_bytes_and_layout_refuse_bad_dims(self):
         out = ctypes.c_uint64()
-        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 128, ctypes.byref(out)), 0)
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 128, 0, ctypes.byref(out)), 0)
         # K 76 and V 132 bytes per token row (payloads, block scales, two row scales), arrays 256-aligned
         rows = 100 * 8 * 16
         self.assertGreaterEqual(out.value, rows * (64 + 8 + 4 + 128 + 4))
         self.assertLess(out.value, rows * (64 + 8 + 4 + 128 + 4) + 5 * 256)
         cache = L.PagedCache()
-        self.assertEqual(L.library().fa4jit_paged_cache_at(1 << 20, 100, 8, 16, 128, ctypes.byref(cache)), 0)
+        self.assertEqual(L.library().fa4jit_paged_cache_at(1 << 20, 100, 8, 16, 128, 0, ctypes.byref(cache)), 0)
         self.assertEqual(cache.k_codes, 1 << 20)
         self.assertEqual(cache.k_block_scales - cache.k_codes, rows * 64)
         self.assertEqual(cache.page_size, 16)
-        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 24, 128, ctypes.byref(out)), 1)
+        self.assertEqual(cache.v_block_scales, 0)
+        # MXFP4 V: 64 payload bytes and 4 scales per row instead of 128 and a float
+        mx = ctypes.c_uint64()
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 128, 1, ctypes.byref(mx)), 0)
+        self.assertEqual(out.value - mx.value, rows * (128 + 4 - 64 - 4))
+        self.assertEqual(L.library().fa4jit_paged_cache_at(1 << 20, 100, 8, 16, 128, 1, ctypes.byref(cache)), 0)
+        self.assertEqual((cache.v_row_scales, cache.value_format), (0, 1))
+        self.assertGreater(cache.v_block_scales, cache.v_codes)
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 24, 128, 0, ctypes.byref(out)), 1)
         self.assertIn("page_size 24", L.library().fa4jit_last_error().decode())
-        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 256, ctypes.byref(out)), 1)
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 256, 0, ctypes.byref(out)), 1)
         self.assertIn("head_dim 256", L.library().fa4jit_last_error().decode())
-        self.assertEqual(L.library().fa4jit_paged_cache_at(100, 100, 8, 16, 128, ctypes.byref(cache)), 1)
+        self.assertEqual(L.library().fa4jit_paged_cache_bytes(100, 8, 16, 128, 5, ctypes.byref(out)), 1)
+        self.assertIn("value_format 5", L.library().fa4jit_last_error().decode())
+        self.assertEqual(L.library().fa4jit_paged_cache_at(100, 100, 8, 16, 128, 0, ctypes.byref(cache)), 1)
         self.assertIn("256-byte aligned", L.library().fa4jit_last_error().decode())
 
     def test_python_m_fa4jit_runs_the_cli(self):
@@ -138,6 +148,8 @@ class Torch(unittest.TestCase):
     def test_paged_cache_refuses_cpu_and_bad_rows(self):
         with self.assertRaisesRegex(ValueError, "not a CUDA device"):
             fa4jit.PagedKVCache(4, 2, 64, page_size=16, device="cpu")
+        with self.assertRaisesRegex(ValueError, "not fp8 or mxfp4"):
+            fa4jit.PagedKVCache(4, 2, 64, value_format="nvfp4")
 
     def test_the_paged_ops_fake_shapes(self):
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -146,7 +158,7 @@ class Torch(unittest.TestCase):
             q = torch.empty(3, 32, 2, 128, dtype=torch.bfloat16, device="meta")
             table = torch.empty(3, 10, dtype=torch.int32, device="meta")
             lens = torch.empty(3, dtype=torch.int32, device="meta")
-            o, lse = torch.ops.fa4jit.paged_decode(storage, q, table, lens, 30, 8, 16, 0.088, 0, 0)
+            o, lse = torch.ops.fa4jit.paged_decode(storage, q, table, lens, 30, 8, 16, 1, 0.088, 0, 0)
         self.assertEqual(tuple(o.shape), (3, 32, 2, 128))
         self.assertEqual(o.dtype, torch.bfloat16)
         self.assertEqual(tuple(lse.shape), (3, 32, 2))

@@ -277,5 +277,5 @@ TEST_CASE("SASS of every paged-kv variant: decode on HMMA with no local memory, 
     CHECK(global.count("STG"));
     ++checked;
   }
-  CHECK(checked == 80); // 2 head dims x 5 page sizes x 2 warp counts x 4 targets
+  CHECK(checked == 160); // (head dim 64, 128) x 5 page sizes x (4, 8 warps) x (fp8, mxfp4 V) x 4 targets
 }

@@ -29,10 +29,10 @@ struct DeviceProblem {
   explicit DeviceProblem(const PagedProblem &p) {
     const cpu::PagedCache &c = p.cache;
     head_dim = c.head_dim;
-    const std::size_t bytes = pagedKvCacheBytes(c.pages, c.kv_heads, c.page_size, c.head_dim);
+    const std::size_t bytes = pagedKvCacheBytes(c.pages, c.kv_heads, c.page_size, c.head_dim, c.value_format);
     const std::vector<std::uint8_t> poison(bytes, 0xFF);
     cache_mem = upload(poison.data(), bytes);
-    cache = pagedKvCacheAt(cache_mem.address(), c.pages, c.kv_heads, c.page_size, c.head_dim);
+    cache = pagedKvCacheAt(cache_mem.address(), c.pages, c.kv_heads, c.page_size, c.head_dim, c.value_format);
     k = upload(bf16Bits(p.k_new).data(), p.k_new.size() * 2);
     v = upload(bf16Bits(p.v_new).data(), p.v_new.size() * 2);
     slots = upload(p.slots.data(), p.slots.size() * 8);
@@ -96,18 +96,22 @@ std::string decodeError(const DecodeArgs &a) {
 } // namespace
 
 TEST_CASE("append writes exactly the host model's bits and nothing for skipped slots", "[gpu][paged]") {
+  for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4})
   for (int head_dim : {64, 128}) {
     const std::uint64_t seed = freshSeed();
-    INFO("head_dim " << head_dim << ", seed " << seed);
-    PagedProblem prob({33, 100, 7}, 4, 1, 1, head_dim, 16, 1.0f, seed, /*spare_pages=*/2);
+    INFO("head_dim " << head_dim << ", " << toString(value) << " V, seed " << seed);
+    PagedProblem prob({33, 100, 7}, 4, 1, 1, head_dim, 16, 1.0f, seed, /*spare_pages=*/2, value);
     const std::int64_t capacity = std::int64_t(prob.cache.pages) * 16;
     prob.slots[3] = -1;          // padding of a captured batch
     prob.slots[40] = capacity;   // past the cache
-    cpu::PagedCache model = cpu::PagedCache::create(prob.cache.pages, 4, 16, head_dim);
+    prob.k_new[(50 * 4 + 1) * head_dim + 3] = std::numeric_limits<float>::quiet_NaN(); // token 50, head 1
+    prob.v_new[(60 * 4 + 2) * head_dim + 7] = std::numeric_limits<float>::infinity();  // token 60, head 2
+    cpu::PagedCache model = cpu::PagedCache::create(prob.cache.pages, 4, 16, head_dim, value);
     REQUIRE_SUCCESS(cpu::appendModel(model, prob.k_new, prob.v_new, prob.slots));
     DeviceProblem dev(prob);
     REQUIRE_SUCCESS(gpuEngine().appendKv(dev.append(prob.tokens())));
-    const std::size_t bytes = pagedKvCacheBytes(model.pages, 4, 16, head_dim);
+    const bool mx = value == KvValueFormat::Mxfp4;
+    const std::size_t bytes = pagedKvCacheBytes(model.pages, 4, 16, head_dim, value);
     const std::vector<std::uint8_t> got = download<std::uint8_t>(dev.cache_mem, bytes);
     const PagedKvCache &c = dev.cache;
     const std::uint64_t base = dev.cache_mem.address();
@@ -117,20 +121,29 @@ TEST_CASE("append writes exactly the host model's bits and nothing for skipped s
         for (int t = 0; t < 16; ++t) {
           const std::int64_t row = model.row(page, h, t);
           const bool written = std::count(prob.slots.begin(), prob.slots.end(), page * 16 + t) > 0;
+          const int v_row_bytes = mx ? head_dim / 2 : head_dim;
           const std::uint8_t *kc = got.data() + (c.k_codes - base) + row * head_dim / 2;
-          const std::uint8_t *vc = got.data() + (c.v_codes - base) + row * head_dim;
-          float g, s_v;
+          const std::uint8_t *vc = got.data() + (c.v_codes - base) + row * v_row_bytes;
+          float g;
           std::memcpy(&g, got.data() + (c.k_row_scales - base) + row * 4, 4);
-          std::memcpy(&s_v, got.data() + (c.v_row_scales - base) + row * 4, 4);
           if (!written) {
             untouched += kc[0] == 0xFF && vc[0] == 0xFF && std::isnan(g);
             continue;
           }
+          const auto sameFloat = [](float a, float b) { return std::memcmp(&a, &b, 4) == 0; };
           mismatched += std::memcmp(kc, &model.k_codes[row * head_dim / 2], head_dim / 2) != 0;
           mismatched += std::memcmp(got.data() + (c.k_block_scales - base) + row * head_dim / 16,
                                     &model.k_block_scales[row * head_dim / 16], head_dim / 16) != 0;
-          mismatched += std::memcmp(vc, &model.v_codes[row * head_dim], head_dim) != 0;
-          mismatched += g != model.k_row_scales[row] || s_v != model.v_row_scales[row];
+          mismatched += std::memcmp(vc, &model.v_codes[row * v_row_bytes], v_row_bytes) != 0;
+          mismatched += !sameFloat(g, model.k_row_scales[row]);
+          if (mx) {
+            mismatched += std::memcmp(got.data() + (c.v_block_scales - base) + row * head_dim / 32,
+                                      &model.v_block_scales[row * head_dim / 32], head_dim / 32) != 0;
+          } else {
+            float s_v;
+            std::memcpy(&s_v, got.data() + (c.v_row_scales - base) + row * 4, 4);
+            mismatched += !sameFloat(s_v, model.v_row_scales[row]);
+          }
         }
     CHECK(mismatched == 0);
     // 2 spare pages, the remainders of the three sequences' last pages, and the two skipped slots
@@ -151,11 +164,13 @@ TEST_CASE("decode equals the host model within one BF16 ulp and the FP64 referen
       {{250, 1000}, 1, 2, 8, 128, 256, 1},       // speculative: eight queries
       {{5, 129}, 4, 1, 2, 64, 128, 2},           // MHA, a split with no keys
   };
+  for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4})
   for (const Case &cs : cases) {
     const std::uint64_t seed = freshSeed();
     INFO("head_dim " << cs.head_dim << ", page " << cs.page_size << ", group " << cs.group << ", queries "
-                     << cs.queries << ", splits " << cs.splits << ", seed " << seed);
-    const PagedProblem prob(cs.lens, cs.kv_heads, cs.group, cs.queries, cs.head_dim, cs.page_size, 1.0f, seed);
+                     << cs.queries << ", splits " << cs.splits << ", " << toString(value) << " V, seed " << seed);
+    const PagedProblem prob(cs.lens, cs.kv_heads, cs.group, cs.queries, cs.head_dim, cs.page_size, 1.0f, seed, 1,
+                            value);
     DeviceProblem dev(prob);
     REQUIRE_SUCCESS(gpuEngine().appendKv(dev.append(prob.tokens())));
     DecodeArgs a = dev.decode(prob);
@@ -228,7 +243,9 @@ TEST_CASE("decode: splits change nothing beyond rounding; a captured append + de
 }
 
 TEST_CASE("decode edges: no token, a bad page, a length past the block table, a NaN row", "[gpu][paged]") {
-  PagedProblem prob({0, 40, 50, 60}, 1, 2, 2, 64, 16, 1.0f, 31u);
+  for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4}) {
+  INFO(toString(value) << " V");
+  PagedProblem prob({0, 40, 50, 60}, 1, 2, 2, 64, 16, 1.0f, 31u, 1, value);
   // sequence 2's second page points past the cache, sequence 3's length exceeds its block table
   prob.decode.block_table[2 * prob.decode.block_table_stride + 1] = prob.cache.pages + 5;
   prob.decode.seq_lens[3] = prob.decode.block_table_stride * 16 + 3;
@@ -256,6 +273,7 @@ TEST_CASE("decode edges: no token, a bad page, a length past the block table, a 
         CHECK(std::isnan(o[row(3, h, i) * 64 + 5]));
       }
     }
+  }
   }
 }
 

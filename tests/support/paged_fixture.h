@@ -29,7 +29,7 @@ struct PagedProblem {
   // rows scaled per token by up to 8x so that the per-row scales matter). `spare_pages` extra pages
   // stay unused.
   PagedProblem(const std::vector<int> &seq_lens, int kv_heads, int group, int queries, int head_dim, int page_size,
-               float sigma, std::uint64_t seed, int spare_pages = 1) {
+               float sigma, std::uint64_t seed, int spare_pages = 1, KvValueFormat value_format = KvValueFormat::Fp8) {
     const int batch = static_cast<int>(seq_lens.size());
     int stride = 1, pages = spare_pages;
     for (int len : seq_lens) {
@@ -37,7 +37,7 @@ struct PagedProblem {
       stride = std::max(stride, n + 1);
       pages += n;
     }
-    cache = cpu::PagedCache::create(pages, kv_heads, page_size, head_dim);
+    cache = cpu::PagedCache::create(pages, kv_heads, page_size, head_dim, value_format);
     std::mt19937_64 rng(seed);
     std::vector<int> order(pages);
     std::iota(order.begin(), order.end(), 0);

@@ -123,13 +123,14 @@ KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target) {
   return s;
 }
 
-KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target) {
+KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target, KvValueFormat value_format) {
   KernelSpec s;
   s.family = KernelFamily::PagedKv;
   s.target = target;
   s.paged.head_dim = head_dim;
   s.paged.page_size = page_size;
   s.paged.warps = warps;
+  s.paged.value_format = value_format;
   return s;
 }
 

@@ -47,7 +47,8 @@ std::vector<KernelSpec> enumeratePagedKvVariants(Target target) {
   for (int d : {64, 128})
     for (int page_size = 16; page_size <= 256; page_size *= 2)
       for (int warps : {4, 8})
-        out.push_back(defaultPagedKvSpec(d, page_size, warps, target));
+        for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4})
+          out.push_back(defaultPagedKvSpec(d, page_size, warps, target, value));
   return out;
 }
 

@@ -290,8 +290,9 @@ namespace {
 fa4jit::PagedKvCache toCache(const fa4jit_paged_cache &c) {
   fa4jit::PagedKvCache out;
   out.k_codes = c.k_codes, out.k_block_scales = c.k_block_scales, out.k_row_scales = c.k_row_scales;
-  out.v_codes = c.v_codes, out.v_row_scales = c.v_row_scales;
+  out.v_codes = c.v_codes, out.v_row_scales = c.v_row_scales, out.v_block_scales = c.v_block_scales;
   out.pages = c.pages, out.kv_heads = c.kv_heads, out.page_size = c.page_size, out.head_dim = c.head_dim;
+  out.value_format = static_cast<fa4jit::KvValueFormat>(c.value_format);
   return out;
 }
 bool toDecode(const fa4jit_decode_args &in, fa4jit::DecodeArgs &a) {
@@ -303,10 +304,17 @@ bool toDecode(const fa4jit_decode_args &in, fa4jit::DecodeArgs &a) {
   a.splits = in.splits, a.stream = in.stream;
   return true;
 }
-bool cacheDimsOk(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim, const char *fn) {
+bool cacheDimsOk(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim, int32_t value_format,
+                 const char *fn) {
+  if (value_format != FA4JIT_KV_VALUE_FP8 && value_format != FA4JIT_KV_VALUE_MXFP4) {
+    fail(std::string(fn) + ": unknown value_format " + std::to_string(value_format) + " (0 fp8, 1 mxfp4)");
+    return false;
+  }
   fa4jit::PagedKvCache probe;
   probe.pages = pages, probe.kv_heads = kv_heads, probe.page_size = page_size, probe.head_dim = head_dim;
+  probe.value_format = static_cast<fa4jit::KvValueFormat>(value_format);
   probe.k_codes = probe.k_block_scales = probe.k_row_scales = probe.v_codes = probe.v_row_scales = 256;
+  probe.v_block_scales = 256;
   if (llvm::Error e = fa4jit::runtime::validatePagedCache(probe)) {
     fail(std::string(fn) + ": " + llvm::toString(std::move(e)));
     return false;
@@ -315,26 +323,30 @@ bool cacheDimsOk(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t hea
 }
 } // namespace
 
-int fa4jit_paged_cache_bytes(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim, uint64_t *out) {
+int fa4jit_paged_cache_bytes(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim,
+                             int32_t value_format, uint64_t *out) {
   if (!out)
     return fail("fa4jit_paged_cache_bytes: out must not be NULL");
-  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, "fa4jit_paged_cache_bytes"))
+  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, value_format, "fa4jit_paged_cache_bytes"))
     return FA4JIT_ERROR;
-  *out = fa4jit::pagedKvCacheBytes(pages, kv_heads, page_size, head_dim);
+  *out = fa4jit::pagedKvCacheBytes(pages, kv_heads, page_size, head_dim,
+                                   static_cast<fa4jit::KvValueFormat>(value_format));
   lastError.clear();
   return FA4JIT_OK;
 }
 
 int fa4jit_paged_cache_at(uint64_t address, int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim,
-                          fa4jit_paged_cache *out) {
+                          int32_t value_format, fa4jit_paged_cache *out) {
   if (!out)
     return fail("fa4jit_paged_cache_at: out must not be NULL");
   if (address == 0 || address % 256)
     return fail("fa4jit_paged_cache_at: address must be a 256-byte aligned device address");
-  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, "fa4jit_paged_cache_at"))
+  if (!cacheDimsOk(pages, kv_heads, page_size, head_dim, value_format, "fa4jit_paged_cache_at"))
     return FA4JIT_ERROR;
-  const fa4jit::PagedKvCache c = fa4jit::pagedKvCacheAt(address, pages, kv_heads, page_size, head_dim);
-  *out = {c.k_codes, c.k_block_scales, c.k_row_scales, c.v_codes, c.v_row_scales, pages, kv_heads, page_size, head_dim};
+  const fa4jit::PagedKvCache c = fa4jit::pagedKvCacheAt(address, pages, kv_heads, page_size, head_dim,
+                                                        static_cast<fa4jit::KvValueFormat>(value_format));
+  *out = {c.k_codes,  c.k_block_scales, c.k_row_scales, c.v_codes,  c.v_row_scales,
+          c.v_block_scales, pages,      kv_heads,       page_size, head_dim, value_format};
   lastError.clear();
   return FA4JIT_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <array>
 #include <cmath>
 
 namespace fa4jit {
@@ -20,16 +21,21 @@ llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", message.c_str());
 }
 
-// The five arrays' bytes, in PagedKvCache's order, each rounded up to 256 bytes in one allocation.
+// The arrays' bytes, in PagedKvCache's order (0 for the V arrays the format does not have), each
+// rounded up to 256 bytes in one allocation.
 struct CacheArrays {
-  std::size_t bytes[5];
-  std::size_t offsets[5];
+  std::size_t bytes[6];
+  std::size_t offsets[6];
   std::size_t total;
 };
-CacheArrays cacheArrays(int pages, int kv_heads, int page_size, int head_dim) {
+CacheArrays cacheArrays(int pages, int kv_heads, int page_size, int head_dim, KvValueFormat value) {
   const std::size_t rows = static_cast<std::size_t>(pages) * kv_heads * page_size;
-  CacheArrays a{{rows * head_dim / 2, rows * head_dim / 16, rows * 4, rows * head_dim, rows * 4}, {}, 0};
-  for (int i = 0; i < 5; ++i) {
+  const bool mx = value == KvValueFormat::Mxfp4;
+  CacheArrays a{{rows * head_dim / 2, rows * head_dim / 16, rows * 4, mx ? rows * head_dim / 2 : rows * head_dim,
+                 mx ? 0 : rows * 4, mx ? rows * head_dim / 32 : 0},
+                {},
+                0};
+  for (int i = 0; i < 6; ++i) {
     a.offsets[i] = a.total;
     a.total += (a.bytes[i] + 255) / 256 * 256;
   }
@@ -37,11 +43,25 @@ CacheArrays cacheArrays(int pages, int kv_heads, int page_size, int head_dim) {
 }
 
 dp::PagedCacheView viewOf(const PagedKvCache &c) {
-  return {c.k_codes, c.k_block_scales, c.k_row_scales, c.v_codes, c.v_row_scales,
-          c.pages,   c.kv_heads,       c.page_size,    c.head_dim};
+  return {c.k_codes, c.k_block_scales, c.k_row_scales, c.v_codes,   c.v_row_scales,
+          c.v_block_scales, c.pages,   c.kv_heads,       c.page_size, c.head_dim};
 }
 
-std::uint64_t rowsOf(const PagedKvCache &c) { return std::uint64_t(c.pages) * c.kv_heads * c.page_size; }
+// The cache's arrays with their byte counts, for the driver's memory checks (absent ones skipped).
+struct CheckedArray {
+  std::uint64_t address, bytes;
+  const char *name;
+};
+std::array<CheckedArray, 6> cacheChecks(const PagedKvCache &c) {
+  const CacheArrays a = cacheArrays(c.pages, c.kv_heads, c.page_size, c.head_dim, c.value_format);
+  return {{{c.k_codes, a.bytes[0], "paged cache k_codes"},
+           {c.k_block_scales, a.bytes[1], "paged cache k_block_scales"},
+           {c.k_row_scales, a.bytes[2], "paged cache k_row_scales"},
+           {c.v_codes, a.bytes[3], "paged cache v_codes"},
+           {c.v_row_scales, a.bytes[4], "paged cache v_row_scales"},
+           {c.v_block_scales, a.bytes[5], "paged cache v_block_scales"}}};
+}
+
 
 // Bytes of the splits' partial states: O and LSE in FP32 per split.
 std::size_t partialBytes(const DecodeArgs &a, int splits) {
@@ -53,16 +73,20 @@ std::size_t partialBytes(const DecodeArgs &a, int splits) {
 }
 } // namespace
 
-std::size_t pagedKvCacheBytes(int pages, int kv_heads, int page_size, int head_dim) {
-  return cacheArrays(pages, kv_heads, page_size, head_dim).total;
+std::size_t pagedKvCacheBytes(int pages, int kv_heads, int page_size, int head_dim, KvValueFormat value_format) {
+  return cacheArrays(pages, kv_heads, page_size, head_dim, value_format).total;
 }
 
-PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int page_size, int head_dim) {
-  const CacheArrays a = cacheArrays(pages, kv_heads, page_size, head_dim);
+PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int page_size, int head_dim,
+                            KvValueFormat value_format) {
+  const CacheArrays a = cacheArrays(pages, kv_heads, page_size, head_dim, value_format);
   PagedKvCache c;
   c.k_codes = base + a.offsets[0], c.k_block_scales = base + a.offsets[1], c.k_row_scales = base + a.offsets[2];
-  c.v_codes = base + a.offsets[3], c.v_row_scales = base + a.offsets[4];
+  c.v_codes = base + a.offsets[3];
+  c.v_row_scales = a.bytes[4] ? base + a.offsets[4] : 0;
+  c.v_block_scales = a.bytes[5] ? base + a.offsets[5] : 0;
   c.pages = pages, c.kv_heads = kv_heads, c.page_size = page_size, c.head_dim = head_dim;
+  c.value_format = value_format;
   return c;
 }
 
@@ -73,26 +97,18 @@ llvm::Error Engine::appendKv(const AppendKvArgs &a) {
   if (tokens == 0)
     return llvm::Error::success();
   const PagedKvCache &c = a.cache;
-  const std::uint64_t rows = rowsOf(c);
-  struct Checked {
-    std::uint64_t address, bytes;
-    const char *name;
-  };
-  const Checked arrays[] = {{c.k_codes, rows * c.head_dim / 2, "paged cache k_codes"},
-                            {c.k_block_scales, rows * c.head_dim / 16, "paged cache k_block_scales"},
-                            {c.k_row_scales, rows * 4, "paged cache k_row_scales"},
-                            {c.v_codes, rows * c.head_dim, "paged cache v_codes"},
-                            {c.v_row_scales, rows * 4, "paged cache v_row_scales"},
-                            {a.slot_mapping, std::uint64_t(tokens) * 8, "append slot_mapping"}};
-  for (const Checked &x : arrays)
-    if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
-      return err;
+  for (const CheckedArray &x : cacheChecks(c))
+    if (x.bytes > 0)
+      if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
+        return err;
+  if (auto err = checkDeviceMemory(a.slot_mapping, std::uint64_t(tokens) * 8, "append slot_mapping"))
+    return err;
   if (auto err = checkTensorMemory(a.k, "append k"))
     return err;
   if (auto err = checkTensorMemory(a.v, "append v"))
     return err;
 
-  const KernelSpec spec = defaultPagedKvSpec(c.head_dim, c.page_size, 4, target_);
+  const KernelSpec spec = defaultPagedKvSpec(c.head_dim, c.page_size, 4, target_, c.value_format);
   auto compiled = jit_->get(spec);
   if (!compiled)
     return compiled.takeError();
@@ -128,7 +144,9 @@ llvm::Expected<DecodePlan> Engine::decodePlan(const DecodeArgs &a) const {
   const DecodeGridChoice choice =
       chooseDecodeGrid(a.q.shape[0] * a.cache.kv_heads * plan.row_blocks, max_seq_len, device_.sm_count);
   plan.splits = a.splits > 0 ? a.splits : choice.splits;
-  plan.spec = a.spec ? *a.spec : defaultPagedKvSpec(a.cache.head_dim, a.cache.page_size, choice.warps, target_);
+  plan.spec = a.spec ? *a.spec
+                     : defaultPagedKvSpec(a.cache.head_dim, a.cache.page_size, choice.warps, target_,
+                                          a.cache.value_format);
   if (a.q.shape[0] > 65535 || std::int64_t(a.cache.kv_heads) * plan.row_blocks > 65535)
     return fail(llvm::formatv("decode: batch {0} or kv heads x row blocks {1} exceed the grid's 65535",
                               a.q.shape[0], std::int64_t(a.cache.kv_heads) * plan.row_blocks));
@@ -174,22 +192,15 @@ llvm::Error Engine::decode(const DecodeArgs &a, std::uint64_t workspace, std::si
 
 llvm::Error Engine::decodeOn(const DecodeArgs &a, const DecodePlan &plan, std::uint64_t workspace) {
   const PagedKvCache &c = a.cache;
-  const std::uint64_t rows = rowsOf(c);
   const std::int64_t batch = a.q.shape[0], q_heads = a.q.shape[1], queries = a.q.shape[2];
-  struct Checked {
-    std::uint64_t address, bytes;
-    const char *name;
-  };
-  const Checked arrays[] = {{c.k_codes, rows * c.head_dim / 2, "paged cache k_codes"},
-                            {c.k_block_scales, rows * c.head_dim / 16, "paged cache k_block_scales"},
-                            {c.k_row_scales, rows * 4, "paged cache k_row_scales"},
-                            {c.v_codes, rows * c.head_dim, "paged cache v_codes"},
-                            {c.v_row_scales, rows * 4, "paged cache v_row_scales"},
-                            {a.block_table, std::uint64_t(batch) * a.block_table_stride * 4, "decode block_table"},
-                            {a.seq_lens, std::uint64_t(batch) * 4, "decode seq_lens"}};
-  for (const Checked &x : arrays)
-    if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
-      return err;
+  for (const CheckedArray &x : cacheChecks(c))
+    if (x.bytes > 0)
+      if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
+        return err;
+  if (auto err = checkDeviceMemory(a.block_table, std::uint64_t(batch) * a.block_table_stride * 4, "decode block_table"))
+    return err;
+  if (auto err = checkDeviceMemory(a.seq_lens, std::uint64_t(batch) * 4, "decode seq_lens"))
+    return err;
   if (auto err = checkTensorMemory(a.q, "decode q"))
     return err;
   if (auto err = checkTensorMemory(a.o, "decode o"))

@@ -220,11 +220,14 @@ llvm::Error validatePagedCache(const PagedKvCache &c) {
     unsigned alignment;
     const char *name;
   };
+  if (c.value_format != KvValueFormat::Fp8 && c.value_format != KvValueFormat::Mxfp4)
+    return fail(llvm::formatv("paged cache: unknown value format {0}", int(c.value_format)));
+  const bool mx = c.value_format == KvValueFormat::Mxfp4;
   const Array arrays[] = {{c.k_codes, 16, "k_codes"},
                           {c.k_block_scales, c.head_dim == 128 ? 2u : 1u, "k_block_scales"},
                           {c.k_row_scales, 8, "k_row_scales"},
-                          {c.v_codes, 16, "v_codes"},
-                          {c.v_row_scales, 8, "v_row_scales"}};
+                          {c.v_codes, mx ? 8u : 16u, "v_codes"},
+                          {mx ? c.v_block_scales : c.v_row_scales, mx ? 1u : 8u, mx ? "v_block_scales" : "v_row_scales"}};
   for (const Array &a : arrays) {
     if (a.address == 0)
       return fail(llvm::formatv("paged cache {0}: null pointer", a.name));
@@ -293,11 +296,11 @@ llvm::Error validateDecode(const DecodeArgs &a) {
   if (a.spec) {
     const KernelSpec &s = *a.spec;
     if (s.family != KernelFamily::PagedKv || s.paged.head_dim != a.cache.head_dim ||
-        s.paged.page_size != a.cache.page_size)
-      return fail(llvm::formatv("decode spec: a {0} spec of head dim {1} and page size {2} cannot run a cache of "
-                                "head dim {3} and page size {4}",
-                                toString(s.family), s.paged.head_dim, s.paged.page_size, a.cache.head_dim,
-                                a.cache.page_size));
+        s.paged.page_size != a.cache.page_size || s.paged.value_format != a.cache.value_format)
+      return fail(llvm::formatv("decode spec: a {0} spec of head dim {1}, page size {2} and {3} V cannot run a "
+                                "cache of head dim {4}, page size {5} and {6} V",
+                                toString(s.family), s.paged.head_dim, s.paged.page_size, toString(s.paged.value_format),
+                                a.cache.head_dim, a.cache.page_size, toString(a.cache.value_format)));
   }
   return llvm::Error::success();
 }

@@ -4,13 +4,15 @@
 // members and instantiates appendKv with it:
 //
 //   struct MyConfig {
-//     static constexpr int head_dim;  // 64, 128, 256
-//     static constexpr int threads;   // CTA size
+//     static constexpr int head_dim;      // 64, 128, 256
+//     static constexpr int threads;       // CTA size
+//     static constexpr int value_format;  // 0: E4M3 V with a row scale, 1: MXFP4 V
 //   };
 //
 // head_dim / 16 lanes per (token, head) row, one 16-element NVFP4 block each: a lane reads 32 bytes of
-// K and 32 of V, writes 8 payload bytes and a scale of K and 16 bytes of V. The row's maxima are
-// reduced over its lanes with shuffles, so the kernel reads each input once and is bound by memory.
+// K and 32 of V, writes 8 payload bytes and a scale of K and 16 bytes of FP8 V (8 of MXFP4 V, whose
+// 32-element block two neighbouring lanes share). The row's maxima are reduced over its lanes with
+// shuffles, so the kernel reads each input once and is bound by memory.
 #include "fa4jit/common.cuh"
 #include "fa4jit/paged/params.cuh"
 
@@ -25,6 +27,7 @@ template <class C> struct AppendTraits {
                 "threads must be a power of two in [64, 512]");
   static constexpr int kLanesPerRow = kHeadDim / 16;
   static constexpr int kRowsPerCta = kThreads / kLanesPerRow;
+  static constexpr bool kMxfp4V = C::value_format == 1;
 };
 
 FA4JIT_HD constexpr int appendRowsPerCta(int threads, int head_dim) { return threads / (head_dim / 16); }
@@ -97,20 +100,29 @@ template <class C> FA4JIT_DEVICE void appendKv(const AppendParams &p) {
     k_amax_b = fmaxf(k_amax_b, fabsf(k[i])), v_amax = fmaxf(v_amax, fabsf(v[i]));
   const float g = kRowScale(rowMax<kLanes>(k_amax_b));
   const float s_v = vRowScale(rowMax<kLanes>(v_amax));
+  const float v_amax_mx = fmaxf(v_amax, __shfl_xor_sync(0xFFFFFFFFu, v_amax, 1)); // (MXFP4: the lane pair's block)
   if (!active)
     return;
   const uint8_t s = kBlockScale(k_amax_b, g);
   uint8_t k_codes[8];
   encodeKBlock<16>(k, s, g, k_codes);
-  const bool v_reciprocal = quotientByReciprocalOk(s_v);
-  const float v_r = v_reciprocal ? __frcp_rn(s_v) : 0.0f;
-  uint32_t v_words[4];
+  uint32_t v_words[4] = {0u, 0u, 0u, 0u};
+  const int v_exponent = quantize::mxBlockExponent(v_amax_mx);
+  if constexpr (T::kMxfp4V) {
+    const float inverse = exp2Int(-v_exponent); // (exact: the codes see x 2^-E unrounded)
 #pragma unroll
-  for (int w = 0; w < 4; ++w)
-    v_words[w] = static_cast<uint32_t>(encodeV(v[4 * w], s_v, v_r, v_reciprocal)) |
-                 static_cast<uint32_t>(encodeV(v[4 * w + 1], s_v, v_r, v_reciprocal)) << 8 |
-                 static_cast<uint32_t>(encodeV(v[4 * w + 2], s_v, v_r, v_reciprocal)) << 16 |
-                 static_cast<uint32_t>(encodeV(v[4 * w + 3], s_v, v_r, v_reciprocal)) << 24;
+    for (int i = 0; i < 8; ++i)
+      v_words[i / 4] |= static_cast<uint32_t>(encodeVMxPair(v[2 * i], v[2 * i + 1], inverse)) << (8 * (i % 4));
+  } else {
+    const bool v_reciprocal = quotientByReciprocalOk(s_v);
+    const float v_r = v_reciprocal ? __frcp_rn(s_v) : 0.0f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      v_words[w] = static_cast<uint32_t>(encodeV(v[4 * w], s_v, v_r, v_reciprocal)) |
+                   static_cast<uint32_t>(encodeV(v[4 * w + 1], s_v, v_r, v_reciprocal)) << 8 |
+                   static_cast<uint32_t>(encodeV(v[4 * w + 2], s_v, v_r, v_reciprocal)) << 16 |
+                   static_cast<uint32_t>(encodeV(v[4 * w + 3], s_v, v_r, v_reciprocal)) << 24;
+  }
   const PagedCacheView &c = p.cache;
   const int64_t cache_row = cacheRowIndex(c, slot / c.page_size, head, static_cast<int>(slot % c.page_size));
   uint32_t kw[2] = {0u, 0u};
@@ -126,11 +138,19 @@ template <class C> FA4JIT_DEVICE void appendKv(const AppendParams &p) {
   const float nan = bitsAsFloat(0x7FC00000u);
   *reinterpret_cast<uint2 *>(c.k_codes + cache_row * (T::kHeadDim / 2) + lane * 8) = make_uint2(kw[0], kw[1]);
   reinterpret_cast<uint8_t *>(c.k_block_scales)[cache_row * (T::kHeadDim / 16) + lane] = k_bad ? uint8_t(0) : s;
-  *reinterpret_cast<uint4 *>(c.v_codes + cache_row * T::kHeadDim + lane * 16) =
-      make_uint4(v_words[0], v_words[1], v_words[2], v_words[3]);
+  if constexpr (T::kMxfp4V) {
+    *reinterpret_cast<uint2 *>(c.v_codes + cache_row * (T::kHeadDim / 2) + lane * 8) = make_uint2(v_words[0], v_words[1]);
+    if (lane % 2 == 0)
+      reinterpret_cast<uint8_t *>(c.v_block_scales)[cache_row * (T::kHeadDim / 32) + lane / 2] =
+          v_bad ? kMxNaNScale : exponentToUE8M0(v_exponent);
+  } else {
+    *reinterpret_cast<uint4 *>(c.v_codes + cache_row * T::kHeadDim + lane * 16) =
+        make_uint4(v_words[0], v_words[1], v_words[2], v_words[3]);
+  }
   if (lane == 0) {
     reinterpret_cast<float *>(c.k_row_scales)[cache_row] = k_bad ? nan : g;
-    reinterpret_cast<float *>(c.v_row_scales)[cache_row] = v_bad ? nan : s_v;
+    if constexpr (!T::kMxfp4V)
+      reinterpret_cast<float *>(c.v_row_scales)[cache_row] = v_bad ? nan : s_v;
   }
 }
 

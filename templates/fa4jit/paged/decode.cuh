@@ -7,6 +7,7 @@
 //     static constexpr int head_dim;   // 64, 128
 //     static constexpr int page_size;  // tokens per page: 16, 32, 64, 128, 256
 //     static constexpr int warps;      // 4, 8
+//     static constexpr int value_format; // 0: E4M3 V with a row scale, 1: MXFP4 V
 //   };
 //
 // Memory-bound by design: every CTA streams one split of one sequence's K/V for up to 16 query rows
@@ -18,7 +19,8 @@
 //    elements t D/4 + 4s + {0,1} and + {2,3} of Q and K, the same permutation of the head dim on
 //    both sides of the sum.
 //  - O += P V: the lane holds V of the keys 2t, 2t + 1, 2t + 8, 2t + 9 (the keys of its P
-//    fragment) over head dim [g D/8, (g+1) D/8); n-tile j covers the columns g D/8 + j.
+//    fragment) over head dim [g D/8, (g+1) D/8); n-tile j covers the columns g D/8 + j. FP8 V's
+//    row scale is folded into P; MXFP4 V is widened row by row with its block's power of two.
 #include "fa4jit/common.cuh"
 #include "fa4jit/paged/params.cuh"
 
@@ -39,6 +41,8 @@ template <class C> struct DecodeTraits {
   static constexpr int kWords = kHeadDim / 32;      // 32-bit words of K (and of V) per lane per key
   static constexpr int kVTiles = kHeadDim / 8;      // n-tiles of O
   static constexpr int kScalesPerLane = kHeadDim / 64;
+  static constexpr bool kMxfp4V = C::value_format == 1;
+  static constexpr int kVWords = kMxfp4V ? kHeadDim / 64 : kHeadDim / 32; // V words per lane per key
   static constexpr int kOStride = kHeadDim + 4;     // shared O rows (decodeSharedBytes)
 };
 
@@ -95,9 +99,11 @@ template <int kWords> FA4JIT_DEVICE void loadWords(uint64_t address, uint32_t (&
   if constexpr (kWords == 4) {
     const uint4 x = __ldg(reinterpret_cast<const uint4 *>(address));
     w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
-  } else {
+  } else if constexpr (kWords == 2) {
     const uint2 x = __ldg(reinterpret_cast<const uint2 *>(address));
     w[0] = x.x, w[1] = x.y;
+  } else {
+    w[0] = __ldg(reinterpret_cast<const uint32_t *>(address));
   }
 }
 
@@ -105,8 +111,9 @@ template <int kWords> FA4JIT_DEVICE void loadWords(uint64_t address, uint32_t (&
 template <class T> struct StepOperands {
   uint32_t k[2][T::kWords];   // keys g, 8 + g: payload of head dim [t D/4, (t+1) D/4)
   uint32_t k_scales[2];       // their UE4M3 block scales (kScalesPerLane bytes each)
-  float2 k_row[2], v_row[2];  // row scales of the keys 2t, 2t+1 and 2t+8, 2t+9
-  uint32_t v[4][T::kWords];   // keys 2t, 2t+1, 2t+8, 2t+9: payload of head dim [g D/8, (g+1) D/8)
+  float2 k_row[2], v_row[2];  // row scales of the keys 2t, 2t+1 and 2t+8, 2t+9 (v_row: FP8 V)
+  uint32_t v[4][T::kVWords];  // keys 2t, 2t+1, 2t+8, 2t+9: payload of head dim [g D/8, (g+1) D/8)
+  uint32_t v_scales;          // MXFP4 V: those keys' UE8M0 block scales, one byte each
 };
 
 template <class T>
@@ -119,11 +126,47 @@ FA4JIT_DEVICE void loadStep(const PagedCacheView &c, int64_t first_row, int g, i
     const uint8_t *scales = reinterpret_cast<const uint8_t *>(c.k_block_scales) + row * (D / 16) + t * T::kScalesPerLane;
     s.k_scales[n] = T::kScalesPerLane == 2 ? __ldg(reinterpret_cast<const uint16_t *>(scales)) : __ldg(scales);
     s.k_row[n] = __ldg(reinterpret_cast<const float2 *>(c.k_row_scales) + (first_row + 8 * n + 2 * t) / 2);
-    s.v_row[n] = __ldg(reinterpret_cast<const float2 *>(c.v_row_scales) + (first_row + 8 * n + 2 * t) / 2);
+    if constexpr (!T::kMxfp4V)
+      s.v_row[n] = __ldg(reinterpret_cast<const float2 *>(c.v_row_scales) + (first_row + 8 * n + 2 * t) / 2);
   }
+  s.v_scales = 0u;
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    loadWords<T::kWords>(c.v_codes + (first_row + 2 * t + (i & 1) + 8 * (i >> 1)) * D + g * (D / 8), s.v[i]);
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = first_row + 2 * t + (i & 1) + 8 * (i >> 1);
+    if constexpr (T::kMxfp4V) {
+      loadWords<T::kVWords>(c.v_codes + row * (D / 2) + g * (D / 16), s.v[i]);
+      s.v_scales |= static_cast<uint32_t>(__ldg(reinterpret_cast<const uint8_t *>(c.v_block_scales) + row * (D / 32) +
+                                                 g * (D / 8) / 32))
+                    << (8 * i);
+    } else {
+      loadWords<T::kVWords>(c.v_codes + row * D + g * (D / 8), s.v[i]);
+    }
+  }
+}
+
+// A UE8M0 scale as a BF16 pair (2^-127 is BF16's subnormal 0x0040); the NaN byte reads as 0 here,
+// the row's NaN travelling through P instead (so that rows which do not see it stay finite).
+FA4JIT_DEVICE uint32_t ue8m0ToBf16x2(uint32_t byte) {
+  const uint32_t h = byte == kMxNaNScale ? 0u : (byte == 0u ? 0x0040u : byte << 7);
+  return h | (h << 16);
+}
+
+// Element j (of the lane's head dim slice) of MXFP4 V rows a and b as one BF16 pair: the rows were
+// widened pairwise (wa / wb hold elements 2m, 2m + 1 in word m).
+template <int j> FA4JIT_DEVICE uint32_t mxPairOfRows(const uint32_t *wa, const uint32_t *wb) {
+  return __byte_perm(wa[j / 2], wb[j / 2], j % 2 ? 0x7632u : 0x5410u);
+}
+
+// O += P V for MXFP4 V: n-tile j takes element j of the rows of keys (2t, 2t + 1) and (2t + 8, 2t + 9).
+template <class T, int j = 0>
+FA4JIT_DEVICE void mxPvProducts(const uint32_t (&wide)[4][T::kVTiles / 2], const uint32_t (&pa)[4],
+                                const uint32_t (&pa_lo)[4], float (&o)[T::kVTiles][4]) {
+  if constexpr (j < T::kVTiles) {
+    const uint32_t b0 = mxPairOfRows<j>(wide[0], wide[1]), b1 = mxPairOfRows<j>(wide[2], wide[3]);
+    mmaBf16(o[j], pa, b0, b1);
+    mmaBf16(o[j], pa_lo, b0, b1);
+    mxPvProducts<T, j + 1>(wide, pa, pa_lo, o);
+  }
 }
 
 // grid (splits, kv_heads * row_blocks, batch), block kThreads, dynamic shared decodeSharedBytes.
@@ -246,7 +289,15 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
       alpha[half] = m_new == neg_inf ? 1.0f : exp2Hw(m[half] - m_new);
       m[half] = m_new;
     }
-    const float v_row[4] = {cur.v_row[0].x, cur.v_row[0].y, cur.v_row[1].x, cur.v_row[1].y};
+    // What multiplies a key's P: FP8 V's row scale, or for MXFP4 V 1 (NaN for a row that held a NaN)
+    float v_row[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if constexpr (T::kMxfp4V)
+        v_row[i] = ((cur.v_scales >> (8 * i)) & 0xFFu) == kMxNaNScale ? bitsAsFloat(0x7FC00000u) : 1.0f;
+      else
+        v_row[i] = i < 2 ? (i == 0 ? cur.v_row[0].x : cur.v_row[0].y) : (i == 2 ? cur.v_row[1].x : cur.v_row[1].y);
+    }
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const float m_use = m[half] == neg_inf ? 0.0f : m[half];
@@ -275,6 +326,17 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
       pa_lo[i] = packBf16x2(lo_in - bitsAsFloat(pa[i] << 16), hi_in - bitsAsFloat(pa[i] & 0xFFFF0000u));
     }
     // O += P V: n-tile j is the head dim column g D/8 + j
+    if constexpr (T::kMxfp4V) {
+      uint32_t wide[4][T::kVTiles / 2]; // each key row's elements, widened in pairs
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const uint32_t scale = ue8m0ToBf16x2((cur.v_scales >> (8 * i)) & 0xFFu);
+#pragma unroll
+        for (int q = 0; q < T::kVTiles / 4; ++q)
+          e2m1x4ToBf16(cur.v[i][q / 2] >> (16 * (q % 2)), scale, wide[i][2 * q], wide[i][2 * q + 1]);
+      }
+      mxPvProducts<T>(wide, pa, pa_lo, o);
+    } else
 #pragma unroll
     for (int j = 0; j < T::kVTiles; ++j) {
       constexpr int kBytes = 4;

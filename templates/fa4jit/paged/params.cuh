@@ -9,18 +9,22 @@
 //   k_codes        uint8 [pages, kv_heads, page_size, D/2]   NVFP4 payload, element 2i in the low nibble of byte i
 //   k_block_scales uint8 [pages, kv_heads, page_size, D/16]  UE4M3 per 16 elements along D
 //   k_row_scales   float [pages, kv_heads, page_size]        the row's global scale g
-//   v_codes        uint8 [pages, kv_heads, page_size, D]     E4M3 payload
+//   v_codes        uint8 [pages, kv_heads, page_size, D]     E4M3 payload              (V fp8)
 //   v_row_scales   float [pages, kv_heads, page_size]        the row's scale s_v
-// A row that held a NaN or an Inf has its row scale NaN (codes 0), so every query that sees the
-// token gets a NaN output row, as it would in BF16 attention.
+//   v_codes        uint8 [pages, kv_heads, page_size, D/2]   MXFP4 payload             (V mxfp4)
+//   v_block_scales uint8 [pages, kv_heads, page_size, D/32]  UE8M0 per 32 elements
+// A row that held a NaN or an Inf has its row scale NaN (MXFP4 V: every block scale 0xFF, the
+// format's NaN) and codes 0, so every query that sees the token gets a NaN output row, as it would
+// in BF16 attention.
 #include "fa4jit/common.cuh"
 #include "fa4jit/formats.cuh"
 #include "fa4jit/merge/params.cuh"
+#include "fa4jit/quantize/load.cuh"
 
 namespace fa4jit::device::paged {
 
 struct PagedCacheView {
-  uint64_t k_codes, k_block_scales, k_row_scales, v_codes, v_row_scales;
+  uint64_t k_codes, k_block_scales, k_row_scales, v_codes, v_row_scales, v_block_scales;
   int32_t pages, kv_heads, page_size, head_dim;
 };
 
@@ -116,6 +120,14 @@ FA4JIT_UNROLL
     out[i] = static_cast<uint8_t>(finiteFloatsToE2M1x2(lo, hi));
   }
 }
+
+// MXFP4 V: per 32 elements E = mxBlockExponent(amax_b) (docs/NUMERICS.md §1), codes E2M1(x 2^-E),
+// the power of two applied exactly.
+FA4JIT_HD uint8_t encodeVMxPair(float lo, float hi, float inverse_scale) {
+  return static_cast<uint8_t>(finiteFloatsToE2M1x2(kvMultiply(lo, inverse_scale), kvMultiply(hi, inverse_scale)));
+}
+// The UE8M0 byte that marks a row that held a NaN or an Inf.
+constexpr uint8_t kMxNaNScale = 0xFF;
 
 FA4JIT_HD float vRowScale(float amax) {
   const float s = kvDivide(amax, 448.0f);

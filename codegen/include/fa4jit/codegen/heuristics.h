@@ -78,8 +78,10 @@ KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, 
 KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target);
 
 // The paged KV cache's module (append, decode, combine) for `head_dim` and `page_size`, with
-// `warps` decode warps per CTA (the engine's decode heuristic chooses them per shape).
-KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target);
+// `warps` decode warps per CTA (the engine's decode heuristic chooses them per shape) and the
+// cache's V format.
+KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target,
+                              KvValueFormat value_format = KvValueFormat::Fp8);
 
 // Decode's warps per CTA and key splits per sequence for `base_ctas` CTAs without splits
 // (sequences x kv heads x row blocks), sequences of up to max_seq_len tokens, on `sm_count` SMs.

@@ -285,12 +285,17 @@ struct MergeSpec {
 // The paged, quantized KV cache (docs/NUMERICS.md §5): one module per spec with three kernels,
 // the append that quantizes new tokens into their pages, decode over the pages (split-KV), and the
 // combine of decode's splits.
+// The paged cache's V codes: E4M3 with an FP32 scale per row (132 bytes per row at D 128), or
+// MXFP4 with a UE8M0 scale per 32 values (68 bytes; docs/NUMERICS.md §5.1).
+enum class KvValueFormat : uint8_t { Fp8, Mxfp4 };
+
 // The append kernel's CTA: 8 to 32 token rows, a memory-bound pass with several CTAs per SM.
 inline constexpr int kPagedAppendThreads = 128;
 struct PagedKvSpec {
   int head_dim = 128;
   int page_size = 16; // tokens per page: a power of two in [16, 256]
   int warps = 4;      // decode: warps per CTA, each streaming its own 16-key steps
+  KvValueFormat value_format = KvValueFormat::Fp8;
 };
 
 struct KernelSpec {
@@ -318,5 +323,6 @@ const char *toString(BackwardPvFormat f);
 const char *toString(BackwardQkOperands q);
 const char *toString(BackwardMma m);
 const char *toString(StateType t);
+const char *toString(KvValueFormat f);
 
 } // namespace fa4jit

@@ -58,6 +58,7 @@ llvm::Expected<KernelFamily> parseKernelFamily(llvm::StringRef name);
 llvm::Expected<BackwardPvFormat> parseBackwardPvFormat(llvm::StringRef name);
 llvm::Expected<BackwardQkOperands> parseBackwardQkOperands(llvm::StringRef name);
 llvm::Expected<StateType> parseStateType(llvm::StringRef name);
+llvm::Expected<KvValueFormat> parseKvValueFormat(llvm::StringRef name);
 llvm::Expected<BackwardMma> parseBackwardMma(llvm::StringRef name);
 
 } // namespace fa4jit

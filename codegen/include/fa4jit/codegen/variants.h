@@ -17,7 +17,8 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target);
 std::vector<KernelSpec> enumerateBackwardVariants(Target target);
 // Merge-states kernels: per state type and head dim, on every target.
 std::vector<KernelSpec> enumerateMergeVariants(Target target);
-// Paged KV cache modules (append, decode, combine): per head dim, page size and decode warps.
+// Paged KV cache modules (append, decode, combine): per head dim, page size, decode warps and V
+// format.
 std::vector<KernelSpec> enumeratePagedKvVariants(Target target);
 
 // All families for the given targets (all four targets when empty).

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fa4jit/codegen/spec.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
@@ -13,19 +15,25 @@ namespace fa4jit::cpu {
 // The arrays of one cache layer (templates/fa4jit/paged/params.cuh), zero-filled by create().
 struct PagedCache {
   int pages = 0, kv_heads = 0, page_size = 0, head_dim = 0;
-  std::vector<std::uint8_t> k_codes, k_block_scales, v_codes;
-  std::vector<float> k_row_scales, v_row_scales;
+  KvValueFormat value_format = KvValueFormat::Fp8;
+  std::vector<std::uint8_t> k_codes, k_block_scales, v_codes, v_block_scales; // (v_block_scales: MXFP4 V)
+  std::vector<float> k_row_scales, v_row_scales;                              // (v_row_scales: FP8 V)
 
-  static PagedCache create(int pages, int kv_heads, int page_size, int head_dim);
+  static PagedCache create(int pages, int kv_heads, int page_size, int head_dim,
+                           KvValueFormat value_format = KvValueFormat::Fp8);
   // The index of the (page, head, token) row in the row-scale arrays (and, times the row's bytes,
   // in the code arrays).
   std::int64_t row(std::int64_t page, int head, int token) const {
     return (page * kv_heads + head) * page_size + token;
   }
-  // The row's values, dequantized exactly: K = E2M1 x s_b x g, V = E4M3 x s_v (NaN for a row that
-  // held a non-finite value).
+  // The row's values, dequantized exactly: K = E2M1 x s_b x g, V = E4M3 x s_v or E2M1 x 2^E (NaN
+  // for a row that held a non-finite value).
   void dequantizeK(std::int64_t row, float *out) const;
   void dequantizeV(std::int64_t row, float *out) const;
+  // V element d of a row without FP8's row scale (E4M3, or MXFP4's E2M1 x 2^E), and what multiplies
+  // the row's P: s_v for FP8, 1 for MXFP4 (NaN for a row that held a non-finite value).
+  float vUnscaled(std::int64_t row, int d) const;
+  float vRowFactor(std::int64_t row) const;
 };
 
 // Appends `tokens` tokens: k and v [tokens, kv_heads, head_dim] (BF16 values as floats); token t

@@ -138,19 +138,23 @@ struct MergeArgs {
 };
 
 // One layer of the paged, quantized KV cache (docs/NUMERICS.md §5) in device memory the caller
-// owns: NVFP4 K with a scale per row, FP8 V with a scale per row, [pages, kv_heads, page_size]
-// rows (templates/fa4jit/paged/params.cuh has each array's layout). pagedKvCacheBytes() sizes one
-// allocation for all five arrays and pagedKvCacheAt() lays them out in it.
+// owns: NVFP4 K with a scale per row, and FP8 V with a scale per row or MXFP4 V, in [pages,
+// kv_heads, page_size] rows (templates/fa4jit/paged/params.cuh has each array's layout).
+// pagedKvCacheBytes() sizes one allocation for all the arrays and pagedKvCacheAt() lays them out.
 struct PagedKvCache {
   std::uint64_t k_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim / 2], 16-byte aligned
   std::uint64_t k_block_scales = 0; // uint8 [pages, kv_heads, page_size, head_dim / 16], 2-byte aligned
   std::uint64_t k_row_scales = 0;   // float [pages, kv_heads, page_size], 8-byte aligned
-  std::uint64_t v_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim], 16-byte aligned
-  std::uint64_t v_row_scales = 0;   // float [pages, kv_heads, page_size], 8-byte aligned
+  std::uint64_t v_codes = 0;        // uint8 [.., head_dim] (fp8) or [.., head_dim / 2] (mxfp4), 16-byte aligned
+  std::uint64_t v_row_scales = 0;   // fp8: float [pages, kv_heads, page_size], 8-byte aligned
+  std::uint64_t v_block_scales = 0; // mxfp4: uint8 [pages, kv_heads, page_size, head_dim / 32]
   int pages = 0, kv_heads = 0, page_size = 0, head_dim = 0;
+  KvValueFormat value_format = KvValueFormat::Fp8;
 };
-std::size_t pagedKvCacheBytes(int pages, int kv_heads, int page_size, int head_dim);
-PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int page_size, int head_dim);
+std::size_t pagedKvCacheBytes(int pages, int kv_heads, int page_size, int head_dim,
+                              KvValueFormat value_format = KvValueFormat::Fp8);
+PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int page_size, int head_dim,
+                            KvValueFormat value_format = KvValueFormat::Fp8);
 
 // New tokens' K and V quantized into their cache rows (each row on its own, docs/NUMERICS.md
 // §5.1): token t goes to slot_mapping[t] (page slot / page_size, row slot % page_size), as vLLM's

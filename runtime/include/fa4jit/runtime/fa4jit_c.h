@@ -100,11 +100,15 @@ typedef struct {
   uint64_t lse;
 } fa4jit_attention_state;
 /* One layer of the paged, quantized KV cache (docs/NUMERICS.md §5) in device memory the caller owns:
- * NVFP4 K and FP8 V, each token row of each kv head with its own scale. fa4jit_paged_cache_bytes
- * sizes one allocation and fa4jit_paged_cache_at lays the five arrays out in it. */
+ * NVFP4 K with a scale per token row, and FP8 V with a scale per row or MXFP4 V.
+ * fa4jit_paged_cache_bytes sizes one allocation and fa4jit_paged_cache_at lays the arrays out in it. */
+typedef enum { FA4JIT_KV_VALUE_FP8 = 0, FA4JIT_KV_VALUE_MXFP4 = 1 } fa4jit_kv_value_format;
 typedef struct {
-  uint64_t k_codes, k_block_scales, k_row_scales, v_codes, v_row_scales;
+  uint64_t k_codes, k_block_scales, k_row_scales, v_codes;
+  uint64_t v_row_scales;   /* FP8 V only (0 for MXFP4) */
+  uint64_t v_block_scales; /* MXFP4 V only (0 for FP8) */
   int32_t pages, kv_heads, page_size, head_dim; /* page_size a power of two in [16, 256]; head_dim 64 or 128 */
+  int32_t value_format;                         /* fa4jit_kv_value_format */
 } fa4jit_paged_cache;
 typedef struct {
   fa4jit_paged_cache cache;
@@ -174,9 +178,9 @@ FA4JIT_API int fa4jit_merge_states(fa4jit_engine *engine, const fa4jit_attention
 /* Bytes of one allocation holding a paged cache (host arithmetic only), and the cache laid out in
  * it at `address` (256-byte aligned). */
 FA4JIT_API int fa4jit_paged_cache_bytes(int32_t pages, int32_t kv_heads, int32_t page_size, int32_t head_dim,
-                                        uint64_t *out);
+                                        int32_t value_format, uint64_t *out);
 FA4JIT_API int fa4jit_paged_cache_at(uint64_t address, int32_t pages, int32_t kv_heads, int32_t page_size,
-                                     int32_t head_dim, fa4jit_paged_cache *out);
+                                     int32_t head_dim, int32_t value_format, fa4jit_paged_cache *out);
 /* Quantizes new tokens' K and V rows into their slots of the cache: one launch on args->stream, no
  * allocation, no waiting. A slot past the cache writes nothing. */
 FA4JIT_API int fa4jit_append_kv(fa4jit_engine *engine, const fa4jit_append_kv_args *args);
