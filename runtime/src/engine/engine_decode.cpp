@@ -90,6 +90,14 @@ PagedKvCache pagedKvCacheAt(std::uint64_t base, int pages, int kv_heads, int pag
   return c;
 }
 
+llvm::Error Engine::checkPagedCacheMemory(const PagedKvCache &c) const {
+  for (const CheckedArray &x : cacheChecks(c))
+    if (x.bytes > 0)
+      if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
+        return err;
+  return llvm::Error::success();
+}
+
 llvm::Error Engine::appendKv(const AppendKvArgs &a) {
   if (auto err = runtime::validateAppendKv(a))
     return err;
@@ -97,10 +105,8 @@ llvm::Error Engine::appendKv(const AppendKvArgs &a) {
   if (tokens == 0)
     return llvm::Error::success();
   const PagedKvCache &c = a.cache;
-  for (const CheckedArray &x : cacheChecks(c))
-    if (x.bytes > 0)
-      if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
-        return err;
+  if (auto err = checkPagedCacheMemory(c))
+    return err;
   if (auto err = checkDeviceMemory(a.slot_mapping, std::uint64_t(tokens) * 8, "append slot_mapping"))
     return err;
   if (auto err = checkTensorMemory(a.k, "append k"))
@@ -193,10 +199,8 @@ llvm::Error Engine::decode(const DecodeArgs &a, std::uint64_t workspace, std::si
 llvm::Error Engine::decodeOn(const DecodeArgs &a, const DecodePlan &plan, std::uint64_t workspace) {
   const PagedKvCache &c = a.cache;
   const std::int64_t batch = a.q.shape[0], q_heads = a.q.shape[1], queries = a.q.shape[2];
-  for (const CheckedArray &x : cacheChecks(c))
-    if (x.bytes > 0)
-      if (auto err = checkDeviceMemory(x.address, x.bytes, x.name))
-        return err;
+  if (auto err = checkPagedCacheMemory(c))
+    return err;
   if (auto err = checkDeviceMemory(a.block_table, std::uint64_t(batch) * a.block_table_stride * 4, "decode block_table"))
     return err;
   if (auto err = checkDeviceMemory(a.seq_lens, std::uint64_t(batch) * 4, "decode seq_lens"))

@@ -302,6 +302,8 @@ private:
   llvm::Error checkDeviceMemory(std::uint64_t address, std::uint64_t bytes, const char *name) const;
   // Every element of `t` (from its first to its last) is such memory.
   llvm::Error checkTensorMemory(const TensorDesc &t, const char *name) const;
+  // Every array of the paged cache is such memory, of the size its dims and format give.
+  llvm::Error checkPagedCacheMemory(const PagedKvCache &cache) const;
   // Quantizes x into `out` (whose parts hold enough): MXFP4 in one pass where `out` has sync
   // words, else the two passes; then applies the NonFinitePolicy.
   llvm::Error quantizeOperand(const TensorDesc &x, const engine_detail::QuantizedOperand &out, const char *what,
