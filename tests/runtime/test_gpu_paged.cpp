@@ -26,11 +26,17 @@ struct DeviceProblem {
   PagedKvCache cache;
   int head_dim = 0;
 
-  explicit DeviceProblem(const PagedProblem &p) {
+  // `garbage_seed` 0: unwritten bytes 0xFF; else random bytes from that seed.
+  explicit DeviceProblem(const PagedProblem &p, std::uint64_t garbage_seed = 0) {
     const cpu::PagedCache &c = p.cache;
     head_dim = c.head_dim;
     const std::size_t bytes = pagedKvCacheBytes(c.pages, c.kv_heads, c.page_size, c.head_dim, c.value_format);
-    const std::vector<std::uint8_t> poison(bytes, 0xFF);
+    std::vector<std::uint8_t> poison(bytes, 0xFF);
+    if (garbage_seed != 0) {
+      std::mt19937_64 rng(garbage_seed);
+      for (std::uint8_t &x : poison)
+        x = static_cast<std::uint8_t>(rng());
+    }
     cache_mem = upload(poison.data(), bytes);
     cache = pagedKvCacheAt(cache_mem.address(), c.pages, c.kv_heads, c.page_size, c.head_dim, c.value_format);
     k = upload(bf16Bits(p.k_new).data(), p.k_new.size() * 2);
@@ -201,6 +207,27 @@ TEST_CASE("decode: splits change nothing beyond rounding; a captured append + de
   a.splits = 1;
   REQUIRE_SUCCESS(engine.decode(a));
   const std::vector<float> one = dev.outO(prob.q.size());
+  // Rows past the sequences' lengths holding random bytes instead of 0xFF change no bit (both V
+  // formats: a masked key's P of 0 never meets a non-finite V).
+  for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4}) {
+    INFO(toString(value) << " V");
+    const PagedProblem same({3000, 1500}, 2, 4, 2, 128, 32, 1.0f, seed, 1, value);
+    DeviceProblem poisoned(same), random(same, seed + 1);
+    std::vector<float> outs[2];
+    for (int i = 0; i < 2; ++i) {
+      DeviceProblem &d = i == 0 ? poisoned : random;
+      REQUIRE_SUCCESS(engine.appendKv(d.append(same.tokens())));
+      DecodeArgs b = d.decode(same);
+      b.splits = 3;
+      REQUIRE_SUCCESS(engine.decode(b));
+      outs[i] = d.outO(same.q.size());
+    }
+    CHECK(outs[0] == outs[1]);
+    std::size_t finite = 0;
+    for (float x : outs[1])
+      finite += std::isfinite(x);
+    CHECK(finite == outs[1].size());
+  }
   for (int splits : {2, 7, 16}) {
     a.splits = splits;
     REQUIRE_SUCCESS(engine.decode(a));

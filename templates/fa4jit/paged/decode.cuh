@@ -144,10 +144,12 @@ FA4JIT_DEVICE void loadStep(const PagedCacheView &c, int64_t first_row, int g, i
   }
 }
 
-// A UE8M0 scale as a BF16 pair (2^-127 is BF16's subnormal 0x0040); the NaN byte reads as 0 here,
-// the row's NaN travelling through P instead (so that rows which do not see it stay finite).
+// A UE8M0 scale as a BF16 pair (2^-127 is BF16's subnormal 0x0040). The NaN byte reads as 0 here,
+// the row's NaN travelling through P instead (so that rows which do not see it stay finite), and
+// bytes above 252 (2^125, the largest a finite BF16 row can need) read as 252: a row past a
+// sequence's length may hold any bytes, and its P of 0 must never meet an infinite V.
 FA4JIT_DEVICE uint32_t ue8m0ToBf16x2(uint32_t byte) {
-  const uint32_t h = byte == kMxNaNScale ? 0u : (byte == 0u ? 0x0040u : byte << 7);
+  const uint32_t h = byte == kMxNaNScale ? 0u : (byte == 0u ? 0x0040u : min(byte, 252u) << 7);
   return h | (h << 16);
 }
 
