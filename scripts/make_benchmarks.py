@@ -137,6 +137,48 @@ def training_section(run_dir):
     return out
 
 
+def decode_section(run_dir):
+    """Decode over the paged cache from its own run folder: run.json and scripts/bench_decode.py's
+    output (decode.jsonl)."""
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    rows = [r for r in load(os.path.join(run_dir, meta.get("files", {}).get("decode", "decode.jsonl")))
+            if r.get("kind") == "fa4jit-decode"]
+    out = ["", "## Decode over the paged cache", ""]
+    copy = rows[0]["copy_gb_s"] if rows else 0
+    out.append(wrap(
+        f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}, "
+        f"PyTorch {meta.get('torch', '?')}), its own run: `scripts/bench_decode.py` times `Engine::decode` "
+        "(`fa4jit bench --decode`: one query token per sequence, 32 query heads, 8 kv heads, D 128, "
+        "every sequence at the full context, the split combine included, block tables rotated over at "
+        "least 256 MB of pages) and PyTorch SDPA's BF16 decode on a contiguous BF16 cache (the fastest of "
+        "its flash, cuDNN and efficient backends, K/V copies rotated the same way), median of "
+        f"{meta.get('reps', 7)} samples of 20 calls. Copy bandwidth of the run: {copy:.0f} GB/s. "
+        "GB/s counts the cache bytes decode must read (K with its scales, V with its scales); the "
+        "rooflines are those bytes, and a BF16 cache's, at copy bandwidth."))
+    out.append("")
+    out.append("| V | batch | context | page | splits | fa4jit ms | GB/s | x copy | cache roofline ms | "
+               "SDPA BF16 ms (backend) | BF16 roofline ms | x SDPA |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        sdpa = "-" if r.get("sdpa_ms") is None else f"{r['sdpa_ms']:.4f} ({r.get('sdpa_backend')})"
+        speed = "-" if r.get("speedup_vs_sdpa") is None else f"{r['speedup_vs_sdpa']:.2f}"
+        out.append(f"| {r['value_format']} | {r['batch']} | {keys_label(r['context'])} | {r['page_size']} | "
+                   f"{r['splits']} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | {r['fraction_of_copy']:.2f} | "
+                   f"{r['cache_roofline_ms']:.4f} | {sdpa} | {r['bf16_roofline_ms']:.4f} | {speed} |")
+    out.append("")
+    for note in meta.get("notes", []):
+        out.append(wrap(note))
+        out.append("")
+    out.append("Reproduce (GPU machine, binaries from `scripts/prepare_device_carry.sh`):")
+    out.append("")
+    out.append("```sh")
+    args = meta.get("bench_args", "")
+    out.append((f'DECODE_ARGS="{args}" ' if args else "") + "scripts/device_check.sh decode")
+    out.append("```")
+    return out
+
+
 def backward_variants_table(run_dir, meta):
     """The backward of each variant through the C++ engine (`fa4jit bench --backward --json`, the
     same run's cli_backward.jsonl), where the run folder has it."""
@@ -162,7 +204,7 @@ def backward_variants_table(run_dir, meta):
     return out
 
 
-def build(run_dir, out_path, backward_dir=None):
+def build(run_dir, out_path, backward_dir=None, decode_dir=None):
     meta, ours, sdpa, gpu, run_log = read_run(run_dir)
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
@@ -437,6 +479,8 @@ def build(run_dir, out_path, backward_dir=None):
     w("```")
     if backward_dir and os.path.exists(os.path.join(backward_dir, "run.json")):
         out.extend(training_section(backward_dir))
+    if decode_dir and os.path.exists(os.path.join(decode_dir, "run.json")):
+        out.extend(decode_section(decode_dir))
     text = "\n".join(out) + "\n"
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
@@ -450,8 +494,10 @@ def main():
                     help="page to write (default docs/BENCHMARKS.md)")
     ap.add_argument("--backward-run", default=os.path.join(REPO, "docs", "benchmarks", "backward"),
                     help="run folder of scripts/bench_backward.py (default docs/benchmarks/backward)")
+    ap.add_argument("--decode-run", default=os.path.join(REPO, "docs", "benchmarks", "decode"),
+                    help="run folder of scripts/bench_decode.py (default docs/benchmarks/decode)")
     args = ap.parse_args()
-    build(args.run, args.out, args.backward_run)
+    build(args.run, args.out, args.backward_run, args.decode_run)
 
 
 if __name__ == "__main__":
