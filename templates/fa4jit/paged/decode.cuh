@@ -315,9 +315,11 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
         }
       l[half] = l[half] * alpha[half] + sum;
     }
+    // (the row maxima settle after a few steps: most steps skip the rescale of O)
+    if (__any_sync(0xFFFFFFFFu, alpha[0] != 1.0f || alpha[1] != 1.0f))
 #pragma unroll
-    for (int j = 0; j < T::kVTiles; ++j)
-      o[j][0] *= alpha[0], o[j][1] *= alpha[0], o[j][2] *= alpha[1], o[j][3] *= alpha[1];
+      for (int j = 0; j < T::kVTiles; ++j)
+        o[j][0] *= alpha[0], o[j][1] *= alpha[0], o[j][2] *= alpha[1], o[j][3] *= alpha[1];
     // P in two BF16 terms, hi = BF16(p) and lo = BF16(p - hi): 16 significant bits where one BF16
     // keeps 8 (whose rounding alone would cost about 1e-3 of rel-L2 in O).
     uint32_t pa[4], pa_lo[4];
