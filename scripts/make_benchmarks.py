@@ -123,17 +123,11 @@ def training_section(run_dir):
                    f"{cell(r.get('floor_bwd_fp8_ms'))} |")
     out.append("")
     out.extend(backward_variants_table(run_dir, meta))
-    for note in meta.get("notes", []):
-        out.append(wrap(note))
-        out.append("")
-    out.append("Reproduce (GPU machine, binaries from `scripts/prepare_device_carry.sh`):")
-    out.append("")
-    out.append("```sh")
     args = meta.get("bench_args", "")
     cli_args = meta.get("cli_bench_args", "")
-    out.append((f'BACKWARD_ARGS="{args}" ' if args else "") +
-               (f'BACKWARD_CLI_ARGS="{cli_args}" ' if cli_args else "") + "scripts/device_check.sh backward")
-    out.append("```")
+    out.extend(notes_and_command(meta, (f'BACKWARD_ARGS="{args}" ' if args else "") +
+                                 (f'BACKWARD_CLI_ARGS="{cli_args}" ' if cli_args else "") +
+                                 "scripts/device_check.sh backward"))
     return out
 
 
@@ -167,14 +161,21 @@ def decode_section(run_dir):
                    f"{r['splits']} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | {r['fraction_of_copy']:.2f} | "
                    f"{r['cache_roofline_ms']:.4f} | {sdpa} | {r['bf16_roofline_ms']:.4f} | {speed} |")
     out.append("")
+    args = meta.get("bench_args", "")
+    out.extend(notes_and_command(meta, (f'DECODE_ARGS="{args}" ' if args else "") + "scripts/device_check.sh decode"))
+    return out
+
+
+def notes_and_command(meta, command):
+    """A run folder's notes, then the command that reproduces it."""
+    out = []
     for note in meta.get("notes", []):
         out.append(wrap(note))
         out.append("")
     out.append("Reproduce (GPU machine, binaries from `scripts/prepare_device_carry.sh`):")
     out.append("")
     out.append("```sh")
-    args = meta.get("bench_args", "")
-    out.append((f'DECODE_ARGS="{args}" ' if args else "") + "scripts/device_check.sh decode")
+    out.append(command)
     out.append("```")
     return out
 
