@@ -323,3 +323,19 @@ TEST_CASE("paged cache, append and decode arguments are checked with messages th
     CHECK(errorOf(runtime::validateDecode(a)).empty()); // an empty batch
   }
 }
+
+TEST_CASE("the checking mode's index reads name the sequence, block and slot that is wrong", "[runtime][validate][paged]") {
+  const PagedKvCache cache = pagedKvCacheAt(kBase, 10, 2, 16, 64);
+  const std::vector<std::int32_t> table = {3, 4, -1, 9, 0, 12}; // 2 sequences x 3 blocks
+  CHECK(errorOf(runtime::validateDecodeIndices({20, 17}, table, 3, cache)).empty());
+  CHECK(errorOf(runtime::validateDecodeIndices({0, 0}, table, 3, cache)).empty());
+  CHECK(errorOf(runtime::validateDecodeIndices({33, 1}, table, 3, cache)).find("block_table[0][2] = -1") !=
+        std::string::npos);
+  CHECK(errorOf(runtime::validateDecodeIndices({1, 40}, table, 3, cache)).find("block_table[1][2] = 12") !=
+        std::string::npos);
+  CHECK(errorOf(runtime::validateDecodeIndices({1, 49}, table, 3, cache)).find("seq_lens[1] = 49") != std::string::npos);
+  CHECK(errorOf(runtime::validateDecodeIndices({-2, 1}, table, 3, cache)).find("seq_lens[0] = -2") != std::string::npos);
+  CHECK(errorOf(runtime::validateAppendSlots({0, -1, 159}, cache)).empty());
+  CHECK(errorOf(runtime::validateAppendSlots({0, 160}, cache)).find("slot_mapping[1] = 160: past the cache's 160") !=
+        std::string::npos);
+}

@@ -337,3 +337,27 @@ TEST_CASE("bad paged calls are errors that name what is wrong", "[gpu][paged]") 
   REQUIRE(static_cast<bool>(e));
   CHECK_THAT(llvm::toString(std::move(e)), Catch::Contains("slot_mapping"));
 }
+
+TEST_CASE("the checking mode reports a bad length, page or slot as an error instead of NaN rows", "[gpu][paged]") {
+  PagedProblem prob({40, 50}, 1, 2, 1, 64, 16, 1.0f, 43u);
+  prob.decode.block_table[prob.decode.block_table_stride + 2] = prob.cache.pages + 1; // sequence 1, block 2
+  DeviceProblem dev(prob);
+  EngineOptions options;
+  options.nonfinite = runtime::NonFinitePolicy::Check;
+  auto checking = Engine::create(options);
+  REQUIRE_OK(checking);
+  REQUIRE_SUCCESS((*checking)->appendKv(dev.append(prob.tokens())));
+  llvm::Error e = (*checking)->decode(dev.decode(prob));
+  REQUIRE(static_cast<bool>(e));
+  CHECK_THAT(llvm::toString(std::move(e)), Catch::Contains("block_table[1][2]"));
+  // the default engine makes sequence 1's rows NaN instead, and sequence 0's stay finite
+  REQUIRE_SUCCESS(gpuEngine().decode(dev.decode(prob)));
+  const std::vector<float> o = dev.outO(prob.q.size());
+  CHECK(std::isfinite(o[0]));
+  CHECK(std::isnan(o[2 * 64]));
+  const std::vector<std::int64_t> bad_slot = {std::int64_t(prob.cache.pages) * 16};
+  REQUIRE_SUCCESS(dev.slots.copyFromHost(bad_slot.data(), 8));
+  e = (*checking)->appendKv(dev.append(1));
+  REQUIRE(static_cast<bool>(e));
+  CHECK_THAT(llvm::toString(std::move(e)), Catch::Contains("slot_mapping[0]"));
+}

@@ -5,11 +5,13 @@
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/paged/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
+#include "toolchain/driver_api.h"
 #include "workspace_buffers.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 #include <array>
+#include <vector>
 #include <cmath>
 
 namespace fa4jit {
@@ -98,6 +100,20 @@ llvm::Error Engine::checkPagedCacheMemory(const PagedKvCache &c) const {
   return llvm::Error::success();
 }
 
+namespace {
+// `count` elements of T from device memory at `address`, once `stream` is done (the checking mode).
+template <class T>
+llvm::Expected<std::vector<T>> readBack(runtime::CudaDriver &driver, std::uint64_t address, std::size_t count,
+                                        void *stream) {
+  std::vector<T> out(count);
+  if (auto err = driver.check(driver.api().cuStreamSynchronize(static_cast<CUstream>(stream)), "cuStreamSynchronize"))
+    return err;
+  if (auto err = driver.check(driver.api().cuMemcpyDtoH(out.data(), address, count * sizeof(T)), "cuMemcpyDtoH"))
+    return err;
+  return out;
+}
+} // namespace
+
 llvm::Error Engine::appendKv(const AppendKvArgs &a) {
   if (auto err = runtime::validateAppendKv(a))
     return err;
@@ -113,6 +129,14 @@ llvm::Error Engine::appendKv(const AppendKvArgs &a) {
     return err;
   if (auto err = checkTensorMemory(a.v, "append v"))
     return err;
+
+  if (config_.nonfinite == runtime::NonFinitePolicy::Check) { // (validating data: waits for the stream)
+    auto slots = readBack<std::int64_t>(driver_, a.slot_mapping, std::size_t(tokens), a.stream);
+    if (!slots)
+      return slots.takeError();
+    if (auto err = runtime::validateAppendSlots(*slots, c))
+      return err;
+  }
 
   const KernelSpec spec = defaultPagedKvSpec(c.head_dim, c.page_size, 4, target_, c.value_format);
   auto compiled = jit_->get(spec);
@@ -212,6 +236,16 @@ llvm::Error Engine::decodeOn(const DecodeArgs &a, const DecodePlan &plan, std::u
   if (a.lse)
     if (auto err = checkDeviceMemory(a.lse, std::uint64_t(batch) * q_heads * queries * 4, "decode lse"))
       return err;
+  if (config_.nonfinite == runtime::NonFinitePolicy::Check) { // (validating data: waits for the stream)
+    auto lens = readBack<std::int32_t>(driver_, a.seq_lens, std::size_t(batch), a.stream);
+    if (!lens)
+      return lens.takeError();
+    auto table = readBack<std::int32_t>(driver_, a.block_table, std::size_t(batch) * a.block_table_stride, a.stream);
+    if (!table)
+      return table.takeError();
+    if (auto err = runtime::validateDecodeIndices(*lens, *table, a.block_table_stride, c))
+      return err;
+  }
 
   auto compiled = jit_->get(plan.spec);
   if (!compiled)

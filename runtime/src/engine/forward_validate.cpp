@@ -305,4 +305,34 @@ llvm::Error validateDecode(const DecodeArgs &a) {
   return llvm::Error::success();
 }
 
+llvm::Error validateDecodeIndices(llvm::ArrayRef<std::int32_t> seq_lens, llvm::ArrayRef<std::int32_t> block_table,
+                                  int block_table_stride, const PagedKvCache &cache) {
+  const std::int64_t capacity = static_cast<std::int64_t>(block_table_stride) * cache.page_size;
+  for (std::size_t b = 0; b < seq_lens.size(); ++b) {
+    const std::int64_t len = seq_lens[b];
+    if (len < 0 || len > capacity)
+      return fail(llvm::formatv("decode seq_lens[{0}] = {1}: outside [0, {2}] (block_table_stride {3} x page_size "
+                                "{4}); the engine checks indices (FA4JIT_CHECK_FINITE, EngineOptions::nonfinite)",
+                                b, len, capacity, block_table_stride, cache.page_size));
+    for (std::int64_t blk = 0; blk * cache.page_size < len; ++blk) {
+      const std::int32_t page = block_table[b * block_table_stride + blk];
+      if (page < 0 || page >= cache.pages)
+        return fail(llvm::formatv("decode block_table[{0}][{1}] = {2}: outside the cache's {3} pages (sequence {0} "
+                                  "has {4} tokens)",
+                                  b, blk, page, cache.pages, len));
+    }
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error validateAppendSlots(llvm::ArrayRef<std::int64_t> slots, const PagedKvCache &cache) {
+  const std::int64_t capacity = static_cast<std::int64_t>(cache.pages) * cache.page_size;
+  for (std::size_t t = 0; t < slots.size(); ++t)
+    if (slots[t] >= capacity)
+      return fail(llvm::formatv("append slot_mapping[{0}] = {1}: past the cache's {2} slots ({3} pages of {4}); the "
+                                "engine checks indices (FA4JIT_CHECK_FINITE, EngineOptions::nonfinite)",
+                                t, slots[t], capacity, cache.pages, cache.page_size));
+  return llvm::Error::success();
+}
+
 } // namespace fa4jit::runtime

@@ -50,4 +50,11 @@ llvm::Error validateAppendKv(const AppendKvArgs &args);
 // or queries may be 0.
 llvm::Error validateDecode(const DecodeArgs &args);
 
+// The checking mode's host reads (FA4JIT_CHECK_FINITE, EngineOptions::nonfinite = Check): every
+// sequence's length within its block table's capacity and every page its length reaches inside
+// the cache; every slot of an append inside the cache or negative (skipped).
+llvm::Error validateDecodeIndices(llvm::ArrayRef<std::int32_t> seq_lens, llvm::ArrayRef<std::int32_t> block_table,
+                                  int block_table_stride, const PagedKvCache &cache);
+llvm::Error validateAppendSlots(llvm::ArrayRef<std::int64_t> slots, const PagedKvCache &cache);
+
 } // namespace fa4jit::runtime
