@@ -23,6 +23,7 @@
 //    row scale is folded into P; MXFP4 V is widened row by row with its block's power of two.
 #include "fa4jit/common.cuh"
 #include "fa4jit/paged/params.cuh"
+#include "fa4jit/paged/widen.cuh"
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 namespace fa4jit::device::paged {
@@ -45,42 +46,6 @@ template <class C> struct DecodeTraits {
   static constexpr int kVWords = kMxfp4V ? kHeadDim / 64 : kHeadDim / 32; // V words per lane per key
   static constexpr int kOStride = kHeadDim + 4;     // shared O rows (decodeSharedBytes)
 };
-
-FA4JIT_DEVICE uint32_t bf16x2Fma(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
-}
-constexpr uint32_t kBf16x2NegZero = 0x80008000u;
-
-// A UE4M3 scale as a BF16 pair, exactly: its 7 bits placed as BF16 exponent/mantissa bits are the
-// value times 2^-120 (subnormals included), which one BF16 multiply by 2^120 restores.
-FA4JIT_DEVICE uint32_t ue4m3ToBf16x2(uint32_t bits) {
-  const uint32_t h = (bits & 0x7Fu) << 4;
-  return bf16x2Fma(h | (h << 16), 0x7B807B80u, kBf16x2NegZero);
-}
-
-// Four E2M1 codes (16 bits, element 0 in the low nibble) as two BF16 pairs times `scale`, exact:
-// the magnitudes from a byte-permute table, the signs moved into bit 15 of each half.
-FA4JIT_DEVICE void e2m1x4ToBf16(uint32_t codes, uint32_t scale, uint32_t &p01, uint32_t &p23) {
-  const uint32_t sel = codes & 0x7777u;
-  // BF16 of the magnitudes {0, .5, 1, 1.5, 2, 3, 4, 6}: low bytes, then high bytes
-  const uint32_t lo = __byte_perm(0xC0800000u, 0xC0804000u, sel);
-  const uint32_t hi = __byte_perm(0x3F3F3F00u, 0x40404040u, sel);
-  const uint32_t m01 = __byte_perm(lo, hi, 0x5140u) | ((codes << 12) & 0x8000u) | ((codes << 24) & 0x80000000u);
-  const uint32_t m23 = __byte_perm(lo, hi, 0x7362u) | ((codes << 4) & 0x8000u) | ((codes << 16) & 0x80000000u);
-  p01 = bf16x2Fma(m01, scale, kBf16x2NegZero);
-  p23 = bf16x2Fma(m23, scale, kBf16x2NegZero);
-}
-
-// Byte k of the words a and b (E4M3 codes of two keys) as one BF16 pair, exactly (the 2^-120 of
-// the bit placement undone by one BF16 multiply).
-template <int k> FA4JIT_DEVICE uint32_t e4m3PairToBf16(uint32_t a, uint32_t b) {
-  // byte k of a into byte 1, byte k of b into byte 3: sign bits land on 15 and 31
-  const uint32_t x = __byte_perm(a, b, static_cast<uint32_t>(((4 + k) << 12) | (k << 4)));
-  const uint32_t h = (x & 0x80008000u) | ((x >> 4) & 0x07F007F0u);
-  return bf16x2Fma(h, 0x7B807B80u, kBf16x2NegZero);
-}
 
 FA4JIT_DEVICE void mmaBf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
@@ -142,15 +107,6 @@ FA4JIT_DEVICE void loadStep(const PagedCacheView &c, int64_t first_row, int g, i
       loadWords<T::kVWords>(c.v_codes + row * D + g * (D / 8), s.v[i]);
     }
   }
-}
-
-// A UE8M0 scale as a BF16 pair (2^-127 is BF16's subnormal 0x0040). The NaN byte reads as 0 here,
-// the row's NaN travelling through P instead (so that rows which do not see it stay finite), and
-// bytes above 252 (2^125, the largest a finite BF16 row can need) read as 252: a row past a
-// sequence's length may hold any bytes, and its P of 0 must never meet an infinite V.
-FA4JIT_DEVICE uint32_t ue8m0ToBf16x2(uint32_t byte) {
-  const uint32_t h = byte == kMxNaNScale ? 0u : (byte == 0u ? 0x0040u : min(byte, 252u) << 7);
-  return h | (h << 16);
 }
 
 // Element j (of the lane's head dim slice) of MXFP4 V rows a and b as one BF16 pair: the rows were
