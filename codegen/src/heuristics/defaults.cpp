@@ -10,6 +10,7 @@
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/sm100_attention.h"
 #include "fa4jit/codegen/spec_validate.h"
+#include "fa4jit/paged/params.cuh"
 
 namespace fa4jit {
 
@@ -144,7 +145,7 @@ DecodeGridChoice chooseDecodeGrid(long long base_ctas, int max_seq_len, int sm_c
   // warps) so that the combine's extra pass stays small; at most the combine's 16.
   long long splits = base_ctas > 0 ? (slots + base_ctas - 1) / base_ctas : 1;
   splits = std::min<long long>(splits, std::max(1, (max_seq_len + 255) / 256));
-  c.splits = static_cast<int>(std::clamp<long long>(splits, 1, 16));
+  c.splits = static_cast<int>(std::clamp<long long>(splits, 1, device::paged::kMaxDecodeSplits));
   return c;
 }
 

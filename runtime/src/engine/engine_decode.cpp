@@ -65,13 +65,16 @@ std::array<CheckedArray, 6> cacheChecks(const PagedKvCache &c) {
 }
 
 
-// Bytes of the splits' partial states: O and LSE in FP32 per split.
-std::size_t partialBytes(const DecodeArgs &a, int splits) {
+// Where the splits' partial states lie in the workspace: FP32 O of every split, then their LSEs.
+struct PartialStates {
+  std::size_t lse_offset = 0, bytes = 0; // bytes 0: one split, no workspace
+};
+PartialStates partialStates(const DecodeArgs &a, int splits) {
   if (splits <= 1)
-    return 0;
+    return {};
   const std::size_t rows = static_cast<std::size_t>(a.q.shape[0]) * a.q.shape[1] * a.q.shape[2];
   const std::size_t o_bytes = (splits * rows * a.q.shape[3] * 4 + 255) / 256 * 256;
-  return o_bytes + splits * rows * 4;
+  return {o_bytes, o_bytes + splits * rows * 4};
 }
 } // namespace
 
@@ -187,7 +190,7 @@ llvm::Expected<std::size_t> Engine::decodeWorkspaceSize(const DecodeArgs &a) con
   auto plan = decodePlan(a);
   if (!plan)
     return plan.takeError();
-  return partialBytes(a, plan->splits);
+  return partialStates(a, plan->splits).bytes;
 }
 
 llvm::Error Engine::decode(const DecodeArgs &a) {
@@ -196,7 +199,7 @@ llvm::Error Engine::decode(const DecodeArgs &a) {
     return plan.takeError();
   if (runtime::isEmpty(a.q))
     return llvm::Error::success();
-  const std::size_t bytes = partialBytes(a, plan->splits);
+  const std::size_t bytes = partialStates(a, plan->splits).bytes;
   if (auto err = engine_detail::ensureBytes(driver_, workspace_->decode, bytes))
     return err;
   return decodeOn(a, *plan, bytes > 0 ? workspace_->decode.address() : 0);
@@ -208,7 +211,7 @@ llvm::Error Engine::decode(const DecodeArgs &a, std::uint64_t workspace, std::si
     return plan.takeError();
   if (runtime::isEmpty(a.q))
     return llvm::Error::success();
-  const std::size_t bytes = partialBytes(a, plan->splits);
+  const std::size_t bytes = partialStates(a, plan->splits).bytes;
   if (workspace_bytes < bytes)
     return fail(llvm::formatv("decode workspace: {0} bytes, this call needs {1} (decodeWorkspaceSize)",
                               workspace_bytes, bytes));
@@ -261,7 +264,7 @@ llvm::Error Engine::decodeOn(const DecodeArgs &a, const DecodePlan &plan, std::u
   const std::size_t state_rows = static_cast<std::size_t>(batch) * q_heads * queries;
   if (plan.splits > 1) {
     p.partial_o = workspace;
-    p.partial_lse = workspace + (plan.splits * state_rows * c.head_dim * 4 + 255) / 256 * 256;
+    p.partial_lse = workspace + partialStates(a, plan.splits).lse_offset;
   }
   p.q_batch_stride = a.q.stride[0], p.q_head_stride = a.q.stride[1], p.q_row_stride = a.q.stride[2];
   p.o_batch_stride = a.o.stride[0], p.o_head_stride = a.o.stride[1], p.o_row_stride = a.o.stride[2];

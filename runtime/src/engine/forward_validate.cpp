@@ -2,6 +2,8 @@
 // garbage or fault), so everything a caller can get wrong is caught here with a message.
 #include "fa4jit/runtime/forward_validate.h"
 
+#include "fa4jit/paged/params.cuh"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstdio>
@@ -289,8 +291,9 @@ llvm::Error validateDecode(const DecodeArgs &a) {
   if (a.max_seq_len < 0 || a.max_seq_len > capacity)
     return fail(llvm::formatv("decode max_seq_len {0}: outside [0, {1}] (block_table_stride {2} x page_size {3})",
                               a.max_seq_len, capacity, a.block_table_stride, a.cache.page_size));
-  if (a.splits < 0 || a.splits > 16)
-    return fail(llvm::formatv("decode splits {0}: must be 0 (the heuristic's) to 16", a.splits));
+  if (a.splits < 0 || a.splits > device::paged::kMaxDecodeSplits)
+    return fail(llvm::formatv("decode splits {0}: must be 0 (the heuristic's) to {1}", a.splits,
+                              device::paged::kMaxDecodeSplits));
   if (a.lse % 4)
     return fail(llvm::formatv("decode lse: misaligned pointer {0:x}: must be 4-byte aligned", a.lse));
   if (a.spec) {
