@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: GPU tests, the main job, and fa4jit bench beside PyTorch SDPA in the
 # same run. Binaries come prebuilt (stripped) in .device-carry/ (scripts/prepare_device_carry.sh);
-# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|merge|decode|train]... (default: tests run bench)
+# logs go to $OUT. Usage: scripts/device_check.sh [tests|run|jit|bench|ab|variants|tune|python|backward|merge|decode|decode-tuned|train]... (default: tests run bench)
 # `train`: examples/train_lm once per route of TRAIN_ROUTES (default sdpa nvfp8) with TRAIN_ARGS,
 # logs into $OUT/train_lm (plot them here: examples/train_lm/plot_training.py).
 # TESTS (with `tests`): the GPU test binaries to run, default all of them.
@@ -51,11 +51,20 @@ for step in "${steps[@]}"; do
       FA4JIT_LIBRARY="$PWD/$BIN/libfa4jit.so" PYTHONPATH="$PWD/python" timeout 120 \
         python3 scripts/bench_merge.py > "$OUT/bench_merge.jsonl" 2> "$OUT/bench_merge.err"
       tail -9 "$OUT/bench_merge.jsonl"; tail -3 "$OUT/bench_merge.err" ;;
-    decode)
+    decode|decode-tuned)
+      # decode-tuned: `fa4jit tune --decode` on the same grid first (DECODE_ARGS' --batch, --context
+      # and --page-size), then the same benchmark, whose plans then come from the tuning database.
+      name=bench_decode
+      if [ "$step" = decode-tuned ]; then
+        name=bench_decode_tuned
+        grid=$(echo "${DECODE_ARGS:-}" | sed -E 's/--reps [0-9]+//')
+        echo "== fa4jit tune --decode $grid"
+        timeout 400 "$BIN/fa4jit" tune --decode $grid --no-progress 2>&1 | tee "$OUT/tune_decode.log" | tail -14
+      fi
       echo "== scripts/bench_decode.py ${DECODE_ARGS:-}"
       FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONUNBUFFERED=1 timeout 500 \
-        python3 scripts/bench_decode.py ${DECODE_ARGS:-} > "$OUT/bench_decode.jsonl" 2> "$OUT/bench_decode.err"
-      tail -40 "$OUT/bench_decode.err" ;;
+        python3 scripts/bench_decode.py ${DECODE_ARGS:-} > "$OUT/$name.jsonl" 2> "$OUT/$name.err"
+      tail -40 "$OUT/$name.err" ;;
     train)
       for route in ${TRAIN_ROUTES:-sdpa nvfp8}; do
         echo "== examples/train_lm --attention $route ${TRAIN_ARGS:-}"

@@ -4,6 +4,7 @@
 // point with --json, for scripts/bench_compare.py to set beside PyTorch SDPA of the same run.
 #include "bench_backward.h"
 #include "bench_decode.h"
+#include "decode_flags.h"
 #include "bench_support.h"
 #include "bench_variants.h"
 #include "cli_flags.h"
@@ -116,33 +117,21 @@ llvm::Expected<std::vector<int>> intList(const CliFlags &flags, llvm::StringRef 
 int benchDecode(const CliFlags &flags) {
   if (flags.has("route") || flags.has("backward") || flags.has("seqlen") || flags.has("causal"))
     return usage("--decode times decode over the paged cache: no --route, --backward, --seqlen or --causal");
+  auto grid = readDecodeGridFlags(flags, {"1,4,16,64", "4096,16384,65536,131072", "16,64", "fp8,mxfp4"});
+  if (!grid)
+    return usage(llvm::toString(grid.takeError()));
   DecodeBenchOptions o;
-  for (auto [name, fallback, out] : {std::tuple{"batch", "1,4,16,64", &o.batches},
-                                     std::tuple{"context", "4096,16384,65536,131072", &o.contexts},
-                                     std::tuple{"page-size", "16,64", &o.page_sizes},
-                                     std::tuple{"splits", "0", &o.splits}}) {
-    auto values = intList(flags, name, fallback);
-    if (!values)
-      return usage(llvm::toString(values.takeError()));
-    *out = *values;
-  }
-  for (auto [name, fallback, out] : {std::tuple{"q-heads", 32L, &o.q_heads}, std::tuple{"kv-heads", 8L, &o.kv_heads},
-                                     std::tuple{"head-dim", 128L, &o.head_dim}, std::tuple{"queries", 1L, &o.queries},
-                                     std::tuple{"reps", 10L, &o.reps}}) {
-    auto v = flags.integer(name, fallback, 1, 1 << 20);
-    if (!v)
-      return usage(llvm::toString(v.takeError()));
-    *out = int(*v);
-  }
-  auto formats = flags.list("value-format", "fp8,mxfp4");
-  if (!formats)
-    return usage(llvm::toString(formats.takeError()));
-  for (const std::string &name : *formats) {
-    auto value = parseKvValueFormat(name);
-    if (!value)
-      return usage(llvm::toString(value.takeError()));
-    o.value_formats.push_back(*value);
-  }
+  o.batches = grid->batches, o.contexts = grid->contexts, o.page_sizes = grid->page_sizes;
+  o.value_formats = grid->value_formats;
+  o.q_heads = grid->q_heads, o.kv_heads = grid->kv_heads, o.head_dim = grid->head_dim, o.queries = grid->queries;
+  auto splits = intList(flags, "splits", "0");
+  if (!splits)
+    return usage(llvm::toString(splits.takeError()));
+  o.splits = *splits;
+  auto reps = flags.integer("reps", 10, 1, 1 << 20);
+  if (!reps)
+    return usage(llvm::toString(reps.takeError()));
+  o.reps = int(*reps);
   o.json = flags.has("json");
   return runDecodeBench(o);
 }

@@ -1,8 +1,10 @@
 // `fa4jit tune`: autotune attention shapes into the tuning database (docs/TUNING.md), or show it.
 #include "cli_flags.h"
 #include "cli_values.h"
+#include "decode_flags.h"
 #include "progress.h"
 #include "subcommands.h"
+#include "tune_decode.h"
 #include "tune_show.h"
 
 #include "fa4jit/codegen/spec_io.h"
@@ -56,6 +58,14 @@ const char kUsage[] =
     "  --json              one JSON object per shape (with --show: the database as JSON)\n"
     "  --candidates        with --show: every candidate's timing and error\n"
     "  --no-progress       no progress bar on stderr\n"
+    "decode plans (--decode: warps and key splits per decode shape over the paged cache,\n"
+    "which Engine::decode then uses; each shape is a grid of the lists below):\n"
+    "  --decode            tune decode plans instead of attention kernels\n"
+    "  --batch LIST        sequences (default 1,16,64)\n"
+    "  --context LIST      tokens per sequence (default 4096,32768,131072)\n"
+    "  --page-size LIST    (default 16)    --value-format LIST  fp8, mxfp4 (default fp8)\n"
+    "  --q-heads N (32)    --kv-heads N (8)    --queries N (1)    --head-dim N (128)\n"
+    "  (--warmup, --reps, --tie-band, --force, --replay and --json apply)\n"
     "  --help\n";
 
 int fail(const std::string &m) {
@@ -107,12 +117,16 @@ llvm::Expected<std::vector<ShapeRequest>> readShapesFile(const std::string &path
 } // namespace
 
 int runTune(int argc, char **argv) {
-  CliFlags flags({shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(), shared_flags::causal(),
-                  {"shapes"}, {"tokens"}, {"warmup"}, {"reps"}, {"tie-band"}, shared_flags::threads(),
-                  {"min-cosine"}, {"accuracy-seqlen"}, {"calibration"}, {"show", FlagValue::None},
-                  shared_flags::json(), {"candidates", FlagValue::None}, {"exhaustive", FlagValue::None},
-                  {"heuristic-kernel-only", FlagValue::None}, {"force", FlagValue::None},
-                  {"replay", FlagValue::None}, {"no-progress", FlagValue::None}});
+  std::vector<FlagDef> defs = {shared_flags::route(), shared_flags::headDim(), shared_flags::seqlen(),
+                               shared_flags::causal(), {"shapes"}, {"tokens"}, {"warmup"}, {"reps"}, {"tie-band"},
+                               shared_flags::threads(), {"min-cosine"}, {"accuracy-seqlen"}, {"calibration"},
+                               {"show", FlagValue::None}, shared_flags::json(), {"candidates", FlagValue::None},
+                               {"exhaustive", FlagValue::None}, {"heuristic-kernel-only", FlagValue::None},
+                               {"force", FlagValue::None}, {"replay", FlagValue::None},
+                               {"no-progress", FlagValue::None}, {"decode", FlagValue::None}};
+  for (FlagDef &def : decodeGridFlagDefs())
+    defs.push_back(std::move(def));
+  CliFlags flags(std::move(defs));
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit tune: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
@@ -122,6 +136,11 @@ int runTune(int argc, char **argv) {
     return fail(llvm::toString(config.takeError()));
   if (flags.has("show"))
     return showTuningDatabase(runtime::tuningDbConfigFor(*config), flags.has("json"), flags.has("candidates"));
+  if (flags.has("decode"))
+    return runTuneDecode(flags, *config);
+  for (const char *name : {"batch", "context", "page-size", "value-format", "q-heads", "kv-heads", "queries"})
+    if (flags.has(name))
+      return usage(std::string("--") + name + " describes a decode shape: it needs --decode");
 
   // Shapes.
   std::vector<ShapeRequest> shapes;

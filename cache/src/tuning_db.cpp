@@ -187,6 +187,14 @@ std::optional<KernelSpec> TuningDb::winnerSpec(const TuningKey &key) const {
   return r ? std::optional<KernelSpec>(r->winnerResult().spec) : std::nullopt;
 }
 
+std::optional<TuningDb::DecodeWinner> TuningDb::winnerDecode(const TuningKey &key) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const TuningRecord *r = findLocked(key.str(), nullptr);
+  if (!r)
+    return std::nullopt;
+  return DecodeWinner{r->winnerResult().spec, r->winnerResult().splits};
+}
+
 llvm::Error TuningDb::store(TuningRecord record) {
   record.identity = identity_;
   if (record.winner < 0 || size_t(record.winner) >= record.candidates.size() ||

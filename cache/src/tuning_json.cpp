@@ -10,6 +10,7 @@
 #include "fa4jit/cache/tuning_db.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
+#include "fa4jit/paged/params.cuh"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -52,7 +53,20 @@ json::Value toJSON(const CandidateResult &c) {
     llvm::consumeError(spec.takeError());
   if (c.cosine)
     o["cosine"] = *c.cosine;
+  if (c.splits > 0)
+    o["splits"] = c.splits;
   return o;
+}
+
+json::Object keyJson(const TuningKey &k) {
+  if (k.family == KernelFamily::PagedKv)
+    return json::Object{{"family", toString(k.family)},    {"target", toString(k.target)},
+                        {"value_format", toString(k.value_format)}, {"head_dim", k.head_dim},
+                        {"page_size", k.page_size},        {"cta_bucket", k.cta_bucket},
+                        {"seqlen_bucket", k.seqlen_bucket}};
+  return json::Object{{"family", toString(k.family)}, {"target", toString(k.target)},
+                      {"route", toString(k.route)},   {"head_dim", k.head_dim},
+                      {"causal", k.causal},           {"seqlen_bucket", k.seqlen_bucket}};
 }
 
 json::Value toJSON(const TuningRecord &r) {
@@ -62,12 +76,7 @@ json::Value toJSON(const TuningRecord &r) {
   for (const PrunedCandidate &p : r.pruned)
     pruned.push_back(json::Object{{"label", p.label}, {"reason", p.reason}});
   return json::Object{
-      {"key", json::Object{{"family", toString(r.key.family)},
-                           {"target", toString(r.key.target)},
-                           {"route", toString(r.key.route)},
-                           {"head_dim", r.key.head_dim},
-                           {"causal", r.key.causal},
-                           {"seqlen_bucket", r.key.seqlen_bucket}}},
+      {"key", keyJson(r.key)},
       {"identity", json::Object{{"driver", r.identity.driver},
                                 {"nvrtc", r.identity.nvrtc},
                                 {"fa4jit_version", r.identity.fa4jit_version}}},
@@ -178,23 +187,36 @@ private:
 
 llvm::Expected<TuningKey> parseKey(const Reader &rd, const json::Object &o, const std::string &where) {
   TuningKey k;
-  std::string family, target, route;
+  std::string family, target;
   TRY(rd.str(o, where, "family", family));
   TRY(rd.str(o, where, "target", target));
-  TRY(rd.str(o, where, "route", route));
   TRY(rd.integer(o, where, "head_dim", k.head_dim));
-  TRY(rd.boolean(o, where, "causal", k.causal));
   TRY(rd.integer(o, where, "seqlen_bucket", k.seqlen_bucket));
   auto f = parseKernelFamily(family);
   auto t = parseTarget(target);
-  auto r = parseRoute(route);
   if (!f)
     return rd.err(where + ".family", llvm::toString(f.takeError()));
   if (!t)
     return rd.err(where + ".target", llvm::toString(t.takeError()));
+  k.family = *f, k.target = *t;
+  if (k.family == KernelFamily::PagedKv) {
+    std::string value;
+    TRY(rd.str(o, where, "value_format", value));
+    TRY(rd.integer(o, where, "page_size", k.page_size));
+    TRY(rd.integer(o, where, "cta_bucket", k.cta_bucket));
+    auto vf = parseKvValueFormat(value);
+    if (!vf)
+      return rd.err(where + ".value_format", llvm::toString(vf.takeError()));
+    k.value_format = *vf;
+    return k;
+  }
+  std::string route;
+  TRY(rd.str(o, where, "route", route));
+  TRY(rd.boolean(o, where, "causal", k.causal));
+  auto r = parseRoute(route);
   if (!r)
     return rd.err(where + ".route", llvm::toString(r.takeError()));
-  k.family = *f, k.target = *t, k.route = *r;
+  k.route = *r;
   return k;
 }
 
@@ -216,6 +238,8 @@ llvm::Expected<CandidateResult> parseCandidate(const Reader &rd, const json::Val
     TRY(rd.number(**o, where, "cosine", cos));
     c.cosine = cos;
   }
+  if ((*o)->get("splits"))
+    TRY(rd.integer(**o, where, "splits", c.splits));
   const json::Value *spec = (*o)->get("spec");
   if (!spec || !spec->getAsObject())
     return rd.err(where + ".spec", "missing or not an object");
@@ -284,6 +308,24 @@ llvm::Expected<TuningRecord> parseRecord(const Reader &rd, const json::Value &v,
     if (llvm::Error e = validateSpec(r.candidates[i].spec))
       return rd.err(where + ".candidates[" + std::to_string(i) + "].spec", llvm::toString(std::move(e)));
   const KernelSpec &w = r.candidates[size_t(r.winner)].spec;
+  if (r.key.family == KernelFamily::PagedKv) {
+    // (a decode plan's splits size the launch and its partial states: one out of range would be
+    // launched as it stands)
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
+      const CandidateResult &c = r.candidates[i];
+      if (c.spec.family != KernelFamily::PagedKv || c.splits < 1 || c.splits > device::paged::kMaxDecodeSplits)
+        return rd.err(where + ".candidates[" + std::to_string(i) + "]",
+                      "not a decode plan (a paged-kv spec and 1 to " +
+                          std::to_string(device::paged::kMaxDecodeSplits) + " splits)");
+    }
+    if (w.target != r.key.target || w.paged.head_dim != r.key.head_dim || w.paged.page_size != r.key.page_size ||
+        w.paged.value_format != r.key.value_format)
+      return rd.err(where + ".winner", "its spec (" + std::string(toString(w.paged.value_format)) + ", d" +
+                                           std::to_string(w.paged.head_dim) + ", page " +
+                                           std::to_string(w.paged.page_size) + ", " + toString(w.target) +
+                                           ") is not one for the record's key " + r.key.str());
+    return r;
+  }
   if (w.family != r.key.family || w.target != r.key.target ||
       (w.family == KernelFamily::AttentionForward &&
        (w.attention.route != r.key.route || w.attention.head_dim != r.key.head_dim ||
@@ -313,6 +355,10 @@ std::string deviceSlug(llvm::StringRef device_name, int sm_count) {
 }
 
 std::string TuningKey::str() const {
+  if (family == KernelFamily::PagedKv)
+    return std::string(toString(family)) + "/" + toString(target) + "/" + toString(value_format) + "/d" +
+           std::to_string(head_dim) + "/p" + std::to_string(page_size) + "/g" + std::to_string(cta_bucket) + "/s" +
+           std::to_string(seqlen_bucket);
   return std::string(toString(family)) + "/" + toString(target) + "/" + toString(route) + "/d" +
          std::to_string(head_dim) + "/c" + (causal ? "1" : "0") + "/s" + std::to_string(seqlen_bucket);
 }

@@ -287,6 +287,105 @@ TEST_CASE("records whose specs fail validation or belong to another key are reje
   }
 }
 
+namespace {
+TuningKey decodeKey(int cta_bucket, int seqlen_bucket, KvValueFormat value = KvValueFormat::Fp8) {
+  TuningKey k;
+  k.family = KernelFamily::PagedKv;
+  k.head_dim = 128;
+  k.page_size = 16;
+  k.value_format = value;
+  k.cta_bucket = cta_bucket;
+  k.seqlen_bucket = seqlen_bucket;
+  return k;
+}
+
+// A decode-plan record: the heuristic's plan (w8 s4) and a faster one (w4 s16), the winner.
+TuningRecord decodeRecord(const TuningKey &k) {
+  TuningRecord r;
+  r.key = k;
+  const KernelSpec w8 = defaultPagedKvSpec(k.head_dim, k.page_size, 8, k.target, k.value_format);
+  const KernelSpec w4 = defaultPagedKvSpec(k.head_dim, k.page_size, 4, k.target, k.value_format);
+  CandidateResult h{w8, "w8 s4", true, 0.05, 0.049, 0.052, 10, 0.01, "", std::nullopt, 4};
+  CandidateResult w{w4, "w4 s16", true, 0.04, 0.039, 0.041, 10, 0.01, "", std::nullopt, 16};
+  r.candidates = {h, w};
+  r.heuristic = 0;
+  r.winner = 1;
+  r.tie_band = 0.02;
+  r.timing_source = "fake";
+  r.problem = "b1 hq32 hkv8 q1 ctx32768";
+  r.tuned_at = "2026-12-07T06:00:00Z";
+  return r;
+}
+} // namespace
+
+TEST_CASE("decode-plan records keep their splits and key fields through a file", "[tuning][decode]") {
+  const TuningKey k = decodeKey(8, 32768, KvValueFormat::Mxfp4);
+  CHECK(k.str() == "paged-kv/sm_90a/mxfp4/d128/p16/g8/s32768");
+  CHECK(decodeKey(16, 32768).str() != decodeKey(8, 32768).str());
+  TuningFile f;
+  f.device_name = "NVIDIA H200";
+  f.sm_count = 132;
+  TuningRecord r = decodeRecord(k);
+  r.identity = identity();
+  f.records[k.str()] = r;
+  auto back = parseTuningFile(serializeTuningFile(f), "mem.json");
+  REQUIRE_OK(back);
+  REQUIRE(back->records.count(k.str()) == 1);
+  const TuningRecord &b = back->records.at(k.str());
+  CHECK(b.key.str() == k.str());
+  CHECK(b.key.value_format == KvValueFormat::Mxfp4);
+  CHECK(b.key.page_size == 16);
+  CHECK(b.key.cta_bucket == 8);
+  REQUIRE(b.candidates.size() == 2);
+  CHECK(b.candidates[0].splits == 4);
+  CHECK(b.winnerResult().splits == 16);
+  CHECK(b.winnerResult().spec.paged.warps == 4);
+
+  TuningDb db({"", "", true}, identity());
+  REQUIRE_SUCCESS(db.store(r));
+  auto winner = db.winnerDecode(k);
+  REQUIRE(winner);
+  CHECK(winner->splits == 16);
+  CHECK(winner->spec.paged.warps == 4);
+  CHECK_FALSE(db.winnerDecode(decodeKey(16, 32768, KvValueFormat::Mxfp4)));
+}
+
+TEST_CASE("decode-plan records with splits out of range or another cache's spec are rejected", "[tuning][decode]") {
+  struct Case {
+    const char *what;
+    std::function<void(TuningRecord &)> spoil;
+    const char *reason;
+  };
+  const Case cases[] = {
+      {"17 splits", [](TuningRecord &r) { r.candidates[1].splits = 17; }, "not a decode plan"},
+      {"no splits", [](TuningRecord &r) { r.candidates[0].splits = 0; }, "not a decode plan"},
+      {"an attention spec", [](TuningRecord &r) { r.candidates[0].spec = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a); },
+       "not a decode plan"},
+      {"a winner of page size 64", [](TuningRecord &r) { r.candidates[1].spec.paged.page_size = 64; },
+       "not one for the record's key"},
+      {"a winner of the other V format",
+       [](TuningRecord &r) { r.candidates[1].spec.paged.value_format = KvValueFormat::Mxfp4; },
+       "not one for the record's key"},
+  };
+  for (const Case &c : cases) {
+    INFO(c.what);
+    TuningFile f;
+    f.device_name = "NVIDIA H200";
+    f.sm_count = 132;
+    TuningRecord good = decodeRecord(decodeKey(4, 4096)), bad = decodeRecord(decodeKey(64, 4096));
+    good.identity = bad.identity = identity();
+    c.spoil(bad);
+    f.records[good.key.str()] = good;
+    f.records[bad.key.str()] = bad;
+    auto back = parseTuningFile(serializeTuningFile(f), "mem.json");
+    REQUIRE_OK(back);
+    CHECK(back->records.count(good.key.str()) == 1);
+    CHECK(back->records.count(bad.key.str()) == 0);
+    REQUIRE(back->rejected.count(bad.key.str()) == 1);
+    CHECK_THAT(back->rejected.at(bad.key.str()).reason, Catch::Contains(c.reason));
+  }
+}
+
 TEST_CASE("tuning folders that others may write are refused like the kernel cache's", "[tuning]") {
   ScratchDir dir;
   const std::string user = userDirOf(dir), sys = dir.sub("system/tuning");

@@ -8,6 +8,9 @@
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/cpu/paged.h"
+#include "fa4jit/runtime/decode_fixture.h"
+#include "fa4jit/runtime/decode_tuner.h"
+#include "fa4jit/runtime/kernel_jit.h"
 #include "paged_fixture.h"
 
 #include <cmath>
@@ -360,4 +363,57 @@ TEST_CASE("the checking mode reports a bad length, page or slot as an error inst
   e = (*checking)->appendKv(dev.append(1));
   REQUIRE(static_cast<bool>(e));
   CHECK_THAT(llvm::toString(std::move(e)), Catch::Contains("slot_mapping[0]"));
+}
+
+TEST_CASE("a tuned decode plan is the one decodePlan returns, and it decodes like the heuristic's",
+          "[gpu][paged][tuning]") {
+  auto config = runtime::loadConfig();
+  REQUIRE_OK(config);
+  config->cache.disable_disk = true; // (the records stay in this engine's memory)
+  EngineOptions options;
+  options.config = *config;
+  auto created = Engine::create(options);
+  REQUIRE_OK(created);
+  Engine &engine = **created;
+  runtime::DecodeTuneRequest req;
+  req.target = engine.target();
+  req.sm_count = engine.device().sm_count;
+  req.problem = {2, 32, 8, 1, 4096};
+  runtime::JitCandidateCompiler compiler(engine.jit());
+  runtime::EngineDecodeTimingSource timing(engine, {1, 3});
+  runtime::DecodeTuner tuner(engine.tuningDb(), compiler, timing);
+  auto tuned = tuner.tune(req);
+  REQUIRE_OK(tuned);
+  for (const cache::CandidateResult &c : tuned->record.candidates) {
+    INFO(c.label << ": " << c.error);
+    CHECK(c.ok);
+    CHECK(c.median_ms > 0);
+  }
+  const cache::CandidateResult &winner = tuned->record.winnerResult();
+
+  runtime::DecodeFixtureShape shape;
+  shape.batch = 2, shape.context = 4096;
+  auto fixture = runtime::DecodeFixture::create(engine, shape, freshSeed(), 0);
+  REQUIRE_OK(fixture);
+  DecodeArgs a = (*fixture)->args(0);
+  auto plan = engine.decodePlan(a);
+  REQUIRE_OK(plan);
+  CHECK(plan->from_tuning);
+  CHECK(plan->splits == winner.splits);
+  CHECK(plan->spec.paged.warps == winner.spec.paged.warps);
+  const std::size_t n = std::size_t(2) * 32 * 128;
+  REQUIRE_SUCCESS(engine.decode(a));
+  const CUdeviceptr o_bytes = a.o.data; // (copies on the legacy stream wait for the decode)
+  std::vector<std::uint16_t> tuned_bits(n), heuristic_bits(n);
+  const runtime::DriverApi &api = engine.driver().api();
+  REQUIRE(api.cuMemcpyDtoH(tuned_bits.data(), o_bytes, n * 2) == CUDA_SUCCESS);
+  const DecodeGridChoice h = chooseDecodeGrid(runtime::decodeBaseCtas(2, 32, 8, 1), 4096, engine.device().sm_count);
+  a.splits = h.splits;
+  a.spec = defaultPagedKvSpec(128, 16, h.warps, engine.target());
+  REQUIRE_SUCCESS(engine.decode(a));
+  REQUIRE(api.cuMemcpyDtoH(heuristic_bits.data(), o_bytes, n * 2) == CUDA_SUCCESS);
+  std::vector<float> t(n), hh(n);
+  for (std::size_t i = 0; i < n; ++i)
+    t[i] = formats::bf16ToFloat(tuned_bits[i]), hh[i] = formats::bf16ToFloat(heuristic_bits[i]);
+  CHECK(offByMoreThanOneUlp(t, hh) == 0);
 }

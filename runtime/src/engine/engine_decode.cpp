@@ -4,6 +4,7 @@
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/paged/params.cuh"
+#include "fa4jit/runtime/decode_tuner.h"
 #include "fa4jit/runtime/forward_validate.h"
 #include "toolchain/driver_api.h"
 #include "workspace_buffers.h"
@@ -174,12 +175,24 @@ llvm::Expected<DecodePlan> Engine::decodePlan(const DecodeArgs &a) const {
   const std::int64_t group = a.q.shape[1] / a.cache.kv_heads;
   plan.row_blocks = static_cast<int>((group * a.q.shape[2] + dp::kDecodeRowsPerCta - 1) / dp::kDecodeRowsPerCta);
   const int max_seq_len = a.max_seq_len > 0 ? a.max_seq_len : a.block_table_stride * a.cache.page_size;
-  const DecodeGridChoice choice =
-      chooseDecodeGrid(a.q.shape[0] * a.cache.kv_heads * plan.row_blocks, max_seq_len, device_.sm_count);
-  plan.splits = a.splits > 0 ? a.splits : choice.splits;
-  plan.spec = a.spec ? *a.spec
-                     : defaultPagedKvSpec(a.cache.head_dim, a.cache.page_size, choice.warps, target_,
-                                          a.cache.value_format);
+  const long long base_ctas = a.q.shape[0] * a.cache.kv_heads * plan.row_blocks; // (decodeBaseCtas)
+  // The plan: the caller's spec and splits where given; else the tuning database's for the shape's
+  // key (fa4jit tune --decode); else the heuristic's (replay mode: a miss is an error).
+  std::optional<cache::TuningDb::DecodeWinner> tuned;
+  if (!a.spec || a.splits <= 0) {
+    const cache::TuningKey key = runtime::decodeTuningKey(target_, a.cache.head_dim, a.cache.page_size,
+                                                          a.cache.value_format, base_ctas, max_seq_len);
+    tuned = tuning_->winnerDecode(key);
+    if (!tuned && config_.tune == runtime::TuneMode::Replay)
+      return runtime::replayMiss(*tuning_, key);
+  }
+  plan.from_tuning = tuned.has_value();
+  const DecodeGridChoice choice = chooseDecodeGrid(base_ctas, max_seq_len, device_.sm_count);
+  plan.splits = a.splits > 0 ? a.splits : tuned ? tuned->splits : choice.splits;
+  plan.spec = a.spec  ? *a.spec
+              : tuned ? tuned->spec
+                      : defaultPagedKvSpec(a.cache.head_dim, a.cache.page_size, choice.warps, target_,
+                                           a.cache.value_format);
   if (a.q.shape[0] > 65535 || std::int64_t(a.cache.kv_heads) * plan.row_blocks > 65535)
     return fail(llvm::formatv("decode: batch {0} or kv heads x row blocks {1} exceed the grid's 65535",
                               a.q.shape[0], std::int64_t(a.cache.kv_heads) * plan.row_blocks));

@@ -2,6 +2,7 @@
 #include "fa4jit/runtime/tuner.h"
 
 #include "fa4jit/runtime/kernel_jit.h"
+#include "tune_common.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -18,21 +19,6 @@ AccuracyProbe::~AccuracyProbe() = default;
 namespace {
 
 llvm::Error fail(const std::string &msg) { return llvm::createStringError(llvm::inconvertibleErrorCode(), msg); }
-
-std::string utcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  ::gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
-
-// One line per error, so a multi-line NVRTC log does not break the database table.
-std::string clipped(const std::string &text, size_t max_chars = 2000) {
-  std::string s = text.substr(0, std::min(text.size(), max_chars));
-  return s;
-}
 
 } // namespace
 
@@ -108,12 +94,20 @@ llvm::Error replayMiss(const cache::TuningDb &db, const cache::TuningKey &key) {
       files += (files.empty() ? "" : ", ") + f;
   if (files.empty())
     files = "no tuning files (no cache directory)";
+  const std::string command =
+      key.family == KernelFamily::PagedKv
+          ? llvm::formatv("fa4jit tune --decode --head-dim {0} --page-size {1} --value-format {2} --context {3} "
+                          "--batch B --q-heads HQ --kv-heads HKV (batch x kv heads x 16-row blocks in the grid "
+                          "bucket {4})",
+                          key.head_dim, key.page_size, toString(key.value_format), key.seqlen_bucket, key.cta_bucket)
+                .str()
+          : llvm::formatv("fa4jit tune --route {0} --head-dim {1} --causal {2} --seqlen {3}", toString(key.route),
+                          key.head_dim, key.causal ? 1 : 0, key.seqlen_bucket)
+                .str();
   return fail(llvm::formatv("FA4JIT_TUNE=replay: no tuning record for {0} on {1} ({2} SMs, driver {3}, fa4jit {4}) "
-                            "in {5}; run `fa4jit tune --route {6} --head-dim {7} --causal {8} --seqlen {9}` on "
-                            "this machine, or ship a system database (docs/TUNING.md)",
+                            "in {5}; run `{6}` on this machine, or ship a system database (docs/TUNING.md)",
                             key.str(), db.identity().device_name, db.identity().sm_count, db.identity().driver,
-                            db.identity().fa4jit_version, files, toString(key.route), key.head_dim,
-                            key.causal ? 1 : 0, key.seqlen_bucket)
+                            db.identity().fa4jit_version, files, command)
                   .str());
 }
 
@@ -199,12 +193,7 @@ llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerO
       c.error = "launch: " + clipped(llvm::toString(t.takeError()));
       continue;
     }
-    c.ok = true;
-    c.median_ms = t->median_ms;
-    c.min_ms = t->min_ms;
-    c.max_ms = t->max_ms;
-    c.reps = t->reps;
-    c.noise = t->noise;
+    recordTime(c, *t);
   }
 
   auto chosen = selectWinner(rec.candidates, options.min_tie_band, options.min_cosine);
@@ -216,7 +205,7 @@ llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerO
   rec.accuracy_source = accuracy_ && options.min_cosine ? accuracy_->describe() : std::string();
   rec.timing_source = timing_.describe();
   rec.problem = request.problem.str();
-  rec.tuned_at = utcNow();
+  rec.tuned_at = utcTimestamp();
   if (llvm::Error e = db_.store(rec))
     return e;
   out.layer = db_.config().user_dir.empty() ? cache::TuningLayer::Memory : cache::TuningLayer::User;

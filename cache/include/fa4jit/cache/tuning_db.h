@@ -3,8 +3,9 @@
 // candidate's timing, beside the kernel cache:
 //   <system cache dir>/tuning/<device-slug>.json   read only, shipped with a deployment, searched first
 //   <user cache dir>/tuning/<device-slug>.json     written by the tuner
-// A record is keyed by (family, target, route, head dim, causal, sequence-length bucket) and
-// carries the identity it was measured under (driver, NVRTC, fa4jit version); a record whose
+// An attention record is keyed by (family, target, route, head dim, causal, sequence-length
+// bucket), a decode plan's by (target, V format, head dim, page size, grid bucket, context
+// bucket); every record carries the identity it was measured under (driver, NVRTC, fa4jit version); a record whose
 // identity differs from this process's is skipped, never trusted (FlashInfer skips on any
 // mismatch). Writes lock the file, re-read it, merge and publish atomically (temp + fsync +
 // rename), so several processes tuning at once lose nothing. A bad record is ignored, named in one
@@ -50,8 +51,14 @@ struct TuningKey {
   Route route = Route::DirectP;
   int head_dim = 128;
   bool causal = false;
-  int seqlen_bucket = 1; // codegen seqlenBucket(seqlen_k)
-  // "attention/sm_90a/directp/d128/c0/s4096": stable, used as the JSON map key.
+  int seqlen_bucket = 1; // codegen seqlenBucket(seqlen_k); decode: of the longest sequence
+  // Decode plans (family PagedKv; route and causal unused): the cache's page size and V format,
+  // and decodeCtaBucket of the grid without splits (sequences x kv heads x row blocks).
+  int page_size = 0;
+  KvValueFormat value_format = KvValueFormat::Fp8;
+  int cta_bucket = 0;
+  // "attention/sm_90a/directp/d128/c0/s4096", "paged-kv/sm_90a/fp8/d128/p16/g64/s32768": stable,
+  // used as the JSON map key.
   std::string str() const;
   bool operator<(const TuningKey &o) const { return str() < o.str(); }
   bool operator==(const TuningKey &o) const { return str() == o.str(); }
@@ -68,6 +75,7 @@ struct CandidateResult {
   double noise = 0;  // relative spread of the repeats (the timing source's measure)
   std::string error;
   std::optional<double> cosine; // against FP64, when accuracy was measured
+  int splits = 0; // decode plans: key splits per sequence (1 .. kMaxDecodeSplits); 0 otherwise
 };
 
 struct PrunedCandidate {
@@ -146,6 +154,12 @@ public:
   std::optional<TuningRecord> lookup(const TuningKey &key, TuningLayer *layer = nullptr) const;
   // The winner's spec alone (what every forward call asks; no copy of the candidate list).
   std::optional<KernelSpec> winnerSpec(const TuningKey &key) const;
+  // A decode key's winning plan: its spec and splits.
+  struct DecodeWinner {
+    KernelSpec spec;
+    int splits = 1;
+  };
+  std::optional<DecodeWinner> winnerDecode(const TuningKey &key) const;
   // Stores (or replaces) the record of record.key: under the file lock, re-read, merge, write to
   // a temporary file, fsync, rename, fsync the directory. Without a user directory the record is
   // kept in memory. The record's identity is set to this database's.

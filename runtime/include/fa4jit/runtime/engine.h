@@ -193,6 +193,7 @@ struct DecodePlan {
   KernelSpec spec;    // family PagedKv
   int splits = 1;     // CTAs per (sequence, kv head, row block) along the keys
   int row_blocks = 1; // 16-row tiles of one kv head's query rows (group x queries)
+  bool from_tuning = false; // spec or splits from the tuning database (fa4jit tune --decode)
 };
 
 struct EngineOptions {
