@@ -6,9 +6,11 @@
 #include <string>
 
 #include "accuracy_backward.h"
+#include "accuracy_formats.h"
 #include "accuracy_grid.h"
 #include "cli_flags.h"
 #include "cli_values.h"
+#include "line_plot_svg.h"
 #include "progress.h"
 #include "fa4jit/codegen/classifier_fit.h"
 #include "llvm/ADT/SmallVector.h"
@@ -53,6 +55,11 @@ const char kUsage[] =
     "  --backward          the training route's backward instead: cosine and rel. L2 of dQ, dK, dV\n"
     "                      against FP64 for E4M3 P/V (dS against BF16 or the saved NVFP4 Q/K) and\n"
     "                      MXFP4 P/V, over the whole head (head dims 64, 128; dO ~ N(0, 1))\n"
+    "  --formats           every operand format pair instead (Q/K nvfp4, mxfp4, e4m3-row, mxfp8 x\n"
+    "                      P/V mxfp4, e4m3; docs/NUMERICS.md, Format study) beside the nvfp8 and\n"
+    "                      directp kernel models: cosine vs FP64 per sigma (defaults: sigma\n"
+    "                      0.5,1,2,4,8,16,30,100,300, seqlen 1024, causal 0)\n"
+    "  --plot FILE.svg     with --formats: cosine against sigma, one line per format pair\n"
     "  --help              this text\n";
 
 int fail(const std::string &msg) {
@@ -126,6 +133,69 @@ void printTable(const std::vector<AccuracyRow> &rows) {
                r.rel_l2_vs_fp64, r.rel_l2_vs_bf16, coefficientText(r));
   }
   std::fflush(stdout);
+}
+
+// One table per (seqlen, head dim, causal): a row per sigma, a column per format pair and kernel.
+void printFormats(const std::vector<FormatAccuracyRow> &rows, bool json) {
+  if (json) {
+    llvm::json::Array arr;
+    for (const FormatAccuracyRow &r : rows)
+      arr.push_back(llvm::json::Object{{"formats", r.label},       {"kernel_model", r.kernel},
+                                       {"sigma", r.sigma},         {"seqlen", r.seqlen},
+                                       {"head_dim", r.head_dim},   {"causal", r.causal},
+                                       {"cos_vs_fp64", r.cos_vs_fp64}, {"rel_l2_vs_fp64", r.rel_l2_vs_fp64}});
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
+    return;
+  }
+  std::vector<std::string> labels;
+  for (const FormatAccuracyRow &r : rows)
+    if (std::find(labels.begin(), labels.end(), r.label) == labels.end())
+      labels.push_back(r.label);
+  std::string last_group;
+  double last_sigma = NAN;
+  for (const FormatAccuracyRow &r : rows) {
+    const std::string group =
+        fmt::format("seqlen={} head_dim={} causal={}", r.seqlen, r.head_dim, r.causal ? "yes" : "no");
+    if (group != last_group) {
+      fmt::print("{}cosine vs FP64, {} (Q/K format / P/V format; kernel: the route's exact model)\n{:>7}",
+                 last_group.empty() ? "" : "\n\n", group, "sigma");
+      for (const std::string &l : labels)
+        fmt::print(" {:>15}", l);
+      last_group = group;
+      last_sigma = NAN;
+    }
+    if (r.sigma != last_sigma) {
+      fmt::print("\n{:>7g}", r.sigma);
+      last_sigma = r.sigma;
+    }
+    fmt::print(" {:>15.5f}", r.cos_vs_fp64);
+  }
+  fmt::print("\n");
+  std::fflush(stdout);
+}
+
+// The SVG of cosine against sigma, one line per label, for the first (seqlen, head dim, causal).
+std::string formatsPlot(const std::vector<FormatAccuracyRow> &rows) {
+  LinePlot plot;
+  plot.x_label = "sigma of Q, K, V entries";
+  plot.y_label = "cosine of O vs FP64";
+  double lowest = 1.0;
+  for (const FormatAccuracyRow &r : rows) {
+    if (r.seqlen != rows.front().seqlen || r.head_dim != rows.front().head_dim || r.causal != rows.front().causal)
+      continue;
+    auto it = std::find_if(plot.series.begin(), plot.series.end(), [&](const PlotSeries &s) { return s.name == r.label; });
+    if (it == plot.series.end()) {
+      plot.series.push_back({r.label, {}, r.kernel});
+      it = plot.series.end() - 1;
+    }
+    it->points.push_back({r.sigma, r.cos_vs_fp64});
+    lowest = std::min(lowest, r.cos_vs_fp64);
+  }
+  plot.title = fmt::format("Attention output accuracy per operand format (seqlen {}, head dim {}{})",
+                           rows.front().seqlen, rows.front().head_dim, rows.front().causal ? ", causal" : "");
+  plot.y_min = std::max(0.0, std::floor(lowest * 20.0) / 20.0);
+  plot.y_max = 1.0;
+  return renderLinePlotSvg(plot);
 }
 
 void printBackward(const std::vector<BackwardAccuracyRow> &rows, bool json) {
@@ -266,7 +336,7 @@ int runAccuracy(int argc, char **argv) {
   CliFlags flags({{"sigma"}, shared_flags::seqlen(), shared_flags::headDim(), shared_flags::causal(),
                   shared_flags::route(), {"classifiers"}, {"scores"}, {"qk-widening"}, {"slack"}, {"rows"},
                   shared_flags::threads(), {"seed"}, {"calibrate"}, shared_flags::json(),
-                  {"backward", FlagValue::None}});
+                  {"backward", FlagValue::None}, {"formats", FlagValue::None}, {"plot"}});
   if (auto e = flags.parse(argc, argv))
     return std::fprintf(stderr, "fa4jit accuracy: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
@@ -281,6 +351,32 @@ int runAccuracy(int argc, char **argv) {
   if (auto e = validateGrid(grid))
     return fail(llvm::toString(std::move(e)));
   ProgressLine progress(!json);
+  if (flags.has("plot") && !flags.has("formats"))
+    return std::fprintf(stderr, "fa4jit accuracy: --plot draws the --formats study: add --formats\n"), 2;
+  if (flags.has("formats")) {
+    if (!flags.has("sigma"))
+      grid.sigmas = {0.5, 1, 2, 4, 8, 16, 30, 100, 300};
+    if (!flags.has("seqlen"))
+      grid.seqlens = {1024};
+    if (!flags.has("causal"))
+      grid.causal = {false};
+    auto rows = runFormatAccuracy(grid, [&](int done, int total) { progress.update("grid points", done, total); });
+    progress.clear();
+    if (!rows)
+      return fail(llvm::toString(rows.takeError()));
+    printFormats(*rows, json);
+    const std::string plot = flags.str("plot", "");
+    if (!plot.empty() && !rows->empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(plot, ec);
+      if (ec)
+        return fail("cannot write " + plot + ": " + ec.message());
+      os << formatsPlot(*rows);
+      if (!json)
+        fmt::print("plot: {}\n", plot);
+    }
+    return 0;
+  }
   if (flags.has("backward")) {
     auto rows = runBackwardAccuracy(grid, [&](int done, int total) { progress.update("grid points", done, total); });
     progress.clear();

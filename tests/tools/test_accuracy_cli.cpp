@@ -173,3 +173,47 @@ TEST_CASE("accuracy --backward: the backward variants' gradients against FP64", 
   CHECK(bad.status == 2);
   CHECK(bad.out.find("head dim 256 has no backward kernel") != std::string::npos);
 }
+
+TEST_CASE("accuracy --formats: a row per format pair and kernel model, and an SVG plot of them",
+          "[cli][accuracy][formats]") {
+  const std::string plot = "/tmp/fa4jit_test_" + std::to_string(getpid()) + "_formats.svg";
+  const Run r = runCli("--formats --json --sigma 1,4 --seqlen 256 --rows 16 --plot " + plot);
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  auto v = llvm::json::parse(r.out);
+  if (!v)
+    FAIL(llvm::toString(v.takeError()));
+  const llvm::json::Array *rows = v->getAsArray();
+  REQUIRE(rows != nullptr);
+  CHECK(rows->size() == 2 * (8 + 2)); // sigma x (4 Q/K x 2 P/V formats, 2 kernel models)
+  double nvfp4_at_4 = 0, e4m3_row_at_4 = 0;
+  int kernels = 0;
+  for (const llvm::json::Value &row : *rows) {
+    const llvm::json::Object &o = *row.getAsObject();
+    const double cos = *o.getNumber("cos_vs_fp64");
+    CHECK(cos > 0.3);
+    CHECK(cos <= 1.0);
+    kernels += *o.getBoolean("kernel_model");
+    if (*o.getNumber("sigma") == 4 && *o.getString("formats") == "nvfp4 / e4m3")
+      nvfp4_at_4 = cos;
+    if (*o.getNumber("sigma") == 4 && *o.getString("formats") == "e4m3-row / e4m3")
+      e4m3_row_at_4 = cos;
+  }
+  CHECK(kernels == 4);
+  // Large logits: FP8 Q/K keeps the output where NVFP4 loses it.
+  CHECK(e4m3_row_at_4 > nvfp4_at_4 + 0.05);
+  std::ifstream in(plot);
+  const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(plot.c_str());
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.find("</svg>") != std::string::npos);
+  std::size_t lines = 0;
+  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1))
+    ++lines;
+  CHECK(lines == 10);
+  CHECK(svg.find("mxfp8 / e4m3") != std::string::npos);
+
+  const Run no_formats = runCli("--plot " + plot);
+  CHECK(no_formats.status == 2);
+  CHECK(no_formats.out.find("--formats") != std::string::npos);
+}
