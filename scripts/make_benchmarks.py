@@ -132,12 +132,19 @@ def training_section(run_dir):
 
 
 def decode_section(run_dir):
-    """Decode over the paged cache from its own run folder: run.json and scripts/bench_decode.py's
-    output (decode.jsonl)."""
+    """Decode over the paged cache from its own run folder: run.json, scripts/bench_decode.py's
+    output with the heuristic's plans (decode.jsonl) and, where the run has it, the same grid after
+    `fa4jit tune --decode` (decode_tuned.jsonl)."""
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    rows = [r for r in load(os.path.join(run_dir, meta.get("files", {}).get("decode", "decode.jsonl")))
+    files = meta.get("files", {})
+    rows = [r for r in load(os.path.join(run_dir, files.get("decode", "decode.jsonl")))
             if r.get("kind") == "fa4jit-decode"]
+    tuned = {}
+    if files.get("decode_tuned") and os.path.exists(os.path.join(run_dir, files["decode_tuned"])):
+        for r in load(os.path.join(run_dir, files["decode_tuned"])):
+            if r.get("kind") == "fa4jit-decode":
+                tuned[(r["value_format"], r["batch"], r["context"], r["page_size"])] = r
     out = ["", "## Decode over the paged cache", ""]
     copy = rows[0]["copy_gb_s"] if rows else 0
     out.append(wrap(
@@ -149,20 +156,40 @@ def decode_section(run_dir):
         "its flash, cuDNN and efficient backends, K/V copies rotated the same way), median of "
         f"{meta.get('reps', 7)} samples of 20 calls. Copy bandwidth of the run: {copy:.0f} GB/s. "
         "GB/s counts the cache bytes decode must read (K with its scales, V with its scales); the "
-        "rooflines are those bytes, and a BF16 cache's, at copy bandwidth."))
+        "rooflines are those bytes, and a BF16 cache's, at copy bandwidth. `bound x` is the BF16 "
+        "roofline over the cache's: the most any decode of this cache can gain on a BF16 decode that "
+        "runs at copy bandwidth. The plan is the heuristic's (`splits`/`warps`)" +
+        (", and `tuned` the same grid after `fa4jit tune --decode` in the same run." if tuned else ".")))
     out.append("")
-    out.append("| V | batch | context | page | splits | fa4jit ms | GB/s | x copy | cache roofline ms | "
-               "SDPA BF16 ms (backend) | BF16 roofline ms | x SDPA |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| V | batch | context | plan | fa4jit ms | GB/s | x copy | cache roofline ms | "
+            "SDPA BF16 ms (backend) | BF16 roofline ms | x SDPA | bound x |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    if tuned:
+        head += " tuned plan | tuned ms | tuned x SDPA |"
+        rule += "---|---|---|"
+    out.append(head)
+    out.append(rule)
     for r in rows:
         sdpa = "-" if r.get("sdpa_ms") is None else f"{r['sdpa_ms']:.4f} ({r.get('sdpa_backend')})"
         speed = "-" if r.get("speedup_vs_sdpa") is None else f"{r['speedup_vs_sdpa']:.2f}"
-        out.append(f"| {r['value_format']} | {r['batch']} | {keys_label(r['context'])} | {r['page_size']} | "
-                   f"{r['splits']} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | {r['fraction_of_copy']:.2f} | "
-                   f"{r['cache_roofline_ms']:.4f} | {sdpa} | {r['bf16_roofline_ms']:.4f} | {speed} |")
+        bound = r["bf16_roofline_ms"] / r["cache_roofline_ms"]
+        line = (f"| {r['value_format']} | {r['batch']} | {keys_label(r['context'])} | "
+                f"s{r['splits']} w{r.get('warps', '?')} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | "
+                f"{r['fraction_of_copy']:.2f} | {r['cache_roofline_ms']:.4f} | {sdpa} | "
+                f"{r['bf16_roofline_ms']:.4f} | {speed} | {bound:.2f} |")
+        if tuned:
+            t = tuned.get((r["value_format"], r["batch"], r["context"], r["page_size"]))
+            if t:
+                ts = "-" if t.get("speedup_vs_sdpa") is None else f"{t['speedup_vs_sdpa']:.2f}"
+                line += f" s{t['splits']} w{t.get('warps', '?')} | {t['ms']:.4f} | {ts} |"
+            else:
+                line += " - | - | - |"
+        out.append(line)
     out.append("")
     args = meta.get("bench_args", "")
-    out.extend(notes_and_command(meta, (f'DECODE_ARGS="{args}" ' if args else "") + "scripts/device_check.sh decode"))
+    steps = "decode decode-tuned" if tuned else "decode"
+    out.extend(notes_and_command(meta, (f'DECODE_ARGS="{args}" ' if args else "") +
+                                 f"scripts/device_check.sh {steps}"))
     return out
 
 

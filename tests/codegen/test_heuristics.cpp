@@ -94,6 +94,10 @@ TEST_CASE("decode grid: full batches take 4 warps and no split, small ones split
   CHECK(chooseDecodeGrid(8, 1000, 132).splits == 4);
   CHECK(chooseDecodeGrid(8, 100, 132).splits == 1);
   CHECK(chooseDecodeGrid(0, 100, 132).splits == 1);
+  // a grid that nearly fills the SMs is not split into a partial second wave
+  CHECK(chooseDecodeGrid(16 * 8, 131072, 132).splits == 1);
+  CHECK(chooseDecodeGrid(16 * 8, 131072, 132).warps == 8);
+  CHECK(chooseDecodeGrid(40, 131072, 132).splits == 3);
 }
 
 TEST_CASE("merge variants: every state type and head dim on every target, each valid", "[codegen][heuristics]") {

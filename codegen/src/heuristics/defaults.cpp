@@ -141,9 +141,11 @@ DecodeGridChoice chooseDecodeGrid(long long base_ctas, int max_seq_len, int sm_c
   // per CTA (about one CTA per SM at its register count) and a full one 4 (two per SM).
   c.warps = base_ctas >= sm_count ? 4 : 8;
   const long long slots = static_cast<long long>(sm_count) * (c.warps == 4 ? 2 : 1);
-  // Splits fill the SMs' CTA slots, each keeping at least 256 keys (16 steps of 16 keys over its
-  // warps) so that the combine's extra pass stays small; at most the combine's 16.
-  long long splits = base_ctas > 0 ? (slots + base_ctas - 1) / base_ctas : 1;
+  // Splits fill the SMs' CTA slots without a partial extra wave (128 CTAs on 132 slots stay
+  // unsplit: fa4jit tune --decode measured one split faster there, BENCHMARKS.md), each keeping at
+  // least 256 keys (16 steps of 16 keys over its warps) so that the combine's extra pass stays
+  // small; at most the combine's 16.
+  long long splits = base_ctas > 0 ? std::max<long long>(1, slots / base_ctas) : 1;
   splits = std::min<long long>(splits, std::max(1, (max_seq_len + 255) / 256));
   c.splits = static_cast<int>(std::clamp<long long>(splits, 1, device::paged::kMaxDecodeSplits));
   return c;
