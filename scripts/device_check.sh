@@ -60,6 +60,7 @@ for step in "${steps[@]}"; do
         grid=$(echo "${DECODE_ARGS:-}" | sed -E 's/--reps [0-9]+//')
         echo "== fa4jit tune --decode $grid"
         timeout 400 "$BIN/fa4jit" tune --decode $grid --no-progress 2>&1 | tee "$OUT/tune_decode.log" | tail -14
+        "$BIN/fa4jit" tune --show --candidates --json > "$OUT/tune_decode_db.json" 2>&1
       fi
       echo "== scripts/bench_decode.py ${DECODE_ARGS:-}"
       FA4JIT_CLI="$PWD/$BIN/fa4jit" PYTHONUNBUFFERED=1 timeout 500 \

@@ -285,6 +285,7 @@ DimensionSplit pagedSplit(const KernelSpec &spec) {
       {"page_size", "int", intText(p.page_size), "tokens per page"},
       {"warps", "int", intText(p.warps), "decode warps per CTA"},
       {"value_format", "int", intText(int(p.value_format)), std::string(toString(p.value_format)) + " V codes"},
+      {"kv_stages", "int", intText(p.kv_stages), "decode's shared-memory ring depth (0: registers)"},
       {"threads", "int", intText(kPagedAppendThreads), "append CTA size"},
   };
   d.runtime = {

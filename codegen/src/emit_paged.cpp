@@ -32,7 +32,7 @@ llvm::Expected<EmittedKernel> emitPaged(const KernelSpec &spec, const DimensionS
   entry("_decode", "DecodeParams", "decodeAttention", decode_threads, ", 1");
   entry("_combine", "DecodeParams", "combineSplits", decode_threads);
   entry("_append", "AppendParams", "appendKv", kPagedAppendThreads);
-  k.entries.push_back({k.name + "_decode", decode_threads, device::paged::decodeSharedBytes(p.head_dim, p.warps)});
+  k.entries.push_back({k.name + "_decode", decode_threads, device::paged::decodeSharedBytes(p.head_dim, p.warps, int(p.value_format), p.kv_stages)});
   k.entries.push_back({k.name + "_combine", decode_threads, 0});
   k.entries.push_back({k.name + "_append", kPagedAppendThreads, 0});
   k.source = os.str();

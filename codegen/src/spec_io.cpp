@@ -207,6 +207,8 @@ void writePaged(llvm::json::OStream &j, const PagedKvSpec &p) {
     j.attribute("page_size", p.page_size);
     j.attribute("value_format", toString(p.value_format));
     j.attribute("warps", p.warps);
+    if (p.kv_stages != 0) // (absent for the register path: the specs, and cache keys, written before it)
+      j.attribute("kv_stages", p.kv_stages);
   });
 }
 
@@ -472,6 +474,7 @@ llvm::Error readPaged(ObjectReader &r, PagedKvSpec &p) {
   FA4JIT_TRY(r.readInt("head_dim", p.head_dim));
   FA4JIT_TRY(r.readInt("page_size", p.page_size));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("value_format"), p.value_format, parseKvValueFormat));
+  FA4JIT_TRY(r.readInt("kv_stages", p.kv_stages));
   return r.readInt("warps", p.warps);
 }
 
@@ -625,7 +628,7 @@ static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - siz
 static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
               "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
 static_assert(sizeof(MergeSpec) == 12, "MergeSpec changed: update writeMerge, readMerge and specsEqual");
-static_assert(sizeof(PagedKvSpec) == 16, "PagedKvSpec changed: update writePaged, readPaged and specsEqual");
+static_assert(sizeof(PagedKvSpec) == 20, "PagedKvSpec changed: update writePaged, readPaged and specsEqual");
 
 namespace {
 bool tilesEqual(const TileSpec &x, const TileSpec &y) {
@@ -680,7 +683,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   const bool merge = m.value == n.value && m.head_dim == n.head_dim && m.threads == n.threads;
   const PagedKvSpec &pa = a.paged, &pb = b.paged;
   const bool paged = pa.head_dim == pb.head_dim && pa.page_size == pb.page_size && pa.warps == pb.warps &&
-                     pa.value_format == pb.value_format;
+                     pa.value_format == pb.value_format && pa.kv_stages == pb.kv_stages;
   return a.family == b.family && a.target == b.target && attn && quant && backward && merge && paged;
 }
 
@@ -763,8 +766,9 @@ std::string kernelName(const KernelSpec &spec) {
     std::snprintf(buf, sizeof buf, "fa4jit_quant_%s_d%d_%s", toString(q.format), q.head_dim, hash8.c_str());
   } else if (spec.family == KernelFamily::PagedKv) {
     const PagedKvSpec &p = spec.paged;
-    std::snprintf(buf, sizeof buf, "fa4jit_paged_%s_d%d_p%d_w%d_%s", toString(p.value_format), p.head_dim,
-                  p.page_size, p.warps, hash8.c_str());
+    std::snprintf(buf, sizeof buf, "fa4jit_paged_%s_d%d_p%d_w%d%s_%s", toString(p.value_format), p.head_dim,
+                  p.page_size, p.warps, p.kv_stages ? ("_s" + std::to_string(p.kv_stages)).c_str() : "",
+                  hash8.c_str());
   } else if (spec.family == KernelFamily::MergeStates) {
     const MergeSpec &m = spec.merge;
     std::snprintf(buf, sizeof buf, "fa4jit_merge_%s_d%d_%s", toString(m.value), m.head_dim, hash8.c_str());

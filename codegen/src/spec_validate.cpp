@@ -360,6 +360,8 @@ void checkPaged(const KernelSpec &s, Rules &r) {
     r.fail("paged.page_size", p.page_size, " is not a power of two in [16, 256]");
   if (p.warps != 4 && p.warps != 8)
     r.fail("paged.warps", p.warps, " is not one of 4, 8");
+  if (p.kv_stages != 0 && p.kv_stages != 2 && p.kv_stages != 3)
+    r.fail("paged.kv_stages", p.kv_stages, " is not one of 0 (registers), 2, 3 (a shared-memory ring)");
 }
 
 // The attention backward's kernel (templates/fa4jit/attention_backward): mma.sync or wgmma on

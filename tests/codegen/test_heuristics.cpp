@@ -55,11 +55,11 @@ TEST_CASE("every variant has a distinct name and emits", "[codegen][heuristics]"
                           enumeratePagedKvVariants(Target::Sm90a).size() * 2);
 }
 
-TEST_CASE("paged-kv variants: every head dim, page size and warp count on every target, each valid",
+TEST_CASE("paged-kv variants: every head dim, page size, warp count and staging on every target, each valid",
           "[codegen][heuristics]") {
   for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
     const std::vector<KernelSpec> v = enumeratePagedKvVariants(t);
-    CHECK(v.size() == 2 * 5 * 2 * 2);
+    CHECK(v.size() == 2 * 5 * 2 * 2 * 3);
     for (const KernelSpec &s : v) {
       CHECK(s.family == KernelFamily::PagedKv);
       CHECK_FALSE(static_cast<bool>(validateSpec(s)));
@@ -69,6 +69,8 @@ TEST_CASE("paged-kv variants: every head dim, page size and warp count on every 
       CHECK(k->entries[0].name == k->name + "_decode");
       CHECK(k->entries[0].threads == s.paged.warps * 32);
       CHECK(k->entries[0].dynamic_shared_bytes > 0);
+      // (the ring fits every target's shared memory: sm_89's 99 KB per CTA is the least)
+      CHECK(k->entries[0].dynamic_shared_bytes <= 99 * 1024);
       CHECK(k->entries[1].name == k->name + "_combine");
       CHECK(k->entries[2].name == k->name + "_append");
     }

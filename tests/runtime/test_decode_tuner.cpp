@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <functional>
 #include <set>
+#include <tuple>
 
 using namespace fa4jit;
 using namespace fa4jit::runtime;
@@ -56,11 +57,12 @@ public:
 class FakeDecodeTiming : public DecodeTimingSource {
 public:
   std::function<double(int warps, int splits)> ms;
+  std::function<double(int kv_stages)> ring_ms = [](int) { return 0.0; }; // added to ms
   int calls = 0;
   std::string describe() const override { return "fake decode"; }
   llvm::Expected<TimingStats> time(const KernelSpec &spec, int splits, const DecodeTuneProblem &) override {
     ++calls;
-    const double t = ms(spec.paged.warps, splits);
+    const double t = ms(spec.paged.warps, splits) + ring_ms(spec.paged.kv_stages);
     if (std::isnan(t))
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "CUDA_ERROR_LAUNCH_FAILED");
     return TimingStats{t, t, t, 10, 0.005};
@@ -86,15 +88,18 @@ TEST_CASE("decode candidates: the heuristic's plan first, no duplicates, splits 
   REQUIRE(list->heuristic == 0);
   CHECK(list->kept[0].spec.paged.warps == h.warps);
   CHECK(list->kept[0].splits == h.splits);
-  std::set<std::pair<int, int>> seen;
+  CHECK(list->kept[0].spec.paged.kv_stages == 0);
+  std::set<std::tuple<int, int, int>> seen;
   for (const DecodeCandidate &c : list->kept) {
-    CHECK(seen.insert({c.spec.paged.warps, c.splits}).second);
+    CHECK(seen.insert({c.spec.paged.warps, c.spec.paged.kv_stages, c.splits}).second);
     CHECK(c.spec.family == KernelFamily::PagedKv);
     CHECK(c.splits >= 1);
     CHECK(c.splits <= 16);
   }
-  CHECK(seen.count({4, 16}) == 1);
-  CHECK(seen.count({8, 1}) == 1);
+  CHECK(seen.count({4, 0, 16}) == 1);
+  CHECK(seen.count({8, 0, 1}) == 1);
+  CHECK(seen.count({8, 3, 4}) == 1);
+  CHECK(list->kept.size() == 2 * 2 * 5); // warps x staging x splits 1..16
 
   shape.max_seq_len = 100; // at most 2 splits of >= 64 keys
   auto short_list = enumerateDecodeCandidates(shape);
@@ -134,7 +139,7 @@ TEST_CASE("the decode tuner stores the fastest plan and a second tuner reads it 
     auto out = tuner.tune(request(1, 32768));
     REQUIRE_OK(out);
     CHECK_FALSE(out->from_database);
-    CHECK(out->compiled == 2); // one module per warp count, shared by every split count
+    CHECK(out->compiled == 4); // one module per warp count and staging, shared by every split count
     CHECK(out->timed == int(out->record.candidates.size()));
     CHECK(out->record.winnerResult().label == "w4 s8");
     CHECK(out->record.winnerResult().splits == 8);
@@ -168,6 +173,18 @@ TEST_CASE("the decode tuner: ties go to the heuristic, failures are recorded, re
     REQUIRE_OK(out);
     CHECK(out->record.winner == 0);
     CHECK(out->record.winnerResult().splits == h.splits);
+  }
+  SECTION("the ring is chosen where it is faster, and its label says so") {
+    timing.ms = [](int, int splits) { return splits == 8 ? 0.1 : 0.2; };
+    timing.ring_ms = [](int kv_stages) { return kv_stages == 3 ? -0.05 : 0.0; };
+    DecodeTuner tuner(db, compiler, timing);
+    auto out = tuner.tune(request(1, 32768));
+    REQUIRE_OK(out);
+    CHECK(out->record.winnerResult().spec.paged.kv_stages == 3);
+    CHECK(out->record.winnerResult().label.find("ring3") != std::string::npos);
+    auto w = db.winnerDecode(DecodeTuner::keyFor(request(1, 32768)));
+    REQUIRE(w);
+    CHECK(w->spec.paged.kv_stages == 3);
   }
   SECTION("a module that does not compile fails every plan on it, with the reason") {
     compiler.fails = [](const KernelSpec &s) { return s.paged.warps == 8; };

@@ -255,6 +255,9 @@ TEST_CASE("paged cache, append and decode arguments are checked with messages th
     c.v_row_scales += 4;
     CHECK(errorOf(runtime::validatePagedCache(c)).find("v_row_scales: misaligned") != std::string::npos);
     c = cache;
+    c.k_block_scales += 8; // (decode copies every array in 16-byte pieces)
+    CHECK(errorOf(runtime::validatePagedCache(c)).find("k_block_scales: misaligned") != std::string::npos);
+    c = cache;
     c.k_codes = 0;
     CHECK(errorOf(runtime::validatePagedCache(c)).find("k_codes: null") != std::string::npos);
     c = cache;

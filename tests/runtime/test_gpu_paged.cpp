@@ -192,22 +192,28 @@ TEST_CASE("decode equals the host model within one BF16 ulp and the BF16-rounded
       {{250, 1000}, 1, 2, 8, 128, 256, 1},       // speculative: eight queries
       {{5, 129}, 4, 1, 2, 64, 128, 2},           // MHA, a split with no keys
   };
-  // (warps 0: the heuristic's, 8 at these small grids; 4 forced)
-  for (int warps : {0, 4})
+  // The decode module: the heuristic's (warps 0: 8 at these small grids, steps in registers), or
+  // forced warps and staging (kv_stages 2 and 3: the shared-memory ring).
+  struct Module {
+    int warps, kv_stages;
+  };
+  for (Module module : {Module{0, 0}, Module{4, 0}, Module{8, 3}, Module{4, 2}})
   for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4})
   for (const Case &cs : cases) {
     const std::uint64_t seed = freshSeed();
     INFO("head_dim " << cs.head_dim << ", page " << cs.page_size << ", group " << cs.group << ", queries "
-                     << cs.queries << ", splits " << cs.splits << ", " << toString(value) << " V, warps " << warps
-                     << ", seed " << seed);
+                     << cs.queries << ", splits " << cs.splits << ", " << toString(value) << " V, warps "
+                     << module.warps << ", kv_stages " << module.kv_stages << ", seed " << seed);
     const PagedProblem prob(cs.lens, cs.kv_heads, cs.group, cs.queries, cs.head_dim, cs.page_size, 1.0f, seed, 1,
                             value);
     DeviceProblem dev(prob);
     REQUIRE_SUCCESS(gpuEngine().appendKv(dev.append(prob.tokens())));
     DecodeArgs a = dev.decode(prob);
     a.splits = cs.splits;
-    if (warps)
-      a.spec = defaultPagedKvSpec(cs.head_dim, cs.page_size, warps, gpuEngine().target(), value);
+    if (module.warps) {
+      a.spec = defaultPagedKvSpec(cs.head_dim, cs.page_size, module.warps, gpuEngine().target(), value);
+      a.spec->paged.kv_stages = module.kv_stages;
+    }
     REQUIRE_SUCCESS(gpuEngine().decode(a));
     const std::vector<float> got = dev.outO(prob.q.size());
     const std::vector<float> got_lse = download<float>(dev.lse, prob.q.size() / cs.head_dim);
@@ -310,9 +316,12 @@ TEST_CASE("decode edges: no token, a bad page, a length past the block table, a 
   DeviceProblem dev(prob);
   REQUIRE_SUCCESS(gpuEngine().appendKv(dev.append(prob.tokens())));
   DecodeArgs a = dev.decode(prob);
+  for (int kv_stages : {0, 3})
   for (int splits : {1, 4}) {
-    INFO(splits << " splits");
+    INFO(splits << " splits, kv_stages " << kv_stages);
     a.splits = splits;
+    a.spec = defaultPagedKvSpec(64, 16, 4, gpuEngine().target(), value);
+    a.spec->paged.kv_stages = kv_stages;
     REQUIRE_SUCCESS(gpuEngine().decode(a));
     const std::vector<float> o = dev.outO(prob.q.size());
     const std::vector<float> lse = download<float>(dev.lse, prob.q.size() / 64);

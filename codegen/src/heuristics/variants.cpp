@@ -48,7 +48,11 @@ std::vector<KernelSpec> enumeratePagedKvVariants(Target target) {
     for (int page_size = 16; page_size <= 256; page_size *= 2)
       for (int warps : {4, 8})
         for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4})
-          out.push_back(defaultPagedKvSpec(d, page_size, warps, target, value));
+          for (int kv_stages : {0, 2, 3}) {
+            KernelSpec s = defaultPagedKvSpec(d, page_size, warps, target, value);
+            s.paged.kv_stages = kv_stages;
+            out.push_back(s);
+          }
   return out;
 }
 

@@ -225,11 +225,12 @@ llvm::Error validatePagedCache(const PagedKvCache &c) {
   if (c.value_format != KvValueFormat::Fp8 && c.value_format != KvValueFormat::Mxfp4)
     return fail(llvm::formatv("paged cache: unknown value format {0}", int(c.value_format)));
   const bool mx = c.value_format == KvValueFormat::Mxfp4;
+  // (16 bytes everywhere: decode's shared-memory ring copies each step's rows in 16-byte pieces)
   const Array arrays[] = {{c.k_codes, 16, "k_codes"},
-                          {c.k_block_scales, c.head_dim == 128 ? 2u : 1u, "k_block_scales"},
-                          {c.k_row_scales, 8, "k_row_scales"},
-                          {c.v_codes, mx ? 8u : 16u, "v_codes"},
-                          {mx ? c.v_block_scales : c.v_row_scales, mx ? 1u : 8u, mx ? "v_block_scales" : "v_row_scales"}};
+                          {c.k_block_scales, 16, "k_block_scales"},
+                          {c.k_row_scales, 16, "k_row_scales"},
+                          {c.v_codes, 16, "v_codes"},
+                          {mx ? c.v_block_scales : c.v_row_scales, 16, mx ? "v_block_scales" : "v_row_scales"}};
   for (const Array &a : arrays) {
     if (a.address == 0)
       return fail(llvm::formatv("paged cache {0}: null pointer", a.name));

@@ -69,14 +69,18 @@ llvm::Expected<TuneOutcome> DecodeTuner::tune(const DecodeTuneRequest &request, 
   cache::TuningRecord &rec = out.record;
   rec.key = key;
   rec.heuristic = list->heuristic;
-  std::vector<KernelSpec> specs; // the distinct modules (plans share a module per warp count)
+  // The distinct modules: plans of one warp count and staging share one, whatever their splits.
+  const auto sameModule = [](const KernelSpec &a, const KernelSpec &b) {
+    return a.paged.warps == b.paged.warps && a.paged.kv_stages == b.paged.kv_stages;
+  };
+  std::vector<KernelSpec> specs;
   for (const DecodeCandidate &c : list->kept) {
     cache::CandidateResult r;
     r.spec = c.spec;
     r.splits = c.splits;
     r.label = c.label;
     rec.candidates.push_back(std::move(r));
-    if (std::none_of(specs.begin(), specs.end(), [&](const KernelSpec &s) { return s.paged.warps == c.spec.paged.warps; }))
+    if (std::none_of(specs.begin(), specs.end(), [&](const KernelSpec &s) { return sameModule(s, c.spec); }))
       specs.push_back(c.spec);
   }
   auto progress = [&](const char *phase, size_t done, size_t total) {
@@ -91,12 +95,12 @@ llvm::Expected<TuneOutcome> DecodeTuner::tune(const DecodeTuneRequest &request, 
       continue;
     const std::string why = "compile: " + clipped(llvm::toString(std::move(compiled[j])));
     for (cache::CandidateResult &c : rec.candidates)
-      if (j < specs.size() && c.spec.paged.warps == specs[j].paged.warps)
+      if (j < specs.size() && sameModule(c.spec, specs[j]))
         c.error = why;
   }
   for (size_t i = compiled.size(); i < specs.size(); ++i)
     for (cache::CandidateResult &c : rec.candidates)
-      if (c.spec.paged.warps == specs[i].paged.warps)
+      if (sameModule(c.spec, specs[i]))
         c.error = "compile: the compiler returned no result";
   size_t done = 0;
   for (cache::CandidateResult &c : rec.candidates) {

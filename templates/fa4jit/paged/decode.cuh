@@ -8,12 +8,16 @@
 //     static constexpr int page_size;  // tokens per page: 16, 32, 64, 128, 256
 //     static constexpr int warps;      // 4, 8
 //     static constexpr int value_format; // 0: E4M3 V with a row scale, 1: MXFP4 V
+//     static constexpr int kv_stages;  // 0: steps loaded into registers; 2, 3: a shared-memory ring
 //   };
 //
 // Memory-bound by design: every CTA streams one split of one sequence's K/V for up to 16 query rows
 // of one kv head (the GQA group, times the queries per sequence), so each cache byte is read once
-// per row block. Warps take 16-key steps in turn; a lane loads its K and V straight into registers
-// (no shared memory) and widens them exactly to BF16 for mma.sync m16n8k16:
+// per row block. Warps take 16-key steps in turn. With kv_stages 0 a lane loads its K and V for the
+// next step straight into registers; with kv_stages > 0 each warp keeps a ring of that many steps
+// in shared memory, filled by cp.async kv_stages - 1 steps ahead (more bytes in flight, and none of
+// them held in registers), and reads a step's operands from it. Either way they are widened
+// exactly to BF16 for mma.sync m16n8k16:
 //  - S = Q K^T: lane (g = lane / 4, t = lane % 4) holds the keys g and 8 + g of the step, head dim
 //    elements [t D/4, (t+1) D/4) (one vector load of D/8 payload bytes). k-step s pairs the
 //    elements t D/4 + 4s + {0,1} and + {2,3} of Q and K, the same permutation of the head dim on
@@ -45,6 +49,18 @@ template <class C> struct DecodeTraits {
   static constexpr bool kMxfp4V = C::value_format == 1;
   static constexpr int kVWords = kMxfp4V ? kHeadDim / 64 : kHeadDim / 32; // V words per lane per key
   static constexpr int kOStride = kHeadDim + 4;     // shared O rows (decodeSharedBytes)
+  static constexpr int kStages = C::kv_stages;
+  static_assert(kStages == 0 || kStages == 2 || kStages == 3, "kv_stages must be 0, 2 or 3");
+  // One step in the ring (decodeStepBytes): each array's 16 rows, at these byte offsets.
+  static constexpr int kKCodeBytes = decodeStepKCodeBytes(kHeadDim);
+  static constexpr int kKScaleBytes = decodeStepKScaleBytes(kHeadDim);
+  static constexpr int kVCodeBytes = decodeStepVCodeBytes(kHeadDim, C::value_format);
+  static constexpr int kVScaleBytes = decodeStepVScaleBytes(kHeadDim, C::value_format);
+  static constexpr int kKScaleAt = kKCodeBytes, kKRowAt = kKScaleAt + kKScaleBytes, kVCodeAt = kKRowAt + 64;
+  static constexpr int kVScaleAt = kVCodeAt + kVCodeBytes;
+  static constexpr int kStepBytes = kVScaleAt + kVScaleBytes;
+  static_assert(kStepBytes == decodeStepBytes(kHeadDim, C::value_format), "ring layout and decodeStepBytes differ");
+  static_assert(kKScaleBytes % 16 == 0 && kVScaleBytes % 16 == 0, "ring arrays move in 16-byte pieces");
 };
 
 FA4JIT_DEVICE void mmaBf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -105,6 +121,87 @@ FA4JIT_DEVICE void loadStep(const PagedCacheView &c, int64_t first_row, int g, i
                     << (8 * i);
     } else {
       loadWords<T::kVWords>(c.v_codes + row * D + g * (D / 8), s.v[i]);
+    }
+  }
+}
+
+// ---- The shared-memory ring (kv_stages > 0) ----
+
+FA4JIT_DEVICE void copyAsync16(uint32_t shared_address, uint64_t global_address) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address), "l"(global_address) : "memory");
+}
+FA4JIT_DEVICE void commitAsyncCopies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+template <int kPending> FA4JIT_DEVICE void waitAsyncCopies() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+// The warp copies the 16 rows of one step (first_row: the step's first cache row) into its ring
+// stage at `stage` (a shared address): every array's rows are contiguous in the cache and in the
+// stage, so each moves in 16-byte pieces, the warp's lanes taking turns.
+template <class T> FA4JIT_DEVICE void issueStep(const PagedCacheView &c, int64_t first_row, uint32_t stage, int lane) {
+  constexpr int D = T::kHeadDim;
+  const uint64_t k_codes = c.k_codes + static_cast<uint64_t>(first_row) * (D / 2);
+  const uint64_t v_codes = c.v_codes + static_cast<uint64_t>(first_row) * (T::kVCodeBytes / 16);
+#pragma unroll
+  for (int i = lane; i < T::kKCodeBytes / 16; i += 32)
+    copyAsync16(stage + 16 * i, k_codes + 16 * i);
+#pragma unroll
+  for (int i = lane; i < T::kVCodeBytes / 16; i += 32)
+    copyAsync16(stage + T::kVCodeAt + 16 * i, v_codes + 16 * i);
+  // The small arrays: K block scales, K row scales and V's scales, one piece per lane.
+  constexpr int kKScalePieces = T::kKScaleBytes / 16, kVScalePieces = T::kVScaleBytes / 16;
+  if (lane < kKScalePieces) {
+    copyAsync16(stage + T::kKScaleAt + 16 * lane, c.k_block_scales + static_cast<uint64_t>(first_row) * (D / 16) + 16 * lane);
+  } else if (lane < kKScalePieces + 4) {
+    const int i = lane - kKScalePieces;
+    copyAsync16(stage + T::kKRowAt + 16 * i, c.k_row_scales + static_cast<uint64_t>(first_row) * 4 + 16 * i);
+  } else if (lane < kKScalePieces + 4 + kVScalePieces) {
+    const int i = lane - kKScalePieces - 4;
+    if constexpr (T::kMxfp4V)
+      copyAsync16(stage + T::kVScaleAt + 16 * i, c.v_block_scales + static_cast<uint64_t>(first_row) * (D / 32) + 16 * i);
+    else
+      copyAsync16(stage + T::kVScaleAt + 16 * i, c.v_row_scales + static_cast<uint64_t>(first_row) * 4 + 16 * i);
+  }
+}
+
+// What loadStep reads from the cache, read from a ring stage (rows 0..15 of the step).
+template <class T> FA4JIT_DEVICE void readStep(const uint8_t *stage, int g, int t, StepOperands<T> &s) {
+  constexpr int D = T::kHeadDim;
+  const auto words = [](const uint8_t *at, uint32_t *w) {
+    if constexpr (T::kWords == 4) {
+      const uint4 x = *reinterpret_cast<const uint4 *>(at);
+      w[0] = x.x, w[1] = x.y, w[2] = x.z, w[3] = x.w;
+    } else {
+      const uint2 x = *reinterpret_cast<const uint2 *>(at);
+      w[0] = x.x, w[1] = x.y;
+    }
+  };
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const int row = 8 * n + g;
+    words(stage + row * (D / 2) + t * (D / 8), s.k[n]);
+    const uint8_t *scales = stage + T::kKScaleAt + row * (D / 16) + t * T::kScalesPerLane;
+    s.k_scales[n] = T::kScalesPerLane == 2 ? *reinterpret_cast<const uint16_t *>(scales) : *scales;
+    s.k_row[n] = *reinterpret_cast<const float2 *>(stage + T::kKRowAt + (8 * n + 2 * t) * 4);
+    if constexpr (!T::kMxfp4V)
+      s.v_row[n] = *reinterpret_cast<const float2 *>(stage + T::kVScaleAt + (8 * n + 2 * t) * 4);
+  }
+  s.v_scales = 0u;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int row = 2 * t + (i & 1) + 8 * (i >> 1);
+    if constexpr (T::kMxfp4V) {
+      const uint8_t *at = stage + T::kVCodeAt + row * (D / 2) + g * (D / 16);
+      if constexpr (T::kVWords == 2) {
+        const uint2 x = *reinterpret_cast<const uint2 *>(at);
+        s.v[i][0] = x.x, s.v[i][1] = x.y;
+      } else {
+        s.v[i][0] = *reinterpret_cast<const uint32_t *>(at);
+      }
+      s.v_scales |= static_cast<uint32_t>(stage[T::kVScaleAt + row * (D / 32) + g * (D / 8) / 32]) << (8 * i);
+    } else {
+      words(stage + T::kVCodeAt + row * D + g * (D / 8), s.v[i]);
     }
   }
 }
@@ -199,16 +296,51 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
   };
   constexpr int kStride = 16 * T::kWarps;
 
+  // kv_stages 0: the next step's operands in registers. kv_stages S > 0: this warp's ring of S steps
+  // after the merge area; steps key0 + kStride .. key0 + (S - 1) kStride are in flight while key0's
+  // computes, one cp.async group each (empty past the split's end, so that the counts stay uniform).
   StepOperands<T> next;
+  [[maybe_unused]] const uint32_t ring =
+      static_cast<uint32_t>(__cvta_generic_to_shared(decode_shared)) + decodeMergeBytes(D, T::kWarps) +
+      static_cast<uint32_t>(warp * T::kStages * T::kStepBytes);
+  [[maybe_unused]] const uint8_t *ring_bytes =
+      reinterpret_cast<const uint8_t *>(decode_shared) + decodeMergeBytes(D, T::kWarps) + warp * T::kStages * T::kStepBytes;
   int key0 = key_begin + 16 * warp;
-  if (key0 < key_end)
-    loadStep<T>(c, firstRow(key0, pageOf(key0)), g, t, next);
-  int page_after = pageOf(key0 + kStride);
-  for (; key0 < key_end; key0 += kStride) {
-    const StepOperands<T> cur = next;
-    if (key0 + kStride < key_end) // in flight while this step computes
-      loadStep<T>(c, firstRow(key0 + kStride, page_after), g, t, next);
-    page_after = pageOf(key0 + 2 * kStride);
+  int page_after;
+  if constexpr (T::kStages == 0) {
+    if (key0 < key_end)
+      loadStep<T>(c, firstRow(key0, pageOf(key0)), g, t, next);
+    page_after = pageOf(key0 + kStride);
+  } else {
+#pragma unroll
+    for (int s = 0; s < T::kStages - 1; ++s) {
+      const int k = key0 + s * kStride;
+      if (k < key_end)
+        issueStep<T>(c, firstRow(k, pageOf(k)), ring + s * T::kStepBytes, lane);
+      commitAsyncCopies();
+    }
+    page_after = pageOf(key0 + (T::kStages - 1) * kStride);
+  }
+  for (int step = 0; key0 < key_end; key0 += kStride, ++step) {
+    StepOperands<T> cur;
+    if constexpr (T::kStages == 0) {
+      cur = next;
+      if (key0 + kStride < key_end) // in flight while this step computes
+        loadStep<T>(c, firstRow(key0 + kStride, page_after), g, t, next);
+      page_after = pageOf(key0 + 2 * kStride);
+    } else {
+      // This step's group is the oldest of the S - 1 in flight; the warp's lanes copied its pieces.
+      waitAsyncCopies<T::kStages - 2>();
+      __syncwarp();
+      readStep<T>(ring_bytes + (step % T::kStages) * T::kStepBytes, g, t, cur);
+      __syncwarp(); // (every lane has read the stage that the copy below reuses, the one before it)
+      const int ahead = key0 + (T::kStages - 1) * kStride;
+      if (ahead < key_end)
+        issueStep<T>(c, firstRow(ahead, page_after), ring + ((step + T::kStages - 1) % T::kStages) * T::kStepBytes,
+                     lane);
+      commitAsyncCopies();
+      page_after = pageOf(ahead + kStride);
+    }
 
     // S = Q K^T for the keys key0 + [0, 8) and key0 + [8, 16)
     float acc[2][4];
@@ -321,6 +453,8 @@ template <class C> FA4JIT_DEVICE void decodeAttention(const DecodeParams &p) {
     }
   }
 
+  if constexpr (T::kStages > 0)
+    waitAsyncCopies<0>(); // (no copy into the ring outlives the loop)
   // The row sums over the four lanes of a row, then the warps' states merged in shared memory in
   // warp order (the same bits every run).
 #pragma unroll

@@ -64,9 +64,28 @@ struct DecodeParams {
   float score_scale; // softmax scale * log2(e)
 };
 
+// Cache bytes of one 16-key step of one kv head, as decode's shared-memory ring holds them (each
+// array's 16 rows contiguous, in this order): K codes, K block scales, K row scales, then V codes
+// and V's row scales (FP8) or block scales (MXFP4). value_format: 0 FP8, 1 MXFP4.
+FA4JIT_HD constexpr int decodeStepKCodeBytes(int head_dim) { return 16 * head_dim / 2; }
+FA4JIT_HD constexpr int decodeStepKScaleBytes(int head_dim) { return 16 * head_dim / 16; }
+FA4JIT_HD constexpr int decodeStepVCodeBytes(int head_dim, int value_format) {
+  return 16 * (value_format == 1 ? head_dim / 2 : head_dim);
+}
+FA4JIT_HD constexpr int decodeStepVScaleBytes(int head_dim, int value_format) {
+  return value_format == 1 ? 16 * head_dim / 32 : 16 * 4;
+}
+FA4JIT_HD constexpr int decodeStepBytes(int head_dim, int value_format) {
+  return decodeStepKCodeBytes(head_dim) + decodeStepKScaleBytes(head_dim) + 16 * 4 +
+         decodeStepVCodeBytes(head_dim, value_format) + decodeStepVScaleBytes(head_dim, value_format);
+}
 // Decode's dynamic shared memory (bytes): the cross-warp merge of one 16-row tile, O rows padded by
-// 4 floats against bank conflicts, and each warp's row maxima and sums.
-FA4JIT_HD constexpr int decodeSharedBytes(int head_dim, int warps) { return (16 * (head_dim + 4) + 2 * warps * 16) * 4; }
+// 4 floats against bank conflicts, and each warp's row maxima and sums; then, with kv_stages > 0,
+// each warp's ring of kv_stages steps.
+FA4JIT_HD constexpr int decodeMergeBytes(int head_dim, int warps) { return (16 * (head_dim + 4) + 2 * warps * 16) * 4; }
+FA4JIT_HD constexpr int decodeSharedBytes(int head_dim, int warps, int value_format, int kv_stages) {
+  return decodeMergeBytes(head_dim, warps) + warps * kv_stages * decodeStepBytes(head_dim, value_format);
+}
 // Query rows one decode CTA takes (one m16 tile of mma.sync).
 constexpr int kDecodeRowsPerCta = 16;
 // Splits of one sequence's keys at most: the combine merges them with merge-states' row rule.

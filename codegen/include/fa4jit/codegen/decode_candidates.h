@@ -1,6 +1,7 @@
 #pragma once
 // The autotuner's search space for one decode shape over the paged cache: the plans worth timing
-// (the paged-kv module's decode warps and the key splits per sequence), in a fixed order with the
+// (the paged-kv module's decode warps and step staging, and the key splits per sequence), in a
+// fixed order with the
 // heuristic's plan (chooseDecodeGrid) first, each with a short label. The page size, V format and
 // head dim are the cache's and never vary; GQA packing is fixed by the row-block layout.
 #include "fa4jit/codegen/spec.h"
@@ -29,7 +30,7 @@ int decodeCtaBucket(long long base_ctas);
 struct DecodeCandidate {
   KernelSpec spec; // family PagedKv
   int splits = 1;
-  std::string label; // "w4 s8"
+  std::string label; // "w4 s8" (registers), "w4 s8 ring3" (kv_stages 3)
 };
 
 struct DecodeCandidateList {
@@ -37,8 +38,8 @@ struct DecodeCandidateList {
   int heuristic = 0;
 };
 
-// Warps 4 and 8, and splits 1, 2, 4, 8, 16 that leave every split at least kMinKeysPerSplit keys
-// of max_seq_len. Deterministic. Errors: a shape no paged-kv spec serves (head dim, page size).
+// Warps 4 and 8, kv_stages 0 and 3, and splits 1, 2, 4, 8, 16 that leave every split at least
+// kMinKeysPerSplit keys of max_seq_len. Deterministic. Errors: a shape no paged-kv spec serves (head dim, page size).
 inline constexpr int kMinKeysPerSplit = 64;
 llvm::Expected<DecodeCandidateList> enumerateDecodeCandidates(const DecodeShape &shape);
 

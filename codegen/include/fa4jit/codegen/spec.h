@@ -296,6 +296,10 @@ struct PagedKvSpec {
   int page_size = 16; // tokens per page: a power of two in [16, 256]
   int warps = 4;      // decode: warps per CTA, each streaming its own 16-key steps
   KvValueFormat value_format = KvValueFormat::Fp8;
+  // decode: how a warp's next steps reach it. 0: straight into registers, one step ahead; 2 or 3:
+  // a ring of that many steps per warp in shared memory, filled by cp.async (stages - 1 steps in
+  // flight, and no registers held for them).
+  int kv_stages = 0;
 };
 
 struct KernelSpec {

@@ -141,12 +141,13 @@ struct MergeArgs {
 // owns: NVFP4 K with a scale per row, and FP8 V with a scale per row or MXFP4 V, in [pages,
 // kv_heads, page_size] rows (templates/fa4jit/paged/params.cuh has each array's layout).
 // pagedKvCacheBytes() sizes one allocation for all the arrays and pagedKvCacheAt() lays them out.
+// Every array is 16-byte aligned (decode moves each step's rows in 16-byte pieces).
 struct PagedKvCache {
-  std::uint64_t k_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim / 2], 16-byte aligned
-  std::uint64_t k_block_scales = 0; // uint8 [pages, kv_heads, page_size, head_dim / 16], 2-byte aligned
-  std::uint64_t k_row_scales = 0;   // float [pages, kv_heads, page_size], 8-byte aligned
-  std::uint64_t v_codes = 0;        // uint8 [.., head_dim] (fp8) or [.., head_dim / 2] (mxfp4), 16-byte aligned
-  std::uint64_t v_row_scales = 0;   // fp8: float [pages, kv_heads, page_size], 8-byte aligned
+  std::uint64_t k_codes = 0;        // uint8 [pages, kv_heads, page_size, head_dim / 2]
+  std::uint64_t k_block_scales = 0; // uint8 [pages, kv_heads, page_size, head_dim / 16]
+  std::uint64_t k_row_scales = 0;   // float [pages, kv_heads, page_size]
+  std::uint64_t v_codes = 0;        // uint8 [.., head_dim] (fp8) or [.., head_dim / 2] (mxfp4)
+  std::uint64_t v_row_scales = 0;   // fp8: float [pages, kv_heads, page_size]
   std::uint64_t v_block_scales = 0; // mxfp4: uint8 [pages, kv_heads, page_size, head_dim / 32]
   int pages = 0, kv_heads = 0, page_size = 0, head_dim = 0;
   KvValueFormat value_format = KvValueFormat::Fp8;

@@ -101,7 +101,8 @@ typedef struct {
 } fa4jit_attention_state;
 /* One layer of the paged, quantized KV cache (docs/NUMERICS.md §5) in device memory the caller owns:
  * NVFP4 K with a scale per token row, and FP8 V with a scale per row or MXFP4 V.
- * fa4jit_paged_cache_bytes sizes one allocation and fa4jit_paged_cache_at lays the arrays out in it. */
+ * fa4jit_paged_cache_bytes sizes one allocation and fa4jit_paged_cache_at lays the arrays out in it;
+ * every array is 16-byte aligned. */
 typedef enum { FA4JIT_KV_VALUE_FP8 = 0, FA4JIT_KV_VALUE_MXFP4 = 1 } fa4jit_kv_value_format;
 typedef struct {
   uint64_t k_codes, k_block_scales, k_row_scales, v_codes;
