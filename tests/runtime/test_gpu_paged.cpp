@@ -229,7 +229,8 @@ TEST_CASE("decode equals the host model within one BF16 ulp and the BF16-rounded
   }
 }
 
-TEST_CASE("decode: splits change nothing beyond rounding; a captured append + decode replays bit for bit",
+TEST_CASE("decode: splits change nothing beyond rounding, the ring no bit; a captured append + decode replays bit "
+          "for bit",
           "[gpu][paged]") {
   const std::uint64_t seed = freshSeed();
   INFO("seed " << seed);
@@ -241,6 +242,16 @@ TEST_CASE("decode: splits change nothing beyond rounding; a captured append + de
   a.splits = 1;
   REQUIRE_SUCCESS(engine.decode(a));
   const std::vector<float> one = dev.outO(prob.q.size());
+  // The ring moves the same bytes into the same arithmetic: the same bits as the register path.
+  auto plan = engine.decodePlan(a);
+  REQUIRE_OK(plan);
+  for (int kv_stages : {2, 3}) {
+    DecodeArgs r = a;
+    r.spec = plan->spec;
+    r.spec->paged.kv_stages = kv_stages;
+    REQUIRE_SUCCESS(engine.decode(r));
+    CHECK(dev.outO(prob.q.size()) == one);
+  }
   // Rows past the sequences' lengths holding random bytes instead of 0xFF change no bit (both V
   // formats: a masked key's P of 0 never meets a non-finite V).
   for (KvValueFormat value : {KvValueFormat::Fp8, KvValueFormat::Mxfp4}) {
