@@ -133,18 +133,15 @@ def training_section(run_dir):
 
 def decode_section(run_dir):
     """Decode over the paged cache from its own run folder: run.json, scripts/bench_decode.py's
-    output with the heuristic's plans (decode.jsonl) and, where the run has it, the same grid after
-    `fa4jit tune --decode` (decode_tuned.jsonl)."""
+    output (decode.jsonl with the heuristic's plans, or decode_tuned.jsonl after `fa4jit tune
+    --decode`) and, where the run has it, the tuning records of the same run (tuning.json: every
+    plan's time per shape)."""
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
         meta = json.load(f)
     files = meta.get("files", {})
-    rows = [r for r in load(os.path.join(run_dir, files.get("decode", "decode.jsonl")))
+    tuned_run = "decode_tuned" in files
+    rows = [r for r in load(os.path.join(run_dir, files.get("decode_tuned") or files.get("decode", "decode.jsonl")))
             if r.get("kind") == "fa4jit-decode"]
-    tuned = {}
-    if files.get("decode_tuned") and os.path.exists(os.path.join(run_dir, files["decode_tuned"])):
-        for r in load(os.path.join(run_dir, files["decode_tuned"])):
-            if r.get("kind") == "fa4jit-decode":
-                tuned[(r["value_format"], r["batch"], r["context"], r["page_size"])] = r
     out = ["", "## Decode over the paged cache", ""]
     copy = rows[0]["copy_gb_s"] if rows else 0
     out.append(wrap(
@@ -158,36 +155,52 @@ def decode_section(run_dir):
         "GB/s counts the cache bytes decode must read (K with its scales, V with its scales); the "
         "rooflines are those bytes, and a BF16 cache's, at copy bandwidth. `bound x` is the BF16 "
         "roofline over the cache's: the most any decode of this cache can gain on a BF16 decode that "
-        "runs at copy bandwidth. The plan is the heuristic's (`splits`/`warps`)" +
-        (", and `tuned` the same grid after `fa4jit tune --decode` in the same run." if tuned else ".")))
+        "runs at copy bandwidth. " +
+        ("Plans (warps `w`, splits `s`, `ring3`: kv_stages 3) are those `fa4jit tune --decode` chose in "
+         "the same run." if tuned_run else "Plans (warps `w`, splits `s`) are the heuristic's.")))
     out.append("")
-    head = ("| V | batch | context | plan | fa4jit ms | GB/s | x copy | cache roofline ms | "
-            "SDPA BF16 ms (backend) | BF16 roofline ms | x SDPA | bound x |")
-    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|"
-    if tuned:
-        head += " tuned plan | tuned ms | tuned x SDPA |"
-        rule += "---|---|---|"
-    out.append(head)
-    out.append(rule)
+    # The tuned plan of each shape, by its tuning record (the bench rows name splits and warps only).
+    records = []
+    if files.get("tuning") and os.path.exists(os.path.join(run_dir, files["tuning"])):
+        with open(os.path.join(run_dir, files["tuning"]), encoding="utf-8") as f:
+            records = json.load(f)
+    winners = {}
+    for rec in records:
+        problem = dict(re.findall(r"([a-z]+)(\d+)", rec["problem"]))
+        winners[(rec["key"].split("/")[2], int(problem["b"]), int(problem["ctx"]))] = rec["winner"]
+    out.append("| V | batch | context | plan | fa4jit ms | GB/s | x copy | cache roofline ms | "
+               "SDPA BF16 ms (backend) | BF16 roofline ms | x SDPA | bound x |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         sdpa = "-" if r.get("sdpa_ms") is None else f"{r['sdpa_ms']:.4f} ({r.get('sdpa_backend')})"
         speed = "-" if r.get("speedup_vs_sdpa") is None else f"{r['speedup_vs_sdpa']:.2f}"
         bound = r["bf16_roofline_ms"] / r["cache_roofline_ms"]
-        line = (f"| {r['value_format']} | {r['batch']} | {keys_label(r['context'])} | "
-                f"s{r['splits']} w{r.get('warps', '?')} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | "
-                f"{r['fraction_of_copy']:.2f} | {r['cache_roofline_ms']:.4f} | {sdpa} | "
-                f"{r['bf16_roofline_ms']:.4f} | {speed} | {bound:.2f} |")
-        if tuned:
-            t = tuned.get((r["value_format"], r["batch"], r["context"], r["page_size"]))
-            if t:
-                ts = "-" if t.get("speedup_vs_sdpa") is None else f"{t['speedup_vs_sdpa']:.2f}"
-                line += f" s{t['splits']} w{t.get('warps', '?')} | {t['ms']:.4f} | {ts} |"
-            else:
-                line += " - | - | - |"
-        out.append(line)
+        plan = winners.get((r["value_format"], r["batch"], r["context"]),
+                           f"w{r.get('warps', '?')} s{r['splits']}" + (f" ring{r['kv_stages']}" if r.get("kv_stages") else ""))
+        out.append(f"| {r['value_format']} | {r['batch']} | {keys_label(r['context'])} | "
+                   f"{plan} | {r['ms']:.4f} | {r['cache_gb_s']:.0f} | "
+                   f"{r['fraction_of_copy']:.2f} | {r['cache_roofline_ms']:.4f} | {sdpa} | "
+                   f"{r['bf16_roofline_ms']:.4f} | {speed} | {bound:.2f} |")
     out.append("")
+    if records:
+        out.append(wrap("The tuner's view of the same shapes (median ms of each plan, 10 samples of 20 "
+                        "calls): the heuristic's plan, the fastest plan with steps in registers and the "
+                        "fastest with the shared-memory ring."))
+        out.append("")
+        out.append("| key | problem | heuristic | registers, best | ring, best | winner |")
+        out.append("|---|---|---|---|---|---|")
+        for rec in records:
+            cands = [c for c in rec["candidate_results"] if c.get("ok")]
+            regs = min((c for c in cands if "ring" not in c["label"]), key=lambda c: c["median_ms"], default=None)
+            ring = min((c for c in cands if "ring" in c["label"]), key=lambda c: c["median_ms"], default=None)
+
+            def cell(c):
+                return "-" if c is None else f"{c['median_ms']:.4f} ({c['label']})"
+            out.append(f"| `{rec['key']}` | {rec['problem']} | {rec['heuristic_ms']:.4f} ({rec['heuristic']}) | "
+                       f"{cell(regs)} | {cell(ring)} | {rec['winner']} |")
+        out.append("")
     args = meta.get("bench_args", "")
-    steps = "decode decode-tuned" if tuned else "decode"
+    steps = "decode-tuned" if tuned_run else "decode"
     out.extend(notes_and_command(meta, (f'DECODE_ARGS="{args}" ' if args else "") +
                                  f"scripts/device_check.sh {steps}"))
     return out

@@ -91,6 +91,7 @@ llvm::Error benchPoint(Engine &engine, const DecodeBenchOptions &o, const Point 
                            {"value_format", toString(pt.value)},
                            {"splits", plan->splits},
                            {"warps", plan->spec.paged.warps},
+                           {"kv_stages", plan->spec.paged.kv_stages},
                            {"plan", plan->from_tuning ? "tuned" : pt.splits > 0 ? "given" : "heuristic"},
                            {"ms", ms},
                            {"cache_bytes", used_bytes},

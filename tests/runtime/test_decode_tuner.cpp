@@ -101,6 +101,13 @@ TEST_CASE("decode candidates: the heuristic's plan first, no duplicates, splits 
   CHECK(seen.count({8, 3, 4}) == 1);
   CHECK(list->kept.size() == 2 * 2 * 5); // warps x staging x splits 1..16
 
+  shape.value_format = KvValueFormat::Mxfp4; // (MXFP4 V: the heuristic's plan decodes from the ring)
+  auto mx = enumerateDecodeCandidates(shape);
+  REQUIRE_OK(mx);
+  CHECK(mx->kept[0].spec.paged.kv_stages == 3);
+  CHECK(mx->kept.size() == 2 * 2 * 5);
+  shape.value_format = KvValueFormat::Fp8;
+
   shape.max_seq_len = 100; // at most 2 splits of >= 64 keys
   auto short_list = enumerateDecodeCandidates(shape);
   REQUIRE_OK(short_list);

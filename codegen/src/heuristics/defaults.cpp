@@ -132,6 +132,9 @@ KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target tar
   s.paged.page_size = page_size;
   s.paged.warps = warps;
   s.paged.value_format = value_format;
+  // MXFP4 V decodes from a ring of 3 steps per warp: fa4jit tune --decode measured it 3-9% faster
+  // than the register path on every MXFP4 shape, and 2-5% slower on FP8 (BENCHMARKS.md, decode).
+  s.paged.kv_stages = value_format == KvValueFormat::Mxfp4 ? 3 : 0;
   return s;
 }
 

@@ -79,7 +79,7 @@ KernelSpec defaultMergeSpec(StateType value, int head_dim, Target target);
 
 // The paged KV cache's module (append, decode, combine) for `head_dim` and `page_size`, with
 // `warps` decode warps per CTA (the engine's decode heuristic chooses them per shape) and the
-// cache's V format.
+// cache's V format; decode's staging (kv_stages) follows the V format.
 KernelSpec defaultPagedKvSpec(int head_dim, int page_size, int warps, Target target,
                               KvValueFormat value_format = KvValueFormat::Fp8);
 
