@@ -15,65 +15,46 @@ runFormatAccuracy(const AccuracyGrid &g, const std::function<void(int, int)> &pr
   if (auto e = validateGrid(g))
     return e;
   std::vector<FormatAccuracyRow> out;
-  const int total = static_cast<int>(g.sigmas.size() * g.seqlens.size() * g.head_dims.size() * g.causal.size());
-  int done = 0;
-  for (double sigma : g.sigmas)
-    for (int seqlen : g.seqlens)
-      for (int dim : g.head_dims)
-        for (bool causal : g.causal) {
-          // (the inputs and rows of runAccuracyGrid at this point)
-          const std::size_t n = static_cast<std::size_t>(seqlen) * dim;
-          const std::vector<float> q = gaussian(n, sigma, g.seed * 3 + 0);
-          const std::vector<float> k = gaussian(n, sigma, g.seed * 3 + 1);
-          const std::vector<float> v = gaussian(n, sigma, g.seed * 3 + 2);
-          cpu::AttentionProblem p;
-          p.shape = {1, 1, 1, seqlen, seqlen, dim};
-          p.q = cpu::TensorRef::contiguous(q.data(), 1, seqlen, dim);
-          p.k = cpu::TensorRef::contiguous(k.data(), 1, seqlen, dim);
-          p.v = cpu::TensorRef::contiguous(v.data(), 1, seqlen, dim);
-          cpu::RowSelection sel;
-          sel.threads = g.threads;
-          const int nrows = std::min(g.rows, seqlen);
-          for (int i = 0; i < nrows; ++i)
-            sel.rows.push_back(static_cast<int>((i + 0.5) * seqlen / nrows));
-          cpu::ReferenceOptions ro;
-          ro.causal = causal;
-          ro.selection = sel;
-          auto ref = cpu::referenceAttention(p, ro);
-          if (!ref)
-            return ref.takeError();
-          auto add = [&](std::string label, bool kernel, const cpu::AttentionResult &r) {
-            const cpu::Agreement a = cpu::compareOutputs(r, *ref);
-            out.push_back({std::move(label), kernel, sigma, seqlen, dim, causal, a.cosine, a.rel_l2});
-          };
-          for (const cpu::FormatPair &pair : cpu::allFormatPairs()) {
-            auto r = cpu::formatStudyAttention(pair, p, ro);
-            if (!r)
-              return r.takeError();
-            add(cpu::toString(pair), false, *r);
-          }
-          for (Route route : {Route::Nvfp8, Route::DirectP}) {
-            AttentionSpec spec;
-            spec.head_dim = dim;
-            spec.causal = causal;
-            spec.route = route;
-            if (route == Route::DirectP) {
-              auto c = classifierForVariant("piecewise", sigma, seqlen, causal, g.seed);
-              if (!c)
-                return c.takeError();
-              spec.classifier = *c;
-            }
-            applyRouteNumericsDefaults(spec);
-            cpu::ModelOptions mo;
-            mo.selection = sel;
-            auto m = cpu::runRouteModel(spec, p, mo);
-            if (!m)
-              return m.takeError();
-            add(std::string(toString(route)) + " kernel", true, m->result);
-          }
-          if (progress)
-            progress(++done, total);
-        }
+  llvm::Error walked = forEachGridPoint(g, progress, [&](double sigma, int seqlen, int dim, bool causal) -> llvm::Error {
+    const GridPointInputs in = gridPointInputs(g, sigma, seqlen, dim, causal);
+    const cpu::AttentionProblem &p = in.problem;
+    const cpu::ReferenceOptions &ro = in.reference;
+    auto ref = cpu::referenceAttention(p, ro);
+    if (!ref)
+      return ref.takeError();
+    auto add = [&](std::string label, bool kernel, const cpu::AttentionResult &r) {
+      const cpu::Agreement a = cpu::compareOutputs(r, *ref);
+      out.push_back({std::move(label), kernel, sigma, seqlen, dim, causal, a.cosine, a.rel_l2});
+    };
+    for (const cpu::FormatPair &pair : cpu::allFormatPairs()) {
+      auto r = cpu::formatStudyAttention(pair, p, ro);
+      if (!r)
+        return r.takeError();
+      add(cpu::toString(pair), false, *r);
+    }
+    for (Route route : {Route::Nvfp8, Route::DirectP}) {
+      AttentionSpec spec;
+      spec.head_dim = dim;
+      spec.causal = causal;
+      spec.route = route;
+      if (route == Route::DirectP) {
+        auto c = classifierForVariant("piecewise", sigma, seqlen, causal, g.seed);
+        if (!c)
+          return c.takeError();
+        spec.classifier = *c;
+      }
+      applyRouteNumericsDefaults(spec);
+      cpu::ModelOptions mo;
+      mo.selection = ro.selection;
+      auto m = cpu::runRouteModel(spec, p, mo);
+      if (!m)
+        return m.takeError();
+      add(std::string(toString(route)) + " kernel", true, m->result);
+    }
+    return llvm::Error::success();
+  });
+  if (walked)
+    return walked;
   return out;
 }
 

@@ -80,96 +80,111 @@ llvm::Expected<ClassifierSpec> classifierForVariant(const std::string &variant, 
   return r->classifier;
 }
 
-llvm::Expected<std::vector<AccuracyRow>>
-runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &progress) {
-  if (auto e = validateGrid(g))
-    return e;
-  std::vector<AccuracyRow> out;
+GridPointInputs gridPointInputs(const AccuracyGrid &g, double sigma, int seqlen, int dim, bool causal) {
+  GridPointInputs in;
+  const std::size_t n = static_cast<std::size_t>(seqlen) * dim;
+  in.q = gaussian(n, sigma, g.seed * 3 + 0);
+  in.k = gaussian(n, sigma, g.seed * 3 + 1);
+  in.v = gaussian(n, sigma, g.seed * 3 + 2);
+  in.problem.shape = {1, 1, 1, seqlen, seqlen, dim};
+  in.problem.q = cpu::TensorRef::contiguous(in.q.data(), 1, seqlen, dim);
+  in.problem.k = cpu::TensorRef::contiguous(in.k.data(), 1, seqlen, dim);
+  in.problem.v = cpu::TensorRef::contiguous(in.v.data(), 1, seqlen, dim);
+  in.reference.causal = causal;
+  in.reference.selection.threads = g.threads;
+  const int nrows = std::min(g.rows, seqlen);
+  for (int i = 0; i < nrows; ++i)
+    in.reference.selection.rows.push_back(static_cast<int>((i + 0.5) * seqlen / nrows));
+  return in;
+}
+
+llvm::Error forEachGridPoint(const AccuracyGrid &g, const std::function<void(int, int)> &progress,
+                             const std::function<llvm::Error(double, int, int, bool)> &fn) {
   const int total = static_cast<int>(g.sigmas.size() * g.seqlens.size() * g.head_dims.size() * g.causal.size());
   int done = 0;
   for (double sigma : g.sigmas)
     for (int seqlen : g.seqlens)
       for (int dim : g.head_dims)
         for (bool causal : g.causal) {
-          const std::size_t n = static_cast<std::size_t>(seqlen) * dim;
-          const std::vector<float> q = gaussian(n, sigma, g.seed * 3 + 0);
-          const std::vector<float> k = gaussian(n, sigma, g.seed * 3 + 1);
-          const std::vector<float> v = gaussian(n, sigma, g.seed * 3 + 2);
-          cpu::AttentionProblem p;
-          p.shape = {1, 1, 1, seqlen, seqlen, dim};
-          p.q = cpu::TensorRef::contiguous(q.data(), 1, seqlen, dim);
-          p.k = cpu::TensorRef::contiguous(k.data(), 1, seqlen, dim);
-          p.v = cpu::TensorRef::contiguous(v.data(), 1, seqlen, dim);
-          cpu::RowSelection sel;
-          sel.threads = g.threads;
-          const int nrows = std::min(g.rows, seqlen);
-          for (int i = 0; i < nrows; ++i)
-            sel.rows.push_back(static_cast<int>((i + 0.5) * seqlen / nrows));
-
-          cpu::ReferenceOptions ro;
-          ro.causal = causal;
-          ro.selection = sel;
-          auto ref = cpu::referenceAttention(p, ro);
-          if (!ref)
-            return ref.takeError();
-          AttentionSpec spec;
-          spec.head_dim = dim;
-          spec.causal = causal;
-          spec.operands.qk_widening = g.qk_widening;
-          cpu::ModelOptions mo;
-          mo.selection = sel;
-          spec.route = Route::Bf16; // the BF16 route as it runs (its own range guard)
-          applyRouteNumericsDefaults(spec);
-          auto bf16 = cpu::runRouteModel(spec, p, mo);
-          if (!bf16)
-            return bf16.takeError();
-
-          auto add = [&](Route route, const std::string &cname, const ClassifierSpec &c) -> llvm::Error {
-            spec.route = route;
-            spec.classifier = c;
-            applyRouteNumericsDefaults(spec);
-            if (g.guard_slack_log2)
-              setGuardSlack(spec, *g.guard_slack_log2);
-            const bool fp16 = g.scores_fp16 && route != Route::Bf16 && g.qk_widening == Widening::E4m3;
-            spec.tile.softmax.scores_fp16 = fp16;
-            spec.operands.qk_widen_shift = fp16 ? minScoresFp16WidenShift(dim) : OperandSpec{}.qk_widen_shift;
-            auto m = cpu::runRouteModel(spec, p, mo);
-            if (!m)
-              return m.takeError();
-            const cpu::Agreement vs_ref = cpu::compareOutputs(m->result, *ref);
-            const cpu::Agreement vs_bf16 = cpu::compareOutputs(m->result, bf16->result);
-            AccuracyRow row;
-            row.route = toString(route);
-            row.classifier = cname;
-            row.coefficients = c;
-            row.sigma = sigma;
-            row.seqlen = seqlen;
-            row.head_dim = dim;
-            row.causal = causal;
-            row.cos_vs_fp64 = vs_ref.cosine;
-            row.cos_vs_bf16 = vs_bf16.cosine;
-            row.rel_l2_vs_fp64 = vs_ref.rel_l2;
-            row.rel_l2_vs_bf16 = vs_bf16.rel_l2;
-            out.push_back(row);
-            return llvm::Error::success();
-          };
-          for (Route route : g.routes) {
-            if (route != Route::DirectP) {
-              if (auto e = add(route, "none", ClassifierSpec{}))
-                return e;
-              continue;
-            }
-            for (const std::string &variant : g.classifiers) {
-              auto c = classifierForVariant(variant, sigma, seqlen, causal, g.seed);
-              if (!c)
-                return c.takeError();
-              if (auto e = add(route, variant, *c))
-                return e;
-            }
-          }
+          if (llvm::Error e = fn(sigma, seqlen, dim, causal))
+            return e;
           if (progress)
             progress(++done, total);
         }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<AccuracyRow>>
+runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &progress) {
+  if (auto e = validateGrid(g))
+    return e;
+  std::vector<AccuracyRow> out;
+  llvm::Error walked = forEachGridPoint(g, progress, [&](double sigma, int seqlen, int dim, bool causal) -> llvm::Error {
+    const GridPointInputs in = gridPointInputs(g, sigma, seqlen, dim, causal);
+    const cpu::AttentionProblem &p = in.problem;
+    const cpu::RowSelection &sel = in.reference.selection;
+    auto ref = cpu::referenceAttention(p, in.reference);
+    if (!ref)
+      return ref.takeError();
+    AttentionSpec spec;
+    spec.head_dim = dim;
+    spec.causal = causal;
+    spec.operands.qk_widening = g.qk_widening;
+    cpu::ModelOptions mo;
+    mo.selection = sel;
+    spec.route = Route::Bf16; // the BF16 route as it runs (its own range guard)
+    applyRouteNumericsDefaults(spec);
+    auto bf16 = cpu::runRouteModel(spec, p, mo);
+    if (!bf16)
+      return bf16.takeError();
+
+    auto add = [&](Route route, const std::string &cname, const ClassifierSpec &c) -> llvm::Error {
+      spec.route = route;
+      spec.classifier = c;
+      applyRouteNumericsDefaults(spec);
+      if (g.guard_slack_log2)
+        setGuardSlack(spec, *g.guard_slack_log2);
+      const bool fp16 = g.scores_fp16 && route != Route::Bf16 && g.qk_widening == Widening::E4m3;
+      spec.tile.softmax.scores_fp16 = fp16;
+      spec.operands.qk_widen_shift = fp16 ? minScoresFp16WidenShift(dim) : OperandSpec{}.qk_widen_shift;
+      auto m = cpu::runRouteModel(spec, p, mo);
+      if (!m)
+        return m.takeError();
+      const cpu::Agreement vs_ref = cpu::compareOutputs(m->result, *ref);
+      const cpu::Agreement vs_bf16 = cpu::compareOutputs(m->result, bf16->result);
+      AccuracyRow row;
+      row.route = toString(route);
+      row.classifier = cname;
+      row.coefficients = c;
+      row.sigma = sigma;
+      row.seqlen = seqlen;
+      row.head_dim = dim;
+      row.causal = causal;
+      row.cos_vs_fp64 = vs_ref.cosine;
+      row.cos_vs_bf16 = vs_bf16.cosine;
+      row.rel_l2_vs_fp64 = vs_ref.rel_l2;
+      row.rel_l2_vs_bf16 = vs_bf16.rel_l2;
+      out.push_back(row);
+      return llvm::Error::success();
+    };
+    for (Route route : g.routes) {
+      if (route != Route::DirectP) {
+        if (auto e = add(route, "none", ClassifierSpec{}))
+          return e;
+        continue;
+      }
+      for (const std::string &variant : g.classifiers) {
+        auto c = classifierForVariant(variant, sigma, seqlen, causal, g.seed);
+        if (!c)
+          return c.takeError();
+        if (auto e = add(route, variant, *c))
+          return e;
+      }
+    }
+    return llvm::Error::success();
+  });
+  if (walked)
+    return walked;
   return out;
 }
 

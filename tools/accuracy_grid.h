@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fa4jit/codegen/spec.h"
+#include "fa4jit/cpu/reference.h"
 #include "llvm/Support/Error.h"
 
 namespace fa4jit::tools {
@@ -51,6 +52,20 @@ struct AccuracyRow {
 
 // n values ~ N(0, sigma^2) of the experiments' generator, from `seed`.
 std::vector<float> gaussian(std::size_t n, double sigma, uint64_t seed);
+
+// One grid point's inputs as every forward experiment draws them: Q, K, V ~ N(0, sigma^2) from
+// seeds 3 seed + 0, 1, 2, one head, and min(rows, seqlen) query rows sampled evenly.
+struct GridPointInputs {
+  std::vector<float> q, k, v;
+  cpu::AttentionProblem problem;  // views of q, k, v
+  cpu::ReferenceOptions reference; // the mask, the sampled rows and the grid's threads
+};
+GridPointInputs gridPointInputs(const AccuracyGrid &grid, double sigma, int seqlen, int head_dim, bool causal);
+
+// fn(sigma, seqlen, head dim, causal) for every grid point in order, then progress(done, total);
+// the first error stops the walk and is returned.
+llvm::Error forEachGridPoint(const AccuracyGrid &grid, const std::function<void(int, int)> &progress,
+                             const std::function<llvm::Error(double, int, int, bool)> &fn);
 
 // Checks the grid (head dims 64/128/256, lengths and rows >= 1, sigma > 0, known classifiers).
 llvm::Error validateGrid(const AccuracyGrid &grid);

@@ -248,13 +248,7 @@ int runTune(int argc, char **argv) {
     bar.clear();
     if (!outcome) {
       ++failures;
-      const std::string msg = llvm::toString(outcome.takeError());
-      if (json)
-        std::printf("%s\n", llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{{"key", shape}, {"error", msg}}))
-                                .str()
-                                .c_str());
-      else
-        std::printf("  %-36s error: %s\n", shape.c_str(), msg.c_str());
+      printTuneFailure(shape, llvm::toString(outcome.takeError()), json);
       continue;
     }
     total_compiled += outcome->compiled;

@@ -1,6 +1,8 @@
 // A line chart as SVG text (line_plot_svg.h).
 #include "line_plot_svg.h"
 
+#include "svg_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,17 +18,6 @@ constexpr double kLeft = 70, kRight = 250, kTop = 50, kBottom = 60; // margins (
 const char *const kColours[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
-std::string esc(const std::string &s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
 
 } // namespace
 
@@ -51,7 +42,7 @@ std::string renderLinePlotSvg(const LinePlot &plot) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{2}\" y=\"28\" font-size=\"15\">{3}</text>\n",
-      kWidth, kHeight, kLeft, esc(plot.title));
+      kWidth, kHeight, kLeft, xmlEscape(plot.title));
   // Horizontal grid: ten steps of the y range.
   for (int i = 0; i <= 10; ++i) {
     const double y = plot.y_min + (plot.y_max - plot.y_min) * i / 10.0;
@@ -68,9 +59,9 @@ std::string renderLinePlotSvg(const LinePlot &plot) {
   svg += fmt::format("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" fill=\"none\" stroke=\"#444\"/>\n",
                      kLeft, kTop, pw, ph);
   svg += fmt::format("<text x=\"{0:.1f}\" y=\"{1}\" text-anchor=\"middle\">{2}</text>\n", kLeft + pw / 2,
-                     kHeight - 18, esc(plot.x_label + (plot.log_x ? " (log scale)" : "")));
+                     kHeight - 18, xmlEscape(plot.x_label + (plot.log_x ? " (log scale)" : "")));
   svg += fmt::format("<text transform=\"translate(18 {0:.1f}) rotate(-90)\" text-anchor=\"middle\">{1}</text>\n",
-                     kTop + ph / 2, esc(plot.y_label));
+                     kTop + ph / 2, xmlEscape(plot.y_label));
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries &s = plot.series[i];
     const char *colour = kColours[i % (sizeof kColours / sizeof *kColours)];
@@ -84,7 +75,7 @@ std::string renderLinePlotSvg(const LinePlot &plot) {
     const double ly = kTop + 10 + 20 * double(i);
     svg += fmt::format("<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
                        "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
-                       kLeft + pw + 16, kLeft + pw + 44, ly, colour, dash, kLeft + pw + 50, ly + 4, esc(s.name));
+                       kLeft + pw + 16, kLeft + pw + 44, ly, colour, dash, kLeft + pw + 50, ly + 4, xmlEscape(s.name));
   }
   svg += "</svg>\n";
   return svg;

@@ -2,6 +2,8 @@
 // coloured rectangles, aliases hatched over the lower half of the region they reuse, a legend.
 #include "tmem_render.h"
 
+#include "svg_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,17 +27,6 @@ const char *colour(RegionKind k) {
   return "#999999";
 }
 
-std::string esc(const std::string &s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '&') o += "&amp;";
-    else if (c == '<') o += "&lt;";
-    else if (c == '>') o += "&gt;";
-    else if (c == '"') o += "&quot;";
-    else o += c;
-  }
-  return o;
-}
 
 double x(int column) { return kLeft + column * kPx; }
 int textWidth(const std::string &s, int size) { return static_cast<int>(s.size() * size * 0.62); }
@@ -67,7 +58,7 @@ std::string renderTmemSvg(const TmemPlan &p) {
        "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"black\" stroke-width=\"2\" stroke-opacity=\"0.55\"/>"
        "</pattern></defs>\n";
   s += fmt::format("<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"white\"/>\n", width, height);
-  s += fmt::format("<text x=\"{}\" y=\"28\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", kLeft, esc(title(p)));
+  s += fmt::format("<text x=\"{}\" y=\"28\" font-size=\"17\" font-weight=\"bold\">{}</text>\n", kLeft, xmlEscape(title(p)));
   s += fmt::format("<text x=\"{}\" y=\"50\" font-size=\"12\" fill=\"#444\">128 lanes (one row per lane, M = 128) x "
                    "columns of 32 bit; hatched = alias reusing the columns under it</text>\n",
                    kLeft);
@@ -86,8 +77,8 @@ std::string renderTmemSvg(const TmemPlan &p) {
       const int ry = alias ? kBandTop + kBandH / 2 : kBandTop, rh = alias ? kBandH / 2 : kBandH;
       s += fmt::format("<rect class=\"region\" data-name=\"{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
                        "fill=\"{}\" stroke=\"white\" stroke-width=\"1\"><title>{}: columns {}-{} ({}){}</title></rect>\n",
-                       esc(r.name), rx, ry, rw, rh, colour(r.kind), esc(r.name), r.first_column, r.endColumn() - 1,
-                       esc(r.note), alias ? esc(", aliases " + r.aliases) : "");
+                       xmlEscape(r.name), rx, ry, rw, rh, colour(r.kind), xmlEscape(r.name), r.first_column, r.endColumn() - 1,
+                       xmlEscape(r.note), alias ? xmlEscape(", aliases " + r.aliases) : "");
       if (alias)
         s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"url(#hatch)\"/>\n", rx, ry, rw, rh);
       const std::string label = r.name;
@@ -96,7 +87,7 @@ std::string renderTmemSvg(const TmemPlan &p) {
         const int ty = alias ? ry + rh / 2 + 2 : ry + 24;
         s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"14\" font-weight=\"bold\" fill=\"white\" "
                          "text-anchor=\"middle\" stroke=\"black\" stroke-width=\"0.4\">{}</text>\n",
-                         rx + rw / 2, ty, esc(label));
+                         rx + rw / 2, ty, xmlEscape(label));
         if (textWidth(cols, 11) + 4 <= rw)
           s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"white\" text-anchor=\"middle\">{}</text>\n",
                            rx + rw / 2, ty + 15, cols);
@@ -107,7 +98,7 @@ std::string renderTmemSvg(const TmemPlan &p) {
         s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"1\"/>\n", lx,
                          ry + rh, ly - 10, colour(r.kind));
         s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\" text-anchor=\"middle\">{}</text>\n", lx,
-                         ly, colour(r.kind), esc(label));
+                         ly, colour(r.kind), xmlEscape(label));
         ++small_label;
       }
     }
@@ -156,7 +147,7 @@ std::string renderTmemSvg(const TmemPlan &p) {
     const double at = place(text);
     s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"14\" height=\"14\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
                      "font-size=\"12\">{}</text>\n",
-                     at, ly, colour(kind), at + 19, ly + 12, esc(text));
+                     at, ly, colour(kind), at + 19, ly + 12, xmlEscape(text));
   }
   const double at = place("alias (hatched)");
   s += fmt::format("<rect x=\"{0}\" y=\"{1}\" width=\"14\" height=\"14\" fill=\"#888\"/><rect x=\"{0}\" y=\"{1}\" "
@@ -167,12 +158,12 @@ std::string renderTmemSvg(const TmemPlan &p) {
   int wy = ly + 40;
   if (!p.fits) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"#c0392b\">rejected: {}</text>\n", kLeft, wy,
-                     esc(p.rejected_reason));
+                     xmlEscape(p.rejected_reason));
     wy += 18;
   }
   for (const OverlapWindow &w : p.windows) {
     s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"12\" fill=\"{}\">window {}: {} ({} spare, needs {})</text>\n",
-                     kLeft, wy, w.open ? "#2e7d32" : "#c0392b", esc(w.name), w.open ? "open" : "closed",
+                     kLeft, wy, w.open ? "#2e7d32" : "#c0392b", xmlEscape(w.name), w.open ? "open" : "closed",
                      w.spare_columns, w.needed_columns);
     wy += 18;
   }

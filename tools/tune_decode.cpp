@@ -86,14 +86,7 @@ int runTuneDecode(const CliFlags &flags, const runtime::RuntimeConfig &config) {
           bar.clear();
           if (!outcome) {
             ++failures;
-            const std::string msg = llvm::toString(outcome.takeError());
-            if (json)
-              std::printf("%s\n", llvm::formatv("{0}", llvm::json::Value(llvm::json::Object{{"key", key},
-                                                                                            {"error", msg}}))
-                                      .str()
-                                      .c_str());
-            else
-              std::printf("  %-40s error: %s\n", key.c_str(), msg.c_str());
+            printTuneFailure(key, llvm::toString(outcome.takeError()), json);
             continue;
           }
           const cache::TuningRecord &r = outcome->record;

@@ -63,6 +63,13 @@ json::Value recordJson(const cache::TuningRecord &r, bool with_candidates) {
   return o;
 }
 
+void printTuneFailure(const std::string &key, const std::string &message, bool json) {
+  if (json)
+    std::printf("%s\n", llvm::formatv("{0}", json::Value(json::Object{{"key", key}, {"error", message}})).str().c_str());
+  else
+    std::printf("  %-40s error: %s\n", key.c_str(), message.c_str());
+}
+
 int showTuningDatabase(const cache::TuningDbConfig &config, bool as_json, bool candidates) {
   json::Array all;
   bool any = false;

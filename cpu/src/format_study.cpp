@@ -97,28 +97,31 @@ std::vector<float> headMatrix(const TensorRef &t, int b, int h, int rows, int co
   return m;
 }
 
+// The decoded [rows, cols] matrix of a quantized one: value(r, c), or value(c, r) for a matrix that
+// was quantized transposed (V^T).
+template <class Quantized>
+std::vector<float> decoded(const Quantized &q, int rows, int cols, bool transposed = false) {
+  std::vector<float> out(static_cast<std::size_t>(rows) * cols);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c)
+      out[std::size_t(r) * cols + c] = transposed ? q.value(c, r) : q.value(r, c);
+  return out;
+}
+
 llvm::Expected<std::vector<float>> roundTripV(PvFormat f, const std::vector<float> &v, int keys, int dims) {
   if (f == PvFormat::E4m3) {
     formats::MatrixView view{v.data(), keys, dims, dims, 1};
     auto q = formats::quantizeFp8PerTensor(view, dims);
     if (!q)
       return q.takeError();
-    std::vector<float> out(v.size());
-    for (int r = 0; r < keys; ++r)
-      for (int c = 0; c < dims; ++c)
-        out[std::size_t(r) * dims + c] = q->value(r, c);
-    return out;
+    return decoded(*q, keys, dims);
   }
   // V^T: rows = head dims, columns = keys (blocks of 32 keys), padded to a multiple of 32.
   formats::MatrixView vt{v.data(), dims, keys, 1, dims};
   auto q = formats::quantizeMxfp4(vt, (keys + kMxBlock - 1) / kMxBlock * kMxBlock);
   if (!q)
     return q.takeError();
-  std::vector<float> out(v.size());
-  for (int r = 0; r < keys; ++r)
-    for (int c = 0; c < dims; ++c)
-      out[std::size_t(r) * dims + c] = q->value(c, r);
-  return out;
+  return decoded(*q, keys, dims, /*transposed=*/true);
 }
 
 } // namespace
@@ -150,25 +153,18 @@ llvm::Expected<std::vector<float>> roundTripQk(QkFormat format, const float *dat
     if (!std::isfinite(data[i]))
       return fail("format study: element " + std::to_string(i) + " is not finite");
   formats::MatrixView view{data, rows, cols, cols, 1};
-  std::vector<float> out(static_cast<std::size_t>(rows) * cols);
   switch (format) {
   case QkFormat::Nvfp4: {
     auto q = formats::quantizeNvfp4(view);
     if (!q)
       return q.takeError();
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c)
-        out[std::size_t(r) * cols + c] = q->value(r, c);
-    return out;
+    return decoded(*q, rows, cols);
   }
   case QkFormat::Mxfp4: {
     auto q = formats::quantizeMxfp4(view, cols);
     if (!q)
       return q.takeError();
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c)
-        out[std::size_t(r) * cols + c] = q->value(r, c);
-    return out;
+    return decoded(*q, rows, cols);
   }
   case QkFormat::E4m3Row:
     return e4m3PerRow(data, rows, cols);

@@ -3,6 +3,7 @@
 // failures, persistence (a second tuner times nothing) and replay misses; and the shared key
 // helpers Engine::decodePlan uses.
 #include "expected_checks.h"
+#include "tuner_fakes.h"
 
 #include "fa4jit/codegen/decode_candidates.h"
 #include "fa4jit/codegen/heuristics.h"
@@ -23,36 +24,9 @@ using namespace fa4jit::runtime;
 
 namespace {
 
-class Scratch {
-public:
-  Scratch() {
-    std::string pattern = "/tmp/fa4jit-decode-tuner-test.XXXXXX";
-    path_ = ::mkdtemp(pattern.data()) ? pattern : "";
-  }
-  ~Scratch() { llvm::sys::fs::remove_directories(path_); }
-  std::string sub(const std::string &n) const { return path_ + "/" + n; }
-
-private:
-  std::string path_;
-};
-
-cache::TuningIdentity identity() { return {"NVIDIA H200", 132, "13.0", "nvrtc 13.0 test", "0.1.0"}; }
-
-class FakeCompiler : public CandidateCompiler {
-public:
-  std::function<bool(const KernelSpec &)> fails = [](const KernelSpec &) { return false; };
-  int specs_seen = 0;
-  std::vector<llvm::Error> compileAll(llvm::ArrayRef<KernelSpec> specs,
-                                      const std::function<void(size_t, size_t)> &) override {
-    std::vector<llvm::Error> out;
-    for (const KernelSpec &s : specs) {
-      ++specs_seen;
-      out.push_back(fails(s) ? llvm::createStringError(llvm::inconvertibleErrorCode(), "ptxas: too many resources")
-                             : llvm::Error::success());
-    }
-    return out;
-  }
-};
+using fa4jit::testing::FakeCompiler;
+using Scratch = fa4jit::testing::TunerScratch;
+cache::TuningIdentity identity() { return fa4jit::testing::tunerTestIdentity(); }
 
 class FakeDecodeTiming : public DecodeTimingSource {
 public:

@@ -2,6 +2,7 @@
 // tie band, failing candidates, persistence (a second tuner compiles and times nothing), replay
 // misses, the accuracy floor; and the CPU-model accuracy probe on a small problem.
 #include "expected_checks.h"
+#include "tuner_fakes.h"
 
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
@@ -22,40 +23,9 @@ using namespace fa4jit::runtime;
 
 namespace {
 
-class Scratch {
-public:
-  Scratch() {
-    std::string pattern = "/tmp/fa4jit-tuner-test.XXXXXX";
-    path_ = ::mkdtemp(pattern.data()) ? pattern : "";
-  }
-  ~Scratch() { llvm::sys::fs::remove_directories(path_); }
-  std::string sub(const std::string &n) const { return path_ + "/" + n; }
-
-private:
-  std::string path_;
-};
-
-cache::TuningIdentity identity() { return {"NVIDIA H200", 132, "13.0", "nvrtc 13.0 test", "0.1.0"}; }
-
-// Compiles nothing; fails the specs `fails` says, counts calls.
-class FakeCompiler : public CandidateCompiler {
-public:
-  std::function<bool(const KernelSpec &)> fails = [](const KernelSpec &) { return false; };
-  int specs_seen = 0;
-  std::vector<llvm::Error> compileAll(llvm::ArrayRef<KernelSpec> specs,
-                                      const std::function<void(size_t, size_t)> &progress) override {
-    std::vector<llvm::Error> out;
-    for (size_t i = 0; i < specs.size(); ++i) {
-      ++specs_seen;
-      out.push_back(fails(specs[i]) ? llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                                              "ptxas error: entry uses too much shared data")
-                                    : llvm::Error::success());
-      if (progress)
-        progress(i + 1, specs.size());
-    }
-    return out;
-  }
-};
+using fa4jit::testing::FakeCompiler;
+using Scratch = fa4jit::testing::TunerScratch;
+cache::TuningIdentity identity() { return fa4jit::testing::tunerTestIdentity(); }
 
 // Deterministic: the time is a function of the spec (an error when it returns NaN).
 class FakeTiming : public TimingSource {

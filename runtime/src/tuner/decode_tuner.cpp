@@ -45,15 +45,11 @@ cache::TuningKey DecodeTuner::keyFor(const DecodeTuneRequest &r) {
 llvm::Expected<TuneOutcome> DecodeTuner::tune(const DecodeTuneRequest &request, const TunerOptions &options) {
   const cache::TuningKey key = keyFor(request);
   TuneOutcome out;
-  if (!options.force) {
-    if (auto found = db_.lookup(key, &out.layer)) {
-      out.record = std::move(*found);
-      out.from_database = true;
-      return out;
-    }
-  }
-  if (options.replay_only)
-    return replayMiss(db_, key);
+  auto reused = reuseRecord(db_, key, options, out);
+  if (!reused)
+    return reused.takeError();
+  if (*reused)
+    return out;
   const DecodeTuneProblem &p = request.problem;
   DecodeShape shape;
   shape.target = request.target;
@@ -119,15 +115,8 @@ llvm::Expected<TuneOutcome> DecodeTuner::tune(const DecodeTuneRequest &request, 
   if (!chosen)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "tuning " + key.str() + ": " + llvm::toString(chosen.takeError()));
-  rec.winner = chosen->winner;
-  rec.tie_band = chosen->band;
-  rec.timing_source = timing_.describe();
-  rec.problem = p.str();
-  rec.tuned_at = utcTimestamp();
-  if (llvm::Error e = db_.store(rec))
+  if (llvm::Error e = storeRecord(db_, *chosen, timing_.describe(), p.str(), out))
     return e;
-  out.layer = db_.config().user_dir.empty() ? cache::TuningLayer::Memory : cache::TuningLayer::User;
-  out.record.identity = db_.identity();
   return out;
 }
 

@@ -21,6 +21,34 @@ std::string utcTimestamp() {
 
 std::string clipped(const std::string &text, size_t max_chars) { return text.substr(0, std::min(text.size(), max_chars)); }
 
+llvm::Expected<bool> reuseRecord(const cache::TuningDb &db, const cache::TuningKey &key, const TunerOptions &options,
+                                 TuneOutcome &out) {
+  if (!options.force)
+    if (auto found = db.lookup(key, &out.layer)) {
+      out.record = std::move(*found);
+      out.from_database = true;
+      return true;
+    }
+  if (options.replay_only)
+    return replayMiss(db, key);
+  return false;
+}
+
+llvm::Error storeRecord(cache::TuningDb &db, const Selection &chosen, const std::string &timing_source,
+                        const std::string &problem, TuneOutcome &out) {
+  cache::TuningRecord &rec = out.record;
+  rec.winner = chosen.winner;
+  rec.tie_band = chosen.band;
+  rec.timing_source = timing_source;
+  rec.problem = problem;
+  rec.tuned_at = utcTimestamp();
+  if (llvm::Error e = db.store(rec))
+    return e;
+  out.layer = db.config().user_dir.empty() ? cache::TuningLayer::Memory : cache::TuningLayer::User;
+  rec.identity = db.identity();
+  return llvm::Error::success();
+}
+
 void recordTime(cache::CandidateResult &c, const TimingStats &t) {
   c.ok = true;
   c.median_ms = t.median_ms;
@@ -31,7 +59,7 @@ void recordTime(cache::CandidateResult &c, const TimingStats &t) {
 }
 
 llvm::Expected<TimingStats> timeRepeats(const CudaDriver &driver, const std::function<llvm::Error(int)> &fn,
-                                        int warmup, int reps) {
+                                        int warmup, int reps, const std::function<llvm::Error(int)> &before_repeat) {
   for (int i = 0; i < warmup; ++i)
     if (auto e = fn(i))
       return e;
@@ -47,6 +75,9 @@ llvm::Expected<TimingStats> timeRepeats(const CudaDriver &driver, const std::fun
     ends.push_back(std::move(*e));
   }
   for (int i = 0; i < reps; ++i) {
+    if (before_repeat)
+      if (auto e = before_repeat(i))
+        return e;
     if (auto e = starts[size_t(i)].record())
       return e;
     if (auto e = fn(i))

@@ -4,6 +4,7 @@
 #include "fa4jit/codegen/formats.h"
 #include "fa4jit/codegen/gaussian_rng.h"
 #include "fa4jit/runtime/engine.h"
+#include "tune_common.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -148,39 +149,11 @@ llvm::Expected<TimingStats> EngineTimingSource::time(const KernelSpec &spec, con
     f.o = o, f.lse = s.lse.address(), f.route = a.route, f.causal = a.causal, f.spec = spec;
     return engine_.forward(f);
   };
-  for (int i = 0; i < options_.warmup; ++i)
-    if (auto e = launch(i))
-      return e;
-  std::vector<Event> starts, ends;
-  for (int i = 0; i < options_.reps; ++i) {
-    auto s = Event::create(engine_.driver());
-    auto e = Event::create(engine_.driver());
-    if (!s)
-      return s.takeError();
-    if (!e)
-      return e.takeError();
-    starts.push_back(std::move(*s));
-    ends.push_back(std::move(*e));
-  }
-  for (int i = 0; i < options_.reps; ++i) {
-    if (flush_)
-      if (auto e = flush_->fill(std::uint8_t(i)))
-        return e;
-    if (auto e = starts[size_t(i)].record())
-      return e;
-    if (auto e = launch(i))
-      return e;
-    if (auto e = ends[size_t(i)].record())
-      return e;
-  }
-  std::vector<double> ms;
-  for (int i = 0; i < options_.reps; ++i) {
-    auto t = Event::elapsedMs(starts[size_t(i)], ends[size_t(i)]);
-    if (!t)
-      return t.takeError();
-    ms.push_back(*t);
-  }
-  return summarizeRepeats(std::move(ms));
+  // (before every timed repeat, outside its events: L2 overwritten, so no repeat finds K/V there)
+  const std::function<llvm::Error(int)> flush = [&](int i) {
+    return flush_ ? flush_->fill(std::uint8_t(i)) : llvm::Error::success();
+  };
+  return timeRepeats(engine_.driver(), launch, options_.warmup, options_.reps, flush);
 }
 
 } // namespace fa4jit::runtime

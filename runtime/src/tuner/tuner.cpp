@@ -114,15 +114,11 @@ llvm::Error replayMiss(const cache::TuningDb &db, const cache::TuningKey &key) {
 llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerOptions &options) {
   const cache::TuningKey key = keyFor(request);
   TuneOutcome out;
-  if (!options.force) {
-    if (auto found = db_.lookup(key, &out.layer)) {
-      out.record = std::move(*found);
-      out.from_database = true;
-      return out;
-    }
-  }
-  if (options.replay_only)
-    return replayMiss(db_, key);
+  auto reused = reuseRecord(db_, key, options, out);
+  if (!reused)
+    return reused.takeError();
+  if (*reused)
+    return out;
   if (options.min_cosine && !accuracy_)
     return fail("an accuracy floor (min cosine) needs an accuracy probe");
 
@@ -199,17 +195,10 @@ llvm::Expected<TuneOutcome> Tuner::tune(const TuneRequest &request, const TunerO
   auto chosen = selectWinner(rec.candidates, options.min_tie_band, options.min_cosine);
   if (!chosen)
     return fail("tuning " + key.str() + ": " + llvm::toString(chosen.takeError()));
-  rec.winner = chosen->winner;
-  rec.tie_band = chosen->band;
   rec.min_cosine = options.min_cosine.value_or(0.0);
   rec.accuracy_source = accuracy_ && options.min_cosine ? accuracy_->describe() : std::string();
-  rec.timing_source = timing_.describe();
-  rec.problem = request.problem.str();
-  rec.tuned_at = utcTimestamp();
-  if (llvm::Error e = db_.store(rec))
+  if (llvm::Error e = storeRecord(db_, *chosen, timing_.describe(), request.problem.str(), out))
     return e;
-  out.layer = db_.config().user_dir.empty() ? cache::TuningLayer::Memory : cache::TuningLayer::User;
-  out.record.identity = db_.identity();
   return out;
 }
 
