@@ -2,6 +2,7 @@
 #include "accuracy_formats.h"
 
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/cpu/format_study.h"
 #include "fa4jit/cpu/model.h"
 #include "fa4jit/cpu/reference.h"
@@ -32,11 +33,15 @@ runFormatAccuracy(const AccuracyGrid &g, const std::function<void(int, int)> &pr
         return r.takeError();
       add(cpu::toString(pair), false, *r);
     }
-    for (Route route : {Route::Nvfp8, Route::DirectP}) {
+    for (const RoutePreset &preset : routePresets()) {
+      const Route route = preset.route;
+      if (route == Route::Bf16)
+        continue;
       AttentionSpec spec;
       spec.head_dim = dim;
       spec.causal = causal;
       spec.route = route;
+      spec.operands.qk_format = preset.qk_format;
       if (route == Route::DirectP) {
         auto c = classifierForVariant("piecewise", sigma, seqlen, causal, g.seed);
         if (!c)
@@ -49,7 +54,7 @@ runFormatAccuracy(const AccuracyGrid &g, const std::function<void(int, int)> &pr
       auto m = cpu::runRouteModel(spec, p, mo);
       if (!m)
         return m.takeError();
-      add(std::string(toString(route)) + " kernel", true, m->result);
+      add(toString(preset) + " kernel", true, m->result);
     }
     return llvm::Error::success();
   });

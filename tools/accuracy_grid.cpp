@@ -138,13 +138,16 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
     if (!bf16)
       return bf16.takeError();
 
-    auto add = [&](Route route, const std::string &cname, const ClassifierSpec &c) -> llvm::Error {
+    auto add = [&](const RoutePreset &preset, const std::string &cname, const ClassifierSpec &c) -> llvm::Error {
+      const Route route = preset.route;
       spec.route = route;
       spec.classifier = c;
+      spec.operands.qk_format = preset.qk_format;
+      spec.operands.qk_widening = preset.qk_format == QkFormat::E4m3 ? Widening::E4m3 : g.qk_widening;
       applyRouteNumericsDefaults(spec);
       if (g.guard_slack_log2)
         setGuardSlack(spec, *g.guard_slack_log2);
-      const bool fp16 = g.scores_fp16 && route != Route::Bf16 && g.qk_widening == Widening::E4m3;
+      const bool fp16 = g.scores_fp16 && route != Route::Bf16 && spec.operands.qk_widening == Widening::E4m3;
       spec.tile.softmax.scores_fp16 = fp16;
       spec.operands.qk_widen_shift = fp16 ? minScoresFp16WidenShift(dim) : OperandSpec{}.qk_widen_shift;
       auto m = cpu::runRouteModel(spec, p, mo);
@@ -153,7 +156,7 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
       const cpu::Agreement vs_ref = cpu::compareOutputs(m->result, *ref);
       const cpu::Agreement vs_bf16 = cpu::compareOutputs(m->result, bf16->result);
       AccuracyRow row;
-      row.route = toString(route);
+      row.route = toString(preset);
       row.classifier = cname;
       row.coefficients = c;
       row.sigma = sigma;
@@ -167,9 +170,9 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
       out.push_back(row);
       return llvm::Error::success();
     };
-    for (Route route : g.routes) {
-      if (route != Route::DirectP) {
-        if (auto e = add(route, "none", ClassifierSpec{}))
+    for (const RoutePreset &preset : g.routes) {
+      if (preset.route != Route::DirectP) {
+        if (auto e = add(preset, "none", ClassifierSpec{}))
           return e;
         continue;
       }
@@ -177,7 +180,7 @@ runAccuracyGrid(const AccuracyGrid &g, const std::function<void(int, int)> &prog
         auto c = classifierForVariant(variant, sigma, seqlen, causal, g.seed);
         if (!c)
           return c.takeError();
-        if (auto e = add(route, variant, *c))
+        if (auto e = add(preset, variant, *c))
           return e;
       }
     }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/codegen/spec.h"
 #include "fa4jit/cpu/reference.h"
 #include "llvm/Support/Error.h"
@@ -25,7 +26,8 @@ struct AccuracyGrid {
   std::vector<int> seqlens = {1024, 4096};
   std::vector<int> head_dims = {128};
   std::vector<bool> causal = {false, true};
-  std::vector<Route> routes = {Route::Bf16, Route::Nvfp8, Route::DirectP};
+  // Route presets (route_presets.h); the E4M3 Q/K ones feed Q/K as stored, whatever qk_widening says.
+  std::vector<RoutePreset> routes = {{Route::Bf16}, {Route::Nvfp8}, {Route::DirectP}};
   std::vector<std::string> classifiers = {"piecewise", "threshold", "affine", "affine-a2", "mixed"};
   Widening qk_widening = Widening::E4m3; // how the models widen NVFP4 Q/K (NUMERICS.md §2.1)
   // FP8-fed routes: S as the sm_90a kernels' FP16 accumulators (TileSpec::scores_fp16, with Q/K

@@ -38,6 +38,14 @@ llvm::Expected<std::vector<Route>> routesFlag(const CliFlags &flags, llvm::Strin
   return parsedList<Route>(flags, "route", fallback, [](llvm::StringRef s) { return parseRoute(s); });
 }
 
+llvm::Expected<std::vector<RoutePreset>> routePresetsFlag(const CliFlags &flags, llvm::StringRef fallback) {
+  return parsedList<RoutePreset>(flags, "route", fallback, [](llvm::StringRef s) { return parseRoutePreset(s); });
+}
+
+llvm::Expected<RoutePreset> routePresetFlag(const CliFlags &flags, llvm::StringRef fallback) {
+  return theOne(routePresetsFlag(flags, fallback), "route");
+}
+
 llvm::Expected<std::vector<Target>> targetsFlag(const CliFlags &flags, llvm::StringRef fallback) {
   return parsedList<Target>(flags, "target", fallback,
                                      [](llvm::StringRef s) { return parseTarget(s); });

@@ -3,6 +3,7 @@
 // checked in one place: the same names, ranges and messages in every subcommand.
 #include "cli_flags.h"
 
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/codegen/spec.h"
 
 #include <vector>
@@ -21,6 +22,9 @@ llvm::Expected<unsigned> threadsFlag(const CliFlags &flags);
 
 // The single-value forms, for subcommands about one kernel or shape (run, emit, tmem).
 llvm::Expected<Route> routeFlag(const CliFlags &flags, llvm::StringRef fallback);
+// --route as route presets (route_presets.h: the routes and the E4M3 Q/K presets fp8, fp8-directp).
+llvm::Expected<std::vector<RoutePreset>> routePresetsFlag(const CliFlags &flags, llvm::StringRef fallback);
+llvm::Expected<RoutePreset> routePresetFlag(const CliFlags &flags, llvm::StringRef fallback);
 llvm::Expected<Target> targetFlag(const CliFlags &flags, llvm::StringRef fallback);
 llvm::Expected<int> headDimFlag(const CliFlags &flags, llvm::StringRef fallback);
 

@@ -41,7 +41,7 @@ const char kUsage[] =
     "  --seqlen LIST       sequence lengths (q = k)         (default 1024,4096)\n"
     "  --head-dim LIST     64, 128 and/or 256               (default 128)\n"
     "  --causal [LIST]     0/1 or false/true; alone: 1      (default 0,1)\n"
-    "  --route LIST        bf16, nvfp8, directp             (default all)\n"
+    "  --route LIST        bf16, nvfp8, directp, fp8, fp8-directp (default the first three)\n"
     "  --classifiers LIST  piecewise, threshold, affine, affine-a2, mixed (default all)\n"
     "  --slack X           range-guard slack in log2 units (default: each route's own; nvfp8 3)\n"
     "  --rows N            query rows sampled per grid point (default 256)\n"
@@ -123,12 +123,12 @@ void printTable(const std::vector<AccuracyRow> &rows) {
     const std::string group = fmt::format("sigma={:g} seqlen={} head_dim={} causal={}", r.sigma,
                                           r.seqlen, r.head_dim, r.causal ? "yes" : "no");
     if (group != last_group) {
-      fmt::print("{}{}\n  {:<8} {:<10} {:>11} {:>11} {:>14} {:>14}  {}\n", last_group.empty() ? "" : "\n",
+      fmt::print("{}{}\n  {:<11} {:<10} {:>11} {:>11} {:>14} {:>14}  {}\n", last_group.empty() ? "" : "\n",
                  group, "route", "classifier", "cos(fp64)", "cos(bf16)", "rel_l2(fp64)",
                  "rel_l2(bf16)", "coefficients");
       last_group = group;
     }
-    fmt::print("  {:<8} {:<10} {:>11.5f} {:>11.5f} {:>14.5f} {:>14.5f}  {}\n", r.route,
+    fmt::print("  {:<11} {:<10} {:>11.5f} {:>11.5f} {:>14.5f} {:>14.5f}  {}\n", r.route,
                r.classifier == "none" ? "-" : r.classifier, r.cos_vs_fp64, r.cos_vs_bf16,
                r.rel_l2_vs_fp64, r.rel_l2_vs_bf16, coefficientText(r));
   }
@@ -291,7 +291,7 @@ llvm::Error readGrid(const CliFlags &flags, AccuracyGrid &grid) {
       readIfGiven(flags, "seqlen", [&] { return seqlensFlag(flags, ""); }, grid.seqlens),
       readIfGiven(flags, "head-dim", [&] { return headDimsFlag(flags, ""); }, grid.head_dims),
       readIfGiven(flags, "causal", [&] { return causalFlag(flags, ""); }, grid.causal),
-      readIfGiven(flags, "route", [&] { return routesFlag(flags, ""); }, grid.routes),
+      readIfGiven(flags, "route", [&] { return routePresetsFlag(flags, ""); }, grid.routes),
       readIfGiven(flags, "classifiers", [&] { return flags.list("classifiers", ""); }, grid.classifiers)};
   llvm::Error bad_list = llvm::Error::success();
   for (llvm::Error &e : lists)

@@ -36,7 +36,7 @@ const char kUsage[] =
     "kernel alone on operands quantized beforehand (JSON: e2e_tflops, tflops).\n"
     "\n"
     "options (lists are comma-separated; --routes, --head-dims and --seqlens are accepted too):\n"
-    "  --route LIST      (default bf16,nvfp8,directp)\n"
+    "  --route LIST      (default bf16,nvfp8,directp; also fp8, fp8-directp: E4M3 Q/K)\n"
     "  --head-dim LIST   (default 64,128,256)\n"
     "  --seqlen LIST     (default 1024,4096,8192,16384,32768)\n"
     "  --causal [LIST]   0, 1 or 0,1; alone it means 1 (default 0,1)\n"
@@ -186,7 +186,7 @@ int runBench(int argc, char **argv) {
     options.json = flags.has("json");
     return runBackwardBench(options);
   }
-  auto routes = routesFlag(flags, "bf16,nvfp8,directp");
+  auto routes = routePresetsFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return usage(llvm::toString(routes.takeError()));
   const bool json = flags.has("json");
@@ -213,10 +213,9 @@ int runBench(int argc, char **argv) {
                 eng.device().sm_count, eng.driver().driverVersionString().c_str(),
                 [&] {
                   std::string h;
-                  for (Route r : *routes)
+                  for (const RoutePreset &r : *routes)
                     for (const std::string &v : variants)
-                      h += fmt::format("{:>14} ", v == "default" ? std::string(toString(r)) + " TF/s"
-                                                                 : std::string(toString(r)) + "/" + v);
+                      h += fmt::format("{:>14} ", v == "default" ? toString(r) + " TF/s" : toString(r) + "/" + v);
                   return h;
                 }()
                     .c_str());
@@ -236,13 +235,30 @@ int runBench(int argc, char **argv) {
             return fail(llvm::toString(in.takeError()));
           sets.push_back(std::move(*in));
         }
-        for (Route route : *routes) {
+        for (const RoutePreset &preset : *routes) {
+          const Route route = preset.route;
+          const std::string route_name = toString(preset);
+          // The kernel-only timing's operands: E4M3 Q/K carry the default kernel's shift (a variant
+          // with another one reports the mismatch as its error).
+          QuantFormat qk_format = QuantFormat::Nvfp4;
+          int code_shift = 0;
+          if (preset.qk_format == QkFormat::E4m3) {
+            auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt, preset.qk_format);
+            if (!chosen)
+              return fail(llvm::toString(chosen.takeError()));
+            qk_format = QuantFormat::E4m3Rows, code_shift = chosen->attention.operands.qk_widen_shift;
+          }
+          const auto argsFor = [&](int i) {
+            ForwardArgs a = sets[i].args(s, route);
+            a.qk_format = preset.qk_format;
+            return a;
+          };
           std::vector<std::optional<QuantizedTensor>> qq(2), qk(2), qv(2);
           if (route != Route::Bf16)
             for (int i = 0; i < 2; ++i) {
-              ForwardArgs a = sets[i].args(s, route);
-              auto x = eng.quantize(a.q, QuantFormat::Nvfp4, "q");
-              auto y = eng.quantize(a.k, QuantFormat::Nvfp4, "k");
+              ForwardArgs a = argsFor(i);
+              auto x = eng.quantize(a.q, qk_format, "q", nullptr, code_shift);
+              auto y = eng.quantize(a.k, qk_format, "k", nullptr, code_shift);
               auto z = eng.quantize(a.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
               if (!x || !y || !z)
                 return fail(!x   ? llvm::toString(x.takeError())
@@ -253,7 +269,7 @@ int runBench(int argc, char **argv) {
           for (const std::string &variant : variants) {
             std::optional<KernelSpec> spec;
             if (schedule || variant != "default") {
-              auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt);
+              auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt, preset.qk_format);
               if (!chosen)
                 return fail(llvm::toString(chosen.takeError()));
               spec = schedule ? withAttentionSchedule(*chosen, *schedule) : *chosen;
@@ -268,7 +284,7 @@ int runBench(int argc, char **argv) {
             }
             auto once = [&](int rep) -> llvm::Error {
               const int i = rep % 2;
-              ForwardArgs a = sets[i].args(s, route);
+              ForwardArgs a = argsFor(i);
               a.spec = spec;
               if (route == Route::Bf16)
                 return eng.forward(a);
@@ -282,7 +298,7 @@ int runBench(int argc, char **argv) {
             if (!t) {
               const std::string msg = llvm::toString(t.takeError());
               if (json) { // the message may hold quotes and newlines: written by the JSON library
-                const llvm::json::Object row{{"kind", "fa4jit"},  {"route", toString(route)},
+                const llvm::json::Object row{{"kind", "fa4jit"},  {"route", route_name},
                                              {"schedule", scheduleName}, {"variant", variant},
                                              {"head_dim", d},     {"seqlen", sl},
                                              {"causal", c},       {"error", msg}};
@@ -299,7 +315,7 @@ int runBench(int argc, char **argv) {
               auto from_bf16 = timeOnDevice(
                   eng,
                   [&](int rep) {
-                    ForwardArgs a = sets[rep % 2].args(s, route);
+                    ForwardArgs a = argsFor(rep % 2);
                     a.spec = spec;
                     return eng.forward(a);
                   },
@@ -310,7 +326,7 @@ int runBench(int argc, char **argv) {
             }
             const double e2e_tf = attentionFlops(s) / (e2e.median_ms * 1e-3) / 1e12;
             if (json) {
-              llvm::json::Object row{{"kind", "fa4jit"},    {"route", toString(route)}, {"schedule", scheduleName},
+              llvm::json::Object row{{"kind", "fa4jit"},    {"route", route_name}, {"schedule", scheduleName},
                                      {"variant", variant},  {"head_dim", d},            {"seqlen", sl},
                                      {"causal", int(c)},    {"batch", s.batch},         {"heads", s.heads_q},
                                      {"ms", t->median_ms},  {"min_ms", t->min_ms},      {"max_ms", t->max_ms},

@@ -34,7 +34,7 @@ const char kUsage[] =
     "  --all               every variant the code generator can emit for the targets\n"
     "  --family F          attention | attention-backward | quantize | merge-states | paged-kv | all\n"
     "                      (default all)\n"
-    "  --route LIST        bf16,nvfp8,directp (default all)\n"
+    "  --route LIST        bf16,nvfp8,directp,fp8,fp8-directp (default the first three)\n"
     "  --head-dim LIST     64,128,256 (default all)\n"
     "  --causal [LIST]     0, 1 or 0,1; alone it means 1 (default 0,1)\n"
     "  --target LIST       sm_90a,sm_100a,sm_89,sm_80 (default sm_90a)\n"
@@ -64,7 +64,7 @@ int runCompile(int argc, char **argv) {
   if (family != "all" && family != "attention" && family != "quantize" && family != "attention-backward" &&
       family != "merge-states" && family != "paged-kv")
     return fail("--family must be attention, attention-backward, quantize, merge-states, paged-kv or all");
-  auto routes = routesFlag(flags, "bf16,nvfp8,directp");
+  auto routes = routePresetsFlag(flags, "bf16,nvfp8,directp");
   if (!routes)
     return fail(llvm::toString(routes.takeError()));
   auto dims = headDimsFlag(flags, "64,128,256");
@@ -91,7 +91,7 @@ int runCompile(int argc, char **argv) {
     if (s.family != KernelFamily::AttentionForward)
       return true;
     const AttentionSpec &a = s.attention;
-    return std::count(routes->begin(), routes->end(), a.route) &&
+    return std::count(routes->begin(), routes->end(), RoutePreset{a.route, a.operands.qk_format}) &&
            std::count(dims->begin(), dims->end(), a.head_dim) &&
            std::count(causals->begin(), causals->end(), a.causal);
   };
@@ -107,10 +107,10 @@ int runCompile(int argc, char **argv) {
             if (d != 256)
               specs.push_back(defaultBackwardSpec(d, c, 0.0f, t));
       if (family == "attention" || family == "all")
-        for (Route r : *routes)
+        for (const RoutePreset &r : *routes)
           for (int d : *dims)
             for (bool c : *causals)
-              specs.push_back(defaultAttentionSpec(r, d, c, t));
+              specs.push_back(withQkFormat(defaultAttentionSpec(r.route, d, c, t), r.qk_format));
       if (family == "merge-states" || family == "all")
         for (const KernelSpec &m : enumerateMergeVariants(t))
           if (std::count(dims->begin(), dims->end(), m.merge.head_dim))

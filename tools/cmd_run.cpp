@@ -36,7 +36,7 @@ const char kUsage[] =
     "for --target and prints the CPU model's accuracy on a sample of rows.\n"
     "\n"
     "options:\n"
-    "  --route R        bf16 | nvfp8 | directp             (default directp)\n"
+    "  --route R        bf16 | nvfp8 | directp | fp8 | fp8-directp (default directp)\n"
     "  --batch N        (default 4)     --heads N     (default 16)   --kv-heads N (default = heads)\n"
     "  --seqlen N       (default 4096)  --seqlen-k N  (default = seqlen)\n"
     "  --head-dim D     64 | 128 | 256 (default 128)\n"
@@ -122,9 +122,11 @@ int runRun(int argc, char **argv) {
     return std::fprintf(stderr, "fa4jit run: %s\n%s", llvm::toString(std::move(e)).c_str(), kUsage), 2;
   if (flags.help())
     return std::fputs(kUsage, stdout), 0;
-  auto route = routeFlag(flags, "directp");
-  if (!route)
-    return usage(llvm::toString(route.takeError()));
+  auto preset = routePresetFlag(flags, "directp");
+  if (!preset)
+    return usage(llvm::toString(preset.takeError()));
+  const Route route = preset->route;
+  const std::string route_name = toString(*preset);
   auto head_dim = headDimFlag(flags, "128");
   if (!head_dim)
     return usage(llvm::toString(head_dim.takeError()));
@@ -172,7 +174,7 @@ int runRun(int argc, char **argv) {
     target = *t;
   }
   r.target = toString(target);
-  KernelSpec spec = defaultAttentionSpec(*route, s.head_dim, s.causal, target);
+  KernelSpec spec = withQkFormat(defaultAttentionSpec(route, s.head_dim, s.causal, target), preset->qk_format);
 
   runtime::KernelJit *jit = nullptr;
   std::unique_ptr<runtime::KernelJit> ownJit;
@@ -217,22 +219,30 @@ int runRun(int argc, char **argv) {
     auto inputs = makeDeviceInputs(eng, s, seed, &hq, &hk, &hv);
     if (!inputs)
       return fail(llvm::toString(inputs.takeError()));
-    ForwardArgs args = inputs->args(s, *route);
+    ForwardArgs args = inputs->args(s, route);
+    args.qk_format = preset->qk_format;
     // Quantized once; the timed region is the attention kernel alone (as FA3's FP8 numbers).
     std::optional<QuantizedTensor> qq, qk, qv;
-    if (*route != Route::Bf16) {
-      auto a = eng.quantize(args.q, QuantFormat::Nvfp4, "q");
-      auto b = eng.quantize(args.k, QuantFormat::Nvfp4, "k");
-      auto c = eng.quantize(args.v, *route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
+    if (route != Route::Bf16) {
+      // E4M3 Q/K carry the shift of the kernel the forward runs.
+      auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt, preset->qk_format);
+      if (!chosen)
+        return fail(llvm::toString(chosen.takeError()));
+      const bool e4m3 = preset->qk_format == QkFormat::E4m3;
+      const QuantFormat qk_format = e4m3 ? QuantFormat::E4m3Rows : QuantFormat::Nvfp4;
+      const int shift = e4m3 ? chosen->attention.operands.qk_widen_shift : 0;
+      auto a = eng.quantize(args.q, qk_format, "q", nullptr, shift);
+      auto b = eng.quantize(args.k, qk_format, "k", nullptr, shift);
+      auto c = eng.quantize(args.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
       if (!a || !b || !c)
         return fail(!a ? llvm::toString(a.takeError()) : !b ? llvm::toString(b.takeError()) : llvm::toString(c.takeError()));
       qq = std::move(*a), qk = std::move(*b), qv = std::move(*c);
     }
     auto once = [&](int) -> llvm::Error {
-      if (*route == Route::Bf16)
+      if (route == Route::Bf16)
         return eng.forward(args);
       QuantizedForwardArgs qa;
-      qa.q = &*qq, qa.k = &*qk, qa.v = &*qv, qa.o = args.o, qa.lse = args.lse, qa.route = *route,
+      qa.q = &*qq, qa.k = &*qk, qa.v = &*qv, qa.o = args.o, qa.lse = args.lse, qa.route = route,
       qa.causal = s.causal;
       return eng.forward(qa);
     };
@@ -269,7 +279,7 @@ int runRun(int argc, char **argv) {
         {"gpu", r.gpu},
         {"device", r.gpu ? llvm::json::Value(r.device) : nullptr},
         {"no_gpu_reason", r.gpu ? llvm::json::Value(nullptr) : llvm::json::Value(r.no_gpu_reason)},
-        {"route", toString(*route)},
+        {"route", route_name},
         {"batch", s.batch},
         {"heads", s.heads_q},
         {"kv_heads", s.heads_kv},
@@ -289,7 +299,7 @@ int runRun(int argc, char **argv) {
     return 0;
   }
   std::printf("shape    batch %d, heads %d/%d, seqlen %d/%d, head dim %d, %s, route %s\n", s.batch, s.heads_q,
-              s.heads_kv, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal ? "causal" : "non-causal", toString(*route));
+              s.heads_kv, s.seqlen_q, s.seqlen_k, s.head_dim, s.causal ? "causal" : "non-causal", route_name.c_str());
   if (r.gpu) {
     std::printf("device   %s: %.3f ms (median of 20), %.1f TFLOP/s\n", r.device.c_str(), r.ms, r.tflops);
     std::printf("accuracy %zu rows of head 0: cosine vs FP64 %.4f, rel-L2 vs CPU model %.2e (model vs FP64 %.4f)\n",

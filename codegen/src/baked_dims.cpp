@@ -56,6 +56,7 @@ const char *deviceQuantFormat(QuantFormat f) {
   case QuantFormat::Nvfp4: return "Format::Nvfp4";
   case QuantFormat::Mxfp4: return "Format::Mxfp4";
   case QuantFormat::Fp8PerHead: return "Format::Fp8";
+  case QuantFormat::E4m3Rows: return "Format::E4m3Rows";
   case QuantFormat::Bf16: break; // rejected by the validator
   }
   return "?";
@@ -156,6 +157,9 @@ DimensionSplit attentionSplit(const KernelSpec &spec) {
   }
   d.baked.insert(d.baked.begin() + 3, every.begin(), every.end());
   d.baked.insert(d.baked.end(), wgmma_only.begin(), wgmma_only.end());
+  // (baked only when set: the NVFP4 kernels' sources, and cache keys, stay as before)
+  if (quantized && a.operands.qk_format == QkFormat::E4m3)
+    d.baked.push_back({"qk_e4m3", "bool", "true", "Q/K stored as E4M3 codes: copied, not widened"});
   d.runtime = {
       {"q, k, v", "operand device addresses (payloads for the quantized routes)"},
       {"q_sf, k_sf, v_sf", "scale-factor tensors (NVFP4 Q/K, MXFP4 V^T)"},
@@ -187,6 +191,9 @@ DimensionSplit quantizeSplit(const KernelSpec &spec) {
       {"head_dim", "int", intText(q.head_dim), ""},
       {"threads", "int", intText(q.threads), "CTA size of every pass"},
   };
+  // (only the E4M3 rows have a shift: the other quantizers' sources, and cache keys, stay as before)
+  if (q.format == QuantFormat::E4m3Rows)
+    d.baked.push_back({"code_shift", "int", intText(q.code_shift), "codes are E4M3(x / g * 2^-code_shift)"});
   d.runtime = {
       {"x", "input [B, H, S, D] device address, head dim contiguous"},
       {"payload, scales, head_scalar", "outputs (layouts in fa4jit/quantize/params.cuh)"},

@@ -221,6 +221,36 @@ llvm::Expected<Fp8Matrix> quantizeFp8PerTensor(const MatrixView &m, int padded_c
   return q;
 }
 
+// ---- E4M3 rows (Q/K) -------------------------------------------------------------------------
+
+llvm::Expected<E4m3RowsMatrix> quantizeE4m3Rows(const MatrixView &m, int code_shift) {
+  constexpr const char *kWhat = "E4M3 Q/K quantization";
+  if (auto e = checkNotEmpty(kWhat, m))
+    return e;
+  if (code_shift < 0 || code_shift > 16)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: code_shift %d is not in [0, 16]", kWhat,
+                                   code_shift);
+  auto amax = finiteAbsMax(kWhat, m);
+  if (!amax)
+    return amax.takeError();
+  E4m3RowsMatrix q;
+  q.rows = m.rows;
+  q.cols = m.cols;
+  q.code_shift = code_shift;
+  q.global_scale = tensorScale(*amax, 448.0f * 6.0f);
+  const float d = std::ldexp(q.global_scale, code_shift); // exact
+  q.payload.assign(static_cast<std::size_t>(m.rows) * m.cols, 0);
+  for (int r = 0; r < m.rows; ++r)
+    for (int c = 0; c < m.cols; ++c)
+      q.payload[static_cast<std::size_t>(r) * m.cols + c] = floatToE4M3(m.at(r, c) / d);
+  return q;
+}
+
+float E4m3RowsMatrix::code(int r, int c) const {
+  assert(r >= 0 && r < rows && c >= 0 && c < cols);
+  return e4m3ToFloat(payload[static_cast<std::size_t>(r) * cols + c]);
+}
+
 float Fp8Matrix::value(int r, int c) const {
   assert(r >= 0 && r < rows && c >= 0 && c < padded_cols);
   return e4m3ToFloat(payload[static_cast<std::size_t>(r) * padded_cols + c]) * scale;

@@ -26,6 +26,7 @@ namespace {
 constexpr Target kTargets[] = {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a};
 constexpr Route kRoutes[] = {Route::Bf16, Route::Nvfp8, Route::DirectP};
 constexpr Widening kWidenings[] = {Widening::Bf16, Widening::E4m3, Widening::Native};
+constexpr QkFormat kQkFormats[] = {QkFormat::Nvfp4, QkFormat::E4m3};
 constexpr ClassifierKind kClassifierKinds[] = {ClassifierKind::Threshold, ClassifierKind::Affine,
                                                ClassifierKind::Mixed, ClassifierKind::Piecewise};
 constexpr GuardKind kGuardKinds[] = {GuardKind::OnlineExact, GuardKind::SampledAnchor};
@@ -34,7 +35,7 @@ constexpr KvStaging kKvStagings[] = {KvStaging::InKernel, KvStaging::Prewidened,
 constexpr StageAblation kAblations[] = {StageAblation::None,        StageAblation::SkipLoads, StageAblation::SkipQk,
                                         StageAblation::SkipSoftmax, StageAblation::SkipPv,    StageAblation::SoftmaxTwice};
 constexpr QuantFormat kQuantFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4,
-                                         QuantFormat::Fp8PerHead, QuantFormat::Bf16};
+                                         QuantFormat::Fp8PerHead, QuantFormat::Bf16, QuantFormat::E4m3Rows};
 constexpr QuantLayout kQuantLayouts[] = {QuantLayout::RowMajorK, QuantLayout::Transposed};
 constexpr KernelFamily kFamilies[] = {KernelFamily::AttentionForward, KernelFamily::Quantize,
                                       KernelFamily::AttentionBackward, KernelFamily::MergeStates,
@@ -134,6 +135,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
     if (a.route != Route::Bf16)
       j.attributeObject("operands", [&] {
       j.attribute("p_offset_log2", a.operands.p_offset_log2);
+      if (a.operands.qk_format != QkFormat::Nvfp4) // (absent for NVFP4: the specs, and cache keys, written before it)
+        j.attribute("qk_format", toString(a.operands.qk_format));
       j.attribute("qk_widen_shift", a.operands.qk_widen_shift);
       j.attribute("qk_widening", toString(a.operands.qk_widening));
       j.attribute("v_keys_permuted16", a.operands.v_keys_permuted16);
@@ -163,6 +166,8 @@ void writeAttention(llvm::json::OStream &j, const AttentionSpec &a, Target targe
 
 void writeQuantize(llvm::json::OStream &j, const QuantizeSpec &q) {
   j.attributeObject("quantize", [&] {
+    if (q.format == QuantFormat::E4m3Rows) // (the other formats have no shift)
+      j.attribute("code_shift", q.code_shift);
     j.attribute("format", toString(q.format));
     j.attribute("head_dim", q.head_dim);
     if (q.input_fp16) // (written only when set: the BF16 and FP32 quantizers keep their names)
@@ -417,6 +422,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
   }));
   FA4JIT_TRY(r.readObject("tile", [&](ObjectReader &s) { return readTile(s, a.tile); }));
   FA4JIT_TRY(r.readObject("operands", [&](ObjectReader &s) -> llvm::Error {
+    FA4JIT_TRY(s.readEnum(llvm::StringRef("qk_format"), a.operands.qk_format, parseQkFormat));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("qk_widening"), a.operands.qk_widening, parseWidening));
     FA4JIT_TRY(s.readEnum(llvm::StringRef("v_widening"), a.operands.v_widening, parseWidening));
     FA4JIT_TRY(s.readInt("qk_widen_shift", a.operands.qk_widen_shift));
@@ -440,6 +446,7 @@ llvm::Error readAttention(ObjectReader &r, AttentionSpec &a) {
 
 llvm::Error readQuantize(ObjectReader &r, QuantizeSpec &q) {
   FA4JIT_TRY(r.readEnum(llvm::StringRef("format"), q.format, parseQuantFormat));
+  FA4JIT_TRY(r.readInt("code_shift", q.code_shift));
   FA4JIT_TRY(r.readEnum(llvm::StringRef("layout"), q.layout, parseQuantLayout));
   FA4JIT_TRY(r.readBool("input_fp32", q.input_fp32));
   FA4JIT_TRY(r.readBool("input_fp16", q.input_fp16));
@@ -501,6 +508,7 @@ std::string formatFloat(float value) {
 llvm::Expected<Target> parseTarget(llvm::StringRef n) { return parseEnum(n, kTargets, "target"); }
 llvm::Expected<Route> parseRoute(llvm::StringRef n) { return parseEnum(n, kRoutes, "route"); }
 llvm::Expected<Widening> parseWidening(llvm::StringRef n) { return parseEnum(n, kWidenings, "widening"); }
+llvm::Expected<QkFormat> parseQkFormat(llvm::StringRef n) { return parseEnum(n, kQkFormats, "q/k format"); }
 llvm::Expected<ClassifierKind> parseClassifierKind(llvm::StringRef n) {
   return parseEnum(n, kClassifierKinds, "classifier kind");
 }
@@ -550,6 +558,8 @@ KernelSpec canonicalize(const KernelSpec &in) {
   if (s.family == KernelFamily::Quantize) {
     s.attention = AttentionSpec{};
     s.backward = BackwardSpec{};
+    if (s.quantize.format != QuantFormat::E4m3Rows)
+      s.quantize.code_shift = QuantizeSpec{}.code_shift;
     return s;
   }
   if (s.family == KernelFamily::AttentionBackward) {
@@ -623,7 +633,7 @@ KernelSpec canonicalize(const KernelSpec &in) {
 // A field added to KernelSpec outside TileSpec must reach toJson, parseSpec and specsEqual (the JIT
 // memo and the cache key start from them); this trips on any change of the struct's size.
 // (TileSpec's fields are the field table's, spec_fields.h.)
-static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - sizeof(MergeSpec) - sizeof(PagedKvSpec) == 192,
+static_assert(sizeof(KernelSpec) - sizeof(TileSpec) - sizeof(BackwardSpec) - sizeof(MergeSpec) - sizeof(PagedKvSpec) == 196,
               "KernelSpec changed: update toJson, parseSpec and specsEqual");
 static_assert(sizeof(BackwardSpec) - sizeof(AttentionSpec) == 24,
               "BackwardSpec changed: update writeBackward, readBackward, canonicalize and specsEqual");
@@ -653,6 +663,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
       feq(x.softmax_scale, y.softmax_scale) && cls && x.guard.kind == y.guard.kind &&
       x.guard.sample_stride == y.guard.sample_stride && feq(x.guard.slack_log2, y.guard.slack_log2) &&
       tilesEqual(x.tile, y.tile) &&
+      x.operands.qk_format == y.operands.qk_format &&
       x.operands.qk_widening == y.operands.qk_widening && x.operands.v_widening == y.operands.v_widening &&
       x.operands.qk_widen_shift == y.operands.qk_widen_shift &&
       x.operands.p_offset_log2 == y.operands.p_offset_log2 &&
@@ -670,7 +681,7 @@ bool specsEqual(const KernelSpec &a, const KernelSpec &b) {
   const bool quant = p.format == q.format && p.layout == q.layout && p.input_fp32 == q.input_fp32 &&
                      p.input_fp16 == q.input_fp16 &&
                      p.keys_permuted16 == q.keys_permuted16 && p.head_dim == q.head_dim &&
-                     p.threads == q.threads;
+                     p.threads == q.threads && p.code_shift == q.code_shift;
   const BackwardSpec &u = a.backward, &w = b.backward;
   const bool backward = u.pv == w.pv && u.qk == w.qk && u.p_offset_log2 == w.p_offset_log2 &&
                         u.tile.block_m == w.tile.block_m && u.tile.block_n == w.tile.block_n &&
@@ -778,8 +789,8 @@ std::string kernelName(const KernelSpec &spec) {
                   b.forward.causal ? 1 : 0, hash8.c_str());
   } else {
     const AttentionSpec &a = spec.attention;
-    std::snprintf(buf, sizeof buf, "fa4jit_attn_%s_d%d_c%d_%s", toString(a.route), a.head_dim,
-                  a.causal ? 1 : 0, hash8.c_str());
+    std::snprintf(buf, sizeof buf, "fa4jit_attn_%s%s_d%d_c%d_%s", toString(a.route),
+                  a.operands.qk_format == QkFormat::E4m3 ? "_qk8" : "", a.head_dim, a.causal ? 1 : 0, hash8.c_str());
   }
   return buf;
 }

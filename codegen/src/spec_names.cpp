@@ -31,6 +31,14 @@ const char *toString(Widening w) {
   return "?";
 }
 
+const char *toString(QkFormat f) {
+  switch (f) {
+  case QkFormat::Nvfp4: return "nvfp4";
+  case QkFormat::E4m3: return "e4m3";
+  }
+  return "?";
+}
+
 const char *toString(ClassifierKind k) {
   switch (k) {
   case ClassifierKind::Threshold: return "threshold";
@@ -84,6 +92,7 @@ const char *toString(QuantFormat f) {
   case QuantFormat::Mxfp4: return "mxfp4";
   case QuantFormat::Fp8PerHead: return "fp8";
   case QuantFormat::Bf16: return "bf16";
+  case QuantFormat::E4m3Rows: return "e4m3_rows";
   }
   return "?";
 }

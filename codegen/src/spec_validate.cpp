@@ -294,6 +294,14 @@ void checkAttention(const KernelSpec &s, Rules &r) {
     if (std::isfinite(slack) && o.p_offset_log2 + static_cast<int>(std::ceil(slack)) > kMaxFp8POffsetPlusSlack)
       r.fail("attention.operands.p_offset_log2", "p_offset_log2 (", o.p_offset_log2, ") + ceil(guard.slack_log2) (", static_cast<int>(std::ceil(slack)), ") exceeds ", kMaxFp8POffsetPlusSlack, ": fed P would overflow E4M3 (448)");
   }
+  if (o.qk_format == QkFormat::E4m3) {
+    // The E4M3 codes are the image the E4M3 widening of NVFP4 would write: only the wgmma kernel's
+    // producers copy them (the mma.sync and tcgen05 kernels read NVFP4).
+    if (s.target != Target::Sm90a || t.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized)
+      r.fail("attention.operands.qk_format", "e4m3 Q/K run on the sm_90a wgmma kernel only (the other kernels read NVFP4)");
+    if (o.qk_widening != Widening::E4m3)
+      r.fail("attention.operands.qk_format", "e4m3 Q/K are fed as stored: qk_widening must be e4m3");
+  }
   if (a.route == Route::DirectP)
     checkClassifier(a.classifier, r);
 
@@ -321,6 +329,15 @@ void checkQuantize(const KernelSpec &s, Rules &r) {
       r.fail("quantize.layout", "NVFP4 (Q, K) is blocked along the head dim: use row-major-k");
     if (q.keys_permuted16)
       r.fail("quantize.keys_permuted16", "only the transposed V layouts permute keys");
+    break;
+  case QuantFormat::E4m3Rows:
+    if (q.layout != QuantLayout::RowMajorK)
+      r.fail("quantize.layout", "E4M3 Q/K rows are stored as the attention reads them: use row-major-k");
+    if (q.keys_permuted16)
+      r.fail("quantize.keys_permuted16", "only the transposed V layouts permute keys");
+    if (q.code_shift < kMinQkWidenShift || q.code_shift > kMaxQkWidenShift)
+      r.fail("quantize.code_shift", q.code_shift, " is not in [", kMinQkWidenShift, ", ", kMaxQkWidenShift,
+             "] (the attention's qk_widen_shift: 6 * 448 * 2^-shift must fit E4M3)");
     break;
   case QuantFormat::Mxfp4:
   case QuantFormat::Fp8PerHead:

@@ -126,12 +126,13 @@ llvm::Expected<std::vector<float>> roundTripV(PvFormat f, const std::vector<floa
 
 } // namespace
 
-const char *toString(QkFormat f) {
+const char *toString(StudyQkFormat f) {
   switch (f) {
-  case QkFormat::Nvfp4: return "nvfp4";
-  case QkFormat::Mxfp4: return "mxfp4";
-  case QkFormat::E4m3Row: return "e4m3-row";
-  case QkFormat::Mxfp8: return "mxfp8";
+  case StudyQkFormat::Nvfp4: return "nvfp4";
+  case StudyQkFormat::Mxfp4: return "mxfp4";
+  case StudyQkFormat::E4m3Head: return "e4m3-head";
+  case StudyQkFormat::E4m3Row: return "e4m3-row";
+  case StudyQkFormat::Mxfp8: return "mxfp8";
   }
   return "?";
 }
@@ -142,33 +143,40 @@ std::string toString(const FormatPair &pair) { return std::string(toString(pair.
 
 std::vector<FormatPair> allFormatPairs() {
   std::vector<FormatPair> out;
-  for (QkFormat qk : {QkFormat::Nvfp4, QkFormat::Mxfp4, QkFormat::E4m3Row, QkFormat::Mxfp8})
+  for (StudyQkFormat qk : {StudyQkFormat::Nvfp4, StudyQkFormat::Mxfp4, StudyQkFormat::E4m3Head, StudyQkFormat::E4m3Row,
+                           StudyQkFormat::Mxfp8})
     for (PvFormat pv : {PvFormat::Mxfp4, PvFormat::E4m3})
       out.push_back({qk, pv});
   return out;
 }
 
-llvm::Expected<std::vector<float>> roundTripQk(QkFormat format, const float *data, int rows, int cols) {
+llvm::Expected<std::vector<float>> roundTripQk(StudyQkFormat format, const float *data, int rows, int cols) {
   for (std::size_t i = 0; i < std::size_t(rows) * cols; ++i)
     if (!std::isfinite(data[i]))
       return fail("format study: element " + std::to_string(i) + " is not finite");
   formats::MatrixView view{data, rows, cols, cols, 1};
   switch (format) {
-  case QkFormat::Nvfp4: {
+  case StudyQkFormat::Nvfp4: {
     auto q = formats::quantizeNvfp4(view);
     if (!q)
       return q.takeError();
     return decoded(*q, rows, cols);
   }
-  case QkFormat::Mxfp4: {
+  case StudyQkFormat::Mxfp4: {
     auto q = formats::quantizeMxfp4(view, cols);
     if (!q)
       return q.takeError();
     return decoded(*q, rows, cols);
   }
-  case QkFormat::E4m3Row:
+  case StudyQkFormat::E4m3Head: {
+    auto q = formats::quantizeE4m3Rows(view, 7);
+    if (!q)
+      return q.takeError();
+    return decoded(*q, rows, cols);
+  }
+  case StudyQkFormat::E4m3Row:
     return e4m3PerRow(data, rows, cols);
-  case QkFormat::Mxfp8:
+  case StudyQkFormat::Mxfp8:
     if (cols % kMxBlock)
       return fail("format study: mxfp8 needs a multiple of 32 columns, got " + std::to_string(cols));
     return mxfp8(data, rows, cols);

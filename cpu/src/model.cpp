@@ -41,6 +41,8 @@ llvm::Error validateSpec(const AttentionSpec &spec, const AttentionShape &shape)
   const OperandSpec &ops = spec.operands;
   // 6 * 448 * 2^-shift must fit E4M3 (448), and P's offset plus the guard's slack must keep the
   // largest fed P (6 * 2^(off + slack - 2) for directp, 2^(off + slack) for nvfp8) within 448.
+  if (ops.qk_format == QkFormat::E4m3 && ops.qk_widening != Widening::E4m3)
+    return specError("operands.qk_format e4m3 feeds Q/K as stored: qk_widening must be e4m3");
   if (ops.qk_widening == Widening::E4m3 && (ops.qk_widen_shift < 3 || ops.qk_widen_shift > 16))
     return specError("operands.qk_widen_shift %d outside [3, 16] (6*448*2^-shift must fit E4M3)",
                      ops.qk_widen_shift);

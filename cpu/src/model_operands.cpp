@@ -83,6 +83,17 @@ llvm::Expected<FedOperand> feedQK(const AttentionSpec &spec, const TensorRef &t,
         out.values[static_cast<std::size_t>(s) * head_dim + d] = formats::roundToBF16(t.at(b, h, s, d));
     return out;
   }
+  if (spec.operands.qk_format == QkFormat::E4m3) {
+    // The stored codes are the fed values (the kernel copies them): E4M3(x / g * 2^-shift).
+    auto e = formats::quantizeE4m3Rows(headView(t, b, h, seqlen, head_dim), spec.operands.qk_widen_shift);
+    if (!e)
+      return prefixed(name, b, h, e.takeError());
+    out.scale = e->global_scale;
+    for (int s = 0; s < seqlen; ++s)
+      for (int d = 0; d < head_dim; ++d)
+        out.values[static_cast<std::size_t>(s) * head_dim + d] = e->code(s, d);
+    return out;
+  }
   auto q = formats::quantizeNvfp4(headView(t, b, h, seqlen, head_dim));
   if (!q)
     return prefixed(name, b, h, q.takeError());

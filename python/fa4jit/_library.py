@@ -11,7 +11,8 @@ import threading
 
 OK = 0
 
-ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2}
+# fa4jit_route: fp8 and fp8-directp store Q and K as E4M3 (large logits; sm_90a).
+ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2, "fp8": 3, "fp8-directp": 4}
 DTYPE_BF16, DTYPE_F32, DTYPE_F16 = 0, 1, 2
 FORMAT_NVFP4, FORMAT_MXFP4, FORMAT_FP8 = 0, 1, 2
 

@@ -513,7 +513,8 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     "bshd", as flash_attn_func): strided views are used as they are, never copied. BF16 or FP16,
     read and written as they are (route "bf16" converts FP16 to BF16 and back: a copy each way). Hq a multiple of Hkv (GQA/MQA); causal
     masks are bottom-right aligned. Returns O in q's layout and dtype, and with return_lse the
-    float32 LSE [B, Hq, Sq] (natural log). route: "directp", "nvfp8" or "bf16".
+    float32 LSE [B, Hq, Sq] (natural log). route: "directp", "nvfp8", "bf16", or "fp8" / "fp8-directp"
+    (E4M3 Q/K with nvfp8's / directp's P and V: accurate at large logits; sm_90a).
 
     With k a QuantizedKV (fa4jit.quantize_kv) and no v, only q is quantized per call (eagerly:
     that form is not a custom op, and it allocates Q's quantized operand each call).
@@ -533,7 +534,7 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     if v is None:
         raise ValueError("fa4jit.attention: v is missing")
     if route not in L.ROUTES:
-        raise ValueError(f"fa4jit.attention: unknown route {route!r} (directp, nvfp8 or bf16)")
+        raise ValueError(f"fa4jit.attention: unknown route {route!r} ({', '.join(L.ROUTES)})")
     if layout not in ("bhsd", "bshd"):
         raise ValueError(f"fa4jit.attention: unknown layout {layout!r} (bhsd or bshd)")
     if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v)):

@@ -15,8 +15,9 @@ using namespace fa4jit;
 TEST_CASE("quantizer variants: every format, head dim, input type and key order", "[codegen][heuristics]") {
   for (Target t : {Target::Sm80, Target::Sm89, Target::Sm90a, Target::Sm100a}) {
     const std::vector<KernelSpec> v = enumerateQuantizeVariants(t);
-    // NVFP4: 3 head dims x 3 input types (BF16, FP32, FP16); MXFP4 and FP8 V^T: x 2 key orders each.
-    CHECK(v.size() == 9 + 18 + 18);
+    // NVFP4: 3 head dims x 3 input types (BF16, FP32, FP16); MXFP4 and FP8 V^T: x 2 key orders each;
+    // E4M3 Q/K rows: x 2 shifts.
+    CHECK(v.size() == 9 + 18 + 18 + 18);
     int permuted = 0, fp32 = 0, fp16 = 0;
     for (const KernelSpec &s : v) {
       CHECK(s.family == KernelFamily::Quantize);
@@ -27,8 +28,8 @@ TEST_CASE("quantizer variants: every format, head dim, input type and key order"
       fp16 += s.quantize.input_fp16;
     }
     CHECK(permuted == 18);
-    CHECK(fp32 == 15);
-    CHECK(fp16 == 15);
+    CHECK(fp32 == 21);
+    CHECK(fp16 == 21);
   }
 }
 
@@ -290,8 +291,10 @@ TEST_CASE("causal wgmma grid by length: handed-out persistent tiles up to 8k key
       ++persistent_causal;
       fused_causal += canonicalize(s).attention.tile.staging.fused_widening ? 1 : 0;
     }
-  CHECK(persistent_causal == 9 + 6); // three routes x three head dims, and the FP8-fed ones' other widening
-  CHECK(fused_causal == 6);          // (the default form or the other, for each FP8-fed one)
+  // Three routes x three head dims, and the FP8-fed ones' other widening; the FP8-fed ones' two
+  // again with E4M3 Q/K.
+  CHECK(persistent_causal == 9 + 6 + 12);
+  CHECK(fused_causal == 6 + 6); // (the default form or the other, for each FP8-fed one)
 }
 
 TEST_CASE("directp's thread key blocks: the default on 128-key tiles, a variant elsewhere", "[codegen][heuristics]") {

@@ -57,18 +57,18 @@ TEST_CASE("Q/K round trips: nvfp4 and mxfp4 are the exchange quantizers, the FP8
   const formats::MatrixView view{x.data(), rows, cols, cols, 1};
   auto nv = formats::quantizeNvfp4(view);
   REQUIRE_OK(nv);
-  auto nv_trip = roundTripQk(QkFormat::Nvfp4, x.data(), rows, cols);
+  auto nv_trip = roundTripQk(StudyQkFormat::Nvfp4, x.data(), rows, cols);
   REQUIRE_OK(nv_trip);
   auto mx = formats::quantizeMxfp4(view, cols);
   REQUIRE_OK(mx);
-  auto mx_trip = roundTripQk(QkFormat::Mxfp4, x.data(), rows, cols);
+  auto mx_trip = roundTripQk(StudyQkFormat::Mxfp4, x.data(), rows, cols);
   REQUIRE_OK(mx_trip);
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       CHECK((*nv_trip)[std::size_t(r) * cols + c] == nv->value(r, c));
       CHECK((*mx_trip)[std::size_t(r) * cols + c] == mx->value(r, c));
     }
-  for (QkFormat f : {QkFormat::E4m3Row, QkFormat::Mxfp8}) {
+  for (StudyQkFormat f : {StudyQkFormat::E4m3Row, StudyQkFormat::Mxfp8}) {
     INFO(toString(f));
     auto trip = roundTripQk(f, x.data(), rows, cols);
     REQUIRE_OK(trip);
@@ -85,7 +85,7 @@ TEST_CASE("Q/K round trips: nvfp4 and mxfp4 are the exchange quantizers, the FP8
     }
   }
   // A row's maximum is exact in E4M3 per row (448 times the row's scale).
-  auto row = roundTripQk(QkFormat::E4m3Row, x.data(), 1, cols);
+  auto row = roundTripQk(StudyQkFormat::E4m3Row, x.data(), 1, cols);
   REQUIRE_OK(row);
   float amax = 0, decoded = 0;
   for (int c = 0; c < cols; ++c)
@@ -93,12 +93,12 @@ TEST_CASE("Q/K round trips: nvfp4 and mxfp4 are the exchange quantizers, the FP8
       amax = std::fabs(x[std::size_t(c)]), decoded = std::fabs((*row)[std::size_t(c)]);
   CHECK(decoded == Approx(amax).epsilon(1e-6));
 
-  auto bad = roundTripQk(QkFormat::Mxfp8, x.data(), 2, 48);
+  auto bad = roundTripQk(StudyQkFormat::Mxfp8, x.data(), 2, 48);
   REQUIRE_ERR(bad);
   CHECK_THAT(llvm::toString(bad.takeError()), Catch::Contains("multiple of 32"));
   std::vector<float> nan_row(32, 1.0f);
   nan_row[5] = NAN;
-  auto nan = roundTripQk(QkFormat::E4m3Row, nan_row.data(), 1, 32);
+  auto nan = roundTripQk(StudyQkFormat::E4m3Row, nan_row.data(), 1, 32);
   REQUIRE_ERR(nan);
   CHECK_THAT(llvm::toString(nan.takeError()), Catch::Contains("element 5"));
 }
@@ -110,7 +110,7 @@ TEST_CASE("the study model at the presets agrees with the routes' kernel-exact m
     const ReferenceOptions ro = rowsEvery(512, 16, causal);
     for (auto [route, pv] : {std::pair{Route::Nvfp8, PvFormat::E4m3}, std::pair{Route::DirectP, PvFormat::Mxfp4}}) {
       INFO(toString(route));
-      auto study = formatStudyAttention({QkFormat::Nvfp4, pv}, prob.p, ro);
+      auto study = formatStudyAttention({StudyQkFormat::Nvfp4, pv}, prob.p, ro);
       REQUIRE_OK(study);
       AttentionSpec spec;
       spec.head_dim = 128;
@@ -144,19 +144,21 @@ TEST_CASE("the study tells formats apart: FP8 Q/K holds at large logits, E4M3 P/
     REQUIRE_OK(ref);
     return compareOutputs(*r, *ref).cosine;
   };
-  CHECK(cosine(wide, {QkFormat::E4m3Row, PvFormat::E4m3}) > cosine(wide, {QkFormat::Nvfp4, PvFormat::E4m3}) + 0.1);
-  CHECK(cosine(unit, {QkFormat::Nvfp4, PvFormat::E4m3}) > cosine(unit, {QkFormat::Nvfp4, PvFormat::Mxfp4}) + 0.005);
+  CHECK(cosine(wide, {StudyQkFormat::E4m3Row, PvFormat::E4m3}) > cosine(wide, {StudyQkFormat::Nvfp4, PvFormat::E4m3}) + 0.1);
+  // The kernels' E4M3 Q/K (one scale per head) hold up as the per-row scale does.
+  CHECK(cosine(wide, {StudyQkFormat::E4m3Head, PvFormat::E4m3}) > cosine(wide, {StudyQkFormat::Nvfp4, PvFormat::E4m3}) + 0.1);
+  CHECK(cosine(unit, {StudyQkFormat::Nvfp4, PvFormat::E4m3}) > cosine(unit, {StudyQkFormat::Nvfp4, PvFormat::Mxfp4}) + 0.005);
   // A row that sees one key (causal row 0) returns that key's decoded V exactly.
   ReferenceOptions first;
   first.causal = true;
   first.selection.rows = {0};
-  auto r = formatStudyAttention({QkFormat::Nvfp4, PvFormat::E4m3}, unit.p, first);
+  auto r = formatStudyAttention({StudyQkFormat::Nvfp4, PvFormat::E4m3}, unit.p, first);
   REQUIRE_OK(r);
   const formats::MatrixView v{unit.v.data(), 512, 128, 128, 1};
   auto vq = formats::quantizeFp8PerTensor(v, 128);
   REQUIRE_OK(vq);
   for (int d = 0; d < 128; ++d)
     CHECK(r->o[std::size_t(d)] == double(vq->value(0, d)));
-  CHECK(allFormatPairs().size() == 8);
-  CHECK(toString(FormatPair{QkFormat::Mxfp8, PvFormat::Mxfp4}) == "mxfp8 / mxfp4");
+  CHECK(allFormatPairs().size() == 10);
+  CHECK(toString(FormatPair{StudyQkFormat::Mxfp8, PvFormat::Mxfp4}) == "mxfp8 / mxfp4");
 }

@@ -5,6 +5,7 @@
 #include "gpu_fixture.h"
 
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/cpu/model.h"
 #include "fa4jit/cpu/reference.h"
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -129,9 +131,11 @@ DeviceCase uploadCase(const Case &c, const Inputs &in) {
 // contract; the CPU model does not depend on the schedule).
 // tweak: a further change of the spec (consumer order, classifier) on top of the schedule.
 // min_cos: the FP64 cosine floor when the spec's classifier is not the route default's.
+// qk: how Q and K are stored (the E4M3 presets, through ForwardArgs::qk_format).
 void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionSchedule> schedule = std::nullopt,
-             const std::function<void(KernelSpec &)> &tweak = {}, std::optional<double> min_cos = std::nullopt) {
-  INFO("route " << toString(route) << " schedule " << (schedule ? toString(*schedule) : "default") << (tweak ? " (tweaked)" : "") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
+             const std::function<void(KernelSpec &)> &tweak = {}, std::optional<double> min_cos = std::nullopt,
+             QkFormat qk = QkFormat::Nvfp4) {
+  INFO("route " << toString(RoutePreset{route, qk}) << " schedule " << (schedule ? toString(*schedule) : "default") << (tweak ? " (tweaked)" : "") << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq"
                 << c.seqlen_q << " Sk" << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal << " pattern "
                 << int(c.pattern) << " seed " << seed);
   std::mt19937_64 rng(seed);
@@ -140,8 +144,9 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   const DeviceCase dev = uploadCase(c, in);
   const std::size_t no = dev.o_elems, nl = dev.lse_elems;
   ForwardArgs a = dev.args(c, route);
+  a.qk_format = qk;
   // The model must run the launched spec: block_n sets where the online softmax rescales.
-  auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
+  auto spec = engine.attentionSpecFor(route, c.head_dim, c.causal, c.seqlen_k, std::nullopt, qk);
   REQUIRE_OK(spec);
   if (schedule || tweak) {
     if (schedule)
@@ -216,7 +221,7 @@ void runCase(Route route, const Case &c, uint64_t seed, std::optional<AttentionS
   const double cosv = (gn2 > 0 && rn2 > 0) ? dot / std::sqrt(gn2 * rn2) : 1.0;
   std::printf("  %-8s B%d Hq%d Hkv%d Sq%-5d Sk%-5d D%-3d c%d p%d: rel_l2 vs model %.2e, rows bit-identical %5.1f%%, "
               "max rel dLSE %.1e (rows < 32 keys %.1e), cos vs fp64 %.4f\n",
-              toString(route), c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, int(c.causal),
+              toString(RoutePreset{route, qk}).c_str(), c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim, int(c.causal),
               int(c.pattern), rel, 100.0 * identical_rows / rows, lse_err, lse_err_short, cosv);
   CHECK(nonfinite == 0);
   CHECK(zero_rows == 0);
@@ -884,12 +889,13 @@ TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu]
                         {1, 16, 4, 1024, 4096, 128, false}, {1, 70, 35, 200, 300, 128, false},
                         {2, 40, 8, 300, 280, 128, true},    {1, 8, 8, 512, 2048, 256, true},
                         {1, 6, 3, 200, 333, 256, false}};
+  for (QkFormat qk : {QkFormat::Nvfp4, QkFormat::E4m3})
   for (Route r : {Route::Nvfp8, Route::DirectP})
     for (const Case &c : cases) {
-      INFO(toString(r) << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq" << c.seqlen_q << " Sk"
+      INFO(toString(RoutePreset{r, qk}) << " B" << c.batch << " Hq" << c.heads_q << " Hkv" << c.heads_kv << " Sq" << c.seqlen_q << " Sk"
                        << c.seqlen_k << " D" << c.head_dim << " causal " << c.causal);
       const Inputs in = makeInputs(c, rng);
-      auto spec = engine.attentionSpecFor(r, c.head_dim, c.causal, c.seqlen_k, std::nullopt);
+      auto spec = engine.attentionSpecFor(r, c.head_dim, c.causal, c.seqlen_k, std::nullopt, qk);
       REQUIRE_OK(spec);
       spec->attention.tile.schedule.persistent = true; // (causal beyond 8k keys: one CTA per work tile by default)
       spec->attention.tile.staging.fused_widening = true;
@@ -915,4 +921,74 @@ TEST_CASE("fused widening gives the widening passes' result bit for bit", "[gpu]
       CHECK(again.first == passes.first);
       CHECK(std::memcmp(again.second.data(), passes.second.data(), nl * 4) == 0);
     }
+}
+
+// E4M3 Q/K (the fp8 and fp8-directp presets, docs/NUMERICS.md §1.4) through the public call, on
+// each producer path that fills the Q/K images: the default kernel (its passes or its spare warps),
+// the in-kernel producer and the other causal grids.
+TEST_CASE("forward matches the CPU model and FP64: E4M3 Q/K", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  const uint64_t seed = freshSeed();
+  const auto in_kernel = [](KernelSpec &s) {
+    twoConsumers(s);
+    s.attention.tile.staging.kv = KvStaging::InKernel;
+    s.attention.tile.schedule.persistent = false;
+    s.attention.tile.shape.block_n = std::min(s.attention.tile.shape.block_n, 128);
+  };
+  const auto per_tile = [](KernelSpec &s) { s.attention.tile.schedule.persistent = false; };
+  const auto persistent = [](KernelSpec &s) { s.attention.tile.schedule.persistent = true; };
+  for (Route r : {Route::Nvfp8, Route::DirectP})
+    for (const Case &c : kCases) {
+      runCase(r, c, seed, std::nullopt, {}, std::nullopt, QkFormat::E4m3);
+      runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, in_kernel, std::nullopt, QkFormat::E4m3);
+      if (c.causal) {
+        runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, per_tile, std::nullopt, QkFormat::E4m3);
+        runCase(r, c, seed, AttentionSchedule::WgmmaWarpSpecialized, persistent, std::nullopt, QkFormat::E4m3);
+      }
+    }
+}
+
+// What E4M3 Q/K are for: logits with a standard deviation of 16 (Q, K ~ N(0, 4^2)), where NVFP4's
+// error in the logits decides the weights (docs/ACCURACY.md, operand formats: the CPU models give
+// about 0.86 for NVFP4 Q/K and 0.985 for E4M3 Q/K with E4M3 P/V at N = 1024).
+TEST_CASE("E4M3 Q/K keep the accuracy at large logits that NVFP4 Q/K lose", "[gpu][forward]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  std::mt19937_64 rng(freshSeed());
+  const Case c{1, 4, 4, 256, 1024, 128, false};
+  Inputs in{randomBf16(std::size_t(4) * 256 * 128, 4.0f, rng), randomBf16(std::size_t(4) * 1024 * 128, 4.0f, rng),
+            randomBf16(std::size_t(4) * 1024 * 128, 1.0f, rng)};
+  cpu::AttentionProblem prob;
+  prob.shape = {c.batch, c.heads_q, c.heads_kv, c.seqlen_q, c.seqlen_k, c.head_dim};
+  prob.q = cpu::TensorRef::contiguous(in.q.values.data(), c.heads_q, c.seqlen_q, c.head_dim);
+  prob.k = cpu::TensorRef::contiguous(in.k.values.data(), c.heads_kv, c.seqlen_k, c.head_dim);
+  prob.v = cpu::TensorRef::contiguous(in.v.values.data(), c.heads_kv, c.seqlen_k, c.head_dim);
+  auto ref = cpu::referenceAttention(prob, {});
+  REQUIRE_OK(ref);
+  std::map<std::string, double> cosine;
+  for (const RoutePreset &preset : routePresets()) {
+    const DeviceCase dev = uploadCase(c, in);
+    ForwardArgs a = dev.args(c, preset.route);
+    a.qk_format = preset.qk_format;
+    if (auto err = gpuEngine().forward(a))
+      FAIL(errorText(std::move(err)));
+    const auto o = download<uint16_t>(dev.o, dev.o_elems);
+    double dot = 0, gn = 0, rn = 0;
+    for (int h = 0; h < c.heads_q; ++h)
+      for (int r = 0; r < c.seqlen_q; ++r)
+        for (int d = 0; d < c.head_dim; ++d) {
+          const double g = formats::bf16ToFloat(o[(std::size_t(h) * c.seqlen_q + r) * c.head_dim + d]);
+          const double x = ref->oRow(0, h, r)[d];
+          dot += g * x, gn += g * g, rn += x * x;
+        }
+    cosine[toString(preset)] = dot / std::sqrt(gn * rn);
+    std::printf("  large logits (sigma 4, D128, Sk 1024): %-12s cosine vs fp64 %.4f\n", toString(preset).c_str(),
+                cosine[toString(preset)]);
+  }
+  CHECK(cosine["nvfp8"] < 0.92);
+  CHECK(cosine["directp"] < 0.92);
+  CHECK(cosine["fp8"] >= 0.975);
+  CHECK(cosine["fp8-directp"] >= 0.96);
+  CHECK(cosine["bf16"] >= 0.999);
 }

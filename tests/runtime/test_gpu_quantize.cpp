@@ -25,6 +25,11 @@ struct HostHead {
   uint32_t scalar_bits = 0;
 };
 
+// E4M3 rows take the FP16-score kernels' shift at D 64 and 128, FP32 scores' at D 256 (both occur).
+int codeShiftOf(QuantFormat format, int head_dim) {
+  return format != QuantFormat::E4m3Rows ? 0 : head_dim == 256 ? 3 : 7;
+}
+
 HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
   HostHead out;
   formats::MatrixView rows{head, S, D, D, 1};
@@ -34,6 +39,11 @@ HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
     auto q = formats::quantizeNvfp4(rows);
     REQUIRE_OK(q);
     out.payload = q->payload, out.scales = q->scales;
+    std::memcpy(&out.scalar_bits, &q->global_scale, 4);
+  } else if (format == QuantFormat::E4m3Rows) {
+    auto q = formats::quantizeE4m3Rows(rows, codeShiftOf(format, D));
+    REQUIRE_OK(q);
+    out.payload = q->payload;
     std::memcpy(&out.scalar_bits, &q->global_scale, 4);
   } else if (format == QuantFormat::Mxfp4) {
     auto q = formats::quantizeMxfp4(vt, skp);
@@ -67,10 +77,11 @@ void checkFormat(QuantFormat format, const Case &c, uint64_t seed, bool in_calle
   llvm::Expected<QuantizedTensor> q = in_caller_memory
                                           ? gpuEngine().quantizedIn(format, c.batch, c.heads, c.seqlen, c.head_dim,
                                                                     block.address(), need)
-                                          : gpuEngine().quantize(tx, format, "x");
+                                          : gpuEngine().quantize(tx, format, "x", nullptr,
+                                                                 codeShiftOf(format, c.head_dim));
   REQUIRE_OK(q);
   if (in_caller_memory) {
-    REQUIRE_SUCCESS(gpuEngine().quantize(tx, format, *q, "x"));
+    REQUIRE_SUCCESS(gpuEngine().quantize(tx, format, *q, "x", nullptr, codeShiftOf(format, c.head_dim)));
     auto after = download<uint8_t>(block, guard.size());
     CHECK(std::count(after.begin() + need, after.end(), 0xAB) == std::ptrdiff_t(kGuard));
   }
@@ -107,9 +118,18 @@ TEST_CASE("GPU quantizers match the host formats bit for bit", "[gpu][quantize]"
       {1, 1, 1, 64, 1.0f},      {2, 3, 77, 128, 1.0f},  {1, 2, 300, 256, 3.0f},
       {2, 2, 129, 128, 1e-30f}, {1, 4, 1000, 64, 1e4f}, {1, 1, 4096, 128, 1.0f},
   };
-  for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead})
+  for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows})
     for (const Case &c : cases)
       checkFormat(f, c, seed + c.seqlen);
+  // E4M3 rows without their shift, or another format with one: refused.
+  std::vector<uint16_t> ones(64, 0x3F80);
+  runtime::DeviceBuffer dx = upload(ones.data(), ones.size() * 2);
+  const TensorDesc x = TensorDesc::contiguous(dx.address(), DType::BF16, 1, 1, 1, 64);
+  for (auto [f, shift] : {std::pair{QuantFormat::E4m3Rows, 0}, {QuantFormat::E4m3Rows, 17}, {QuantFormat::Nvfp4, 7}}) {
+    auto q = gpuEngine().quantize(x, f, "x", nullptr, shift);
+    REQUIRE_FALSE(bool(q));
+    CHECK_THAT(llvm::toString(q.takeError()), Catch::Contains("code_shift"));
+  }
 }
 
 TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu][quantize]") {
@@ -123,15 +143,18 @@ TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu]
     HostBf16 zeroed = x;
     zeroed.bits[kAt] = 0;
     auto dx = upload(x.bits.data(), x.bits.size() * 2), dz = upload(zeroed.bits.data(), zeroed.bits.size() * 2);
-    for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead}) {
+    for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows}) {
       INFO(toString(f));
-      auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, B, H, S, D), f, "k");
+      const int shift = codeShiftOf(f, D);
+      auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, B, H, S, D), f, "k", nullptr,
+                                    shift);
       REQUIRE_OK(q);
-      auto z = gpuEngine().quantize(TensorDesc::contiguous(dz.address(), DType::BF16, B, H, S, D), f, "k");
+      auto z = gpuEngine().quantize(TensorDesc::contiguous(dz.address(), DType::BF16, B, H, S, D), f, "k", nullptr,
+                                    shift);
       REQUIRE_OK(z);
       // Every byte as with 0 in its place: the element left out of every maximum, encoded as 0.
       CHECK(download<uint8_t>(q->payload, q->payload.size()) == download<uint8_t>(z->payload, z->payload.size()));
-      if (f != QuantFormat::Fp8PerHead) // (FP8 has no scale tensor)
+      if (f != QuantFormat::Fp8PerHead && f != QuantFormat::E4m3Rows) // (FP8 has no scale tensor)
         CHECK(download<uint8_t>(q->scales, q->scales.size()) == download<uint8_t>(z->scales, z->scales.size()));
       CHECK(download<uint32_t>(q->head_scalar, B * H) == download<uint32_t>(z->head_scalar, B * H));
       // Head 0's first non-finite row is 19 and its mask has bit 19; the clean tensor has none.

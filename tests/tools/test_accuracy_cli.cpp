@@ -185,8 +185,8 @@ TEST_CASE("accuracy --formats: a row per format pair and kernel model, and an SV
     FAIL(llvm::toString(v.takeError()));
   const llvm::json::Array *rows = v->getAsArray();
   REQUIRE(rows != nullptr);
-  CHECK(rows->size() == 2 * (8 + 2)); // sigma x (4 Q/K x 2 P/V formats, 2 kernel models)
-  double nvfp4_at_4 = 0, e4m3_row_at_4 = 0;
+  CHECK(rows->size() == 2 * (10 + 4)); // sigma x (5 Q/K x 2 P/V formats, 4 kernel models)
+  double nvfp4_at_4 = 0, e4m3_row_at_4 = 0, nvfp8_kernel_at_4 = 0, fp8_kernel_at_4 = 0;
   int kernels = 0;
   for (const llvm::json::Value &row : *rows) {
     const llvm::json::Object &o = *row.getAsObject();
@@ -198,10 +198,16 @@ TEST_CASE("accuracy --formats: a row per format pair and kernel model, and an SV
       nvfp4_at_4 = cos;
     if (*o.getNumber("sigma") == 4 && *o.getString("formats") == "e4m3-row / e4m3")
       e4m3_row_at_4 = cos;
+    if (*o.getNumber("sigma") == 4 && *o.getString("formats") == "nvfp8 kernel")
+      nvfp8_kernel_at_4 = cos;
+    if (*o.getNumber("sigma") == 4 && *o.getString("formats") == "fp8 kernel")
+      fp8_kernel_at_4 = cos;
   }
-  CHECK(kernels == 4);
-  // Large logits: FP8 Q/K keeps the output where NVFP4 loses it.
+  CHECK(kernels == 8);
+  // Large logits: FP8 Q/K keeps the output where NVFP4 loses it, in the study and in the kernels'
+  // models (the fp8 preset against nvfp8).
   CHECK(e4m3_row_at_4 > nvfp4_at_4 + 0.05);
+  CHECK(fp8_kernel_at_4 > nvfp8_kernel_at_4 + 0.05);
   std::ifstream in(plot);
   const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::remove(plot.c_str());
@@ -210,7 +216,7 @@ TEST_CASE("accuracy --formats: a row per format pair and kernel model, and an SV
   std::size_t lines = 0;
   for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1))
     ++lines;
-  CHECK(lines == 10);
+  CHECK(lines == 14);
   CHECK(svg.find("mxfp8 / e4m3") != std::string::npos);
 
   const Run no_formats = runCli("--plot " + plot);

@@ -105,7 +105,10 @@ KernelSpec defaultQuantizeSpec(QuantFormat format, int head_dim, Target target, 
   s.target = target;
   QuantizeSpec &q = s.quantize;
   q.format = format;
-  q.layout = format == QuantFormat::Nvfp4 ? QuantLayout::RowMajorK : QuantLayout::Transposed;
+  q.layout = format == QuantFormat::Nvfp4 || format == QuantFormat::E4m3Rows ? QuantLayout::RowMajorK
+                                                                            : QuantLayout::Transposed;
+  // E4M3 Q/K: the shift of the FP16-score kernels (the defaults); the engine sets its kernel's.
+  q.code_shift = format == QuantFormat::E4m3Rows ? minScoresFp16WidenShift(head_dim) : 0;
   q.input_fp32 = input == QuantInput::F32;
   q.input_fp16 = input == QuantInput::F16;
   q.keys_permuted16 = q.layout == QuantLayout::Transposed && keys_permuted16;

@@ -39,6 +39,16 @@ KernelSpec withScoresFp16(KernelSpec s, bool fp16) {
   return s;
 }
 
+KernelSpec withQkFormat(KernelSpec s, QkFormat format) {
+  AttentionSpec &a = s.attention;
+  a.operands.qk_format = format;
+  if (format == QkFormat::E4m3 && a.operands.qk_widening == Widening::Bf16) {
+    a.operands.qk_widening = Widening::E4m3;
+    return withScoresFp16(std::move(s), a.tile.softmax.scores_fp16);
+  }
+  return s;
+}
+
 bool threadKeyBlocksFit(const KernelSpec &spec) {
   const AttentionSpec &a = spec.attention;
   if (a.route != Route::DirectP || a.tile.schedule.kernel != AttentionSchedule::WgmmaWarpSpecialized)

@@ -31,6 +31,14 @@ std::vector<KernelSpec> enumerateQuantizeVariants(Target target) {
             continue; // rows of Q/K have no key order to permute
           out.push_back(defaultQuantizeSpec(f, d, target, input, permuted));
         }
+  // E4M3 Q/K carry the attention kernel's shift (baked): FP32 scores' 3 and FP16 scores' least.
+  for (int d : kHeadDims)
+    for (QuantInput input : {QuantInput::Bf16, QuantInput::F32, QuantInput::F16})
+      for (int shift : {3, minScoresFp16WidenShift(d)}) {
+        KernelSpec s = defaultQuantizeSpec(QuantFormat::E4m3Rows, d, target, input);
+        s.quantize.code_shift = shift;
+        out.push_back(s);
+      }
   return out;
 }
 
@@ -73,6 +81,19 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
         out.push_back(s);
         if (wgmma)
           out.push_back(chosen);
+        // E4M3 Q/K (the fp8 presets): each producer path that fills the Q/K images, on the default
+        // wgmma kernel (its passes or its spare warps), the other causal grid and the in-kernel
+        // producer.
+        std::vector<KernelSpec> e4m3_qk;
+        if (wgmma && r != Route::Bf16) {
+          e4m3_qk.push_back(withQkFormat(chosen, QkFormat::E4m3));
+          KernelSpec in_kernel = chosen;
+          TileSpec &t = in_kernel.attention.tile;
+          t.staging.kv = KvStaging::InKernel, t.staging.fused_widening = false;
+          t.schedule.persistent = false, t.schedule.kv_multicast = false;
+          if (!causal && specViolations(in_kernel).empty())
+            e4m3_qk.push_back(withQkFormat(in_kernel, QkFormat::E4m3));
+        }
         if (causal) {
           // The causal grid of the other kind (the persistent one hands work tiles out at run time,
           // its own code path): the engine picks it by length (defaultAttentionSpecForKeys).
@@ -85,10 +106,14 @@ std::vector<KernelSpec> enumerateAttentionVariants(Target target) {
             if (r != Route::Bf16) {
               persistent.attention.tile.staging.fused_widening = !fusesWidening(persistent.attention);
               out.push_back(persistent);
+              e4m3_qk.push_back(withQkFormat(grid, QkFormat::E4m3));
+              e4m3_qk.push_back(withQkFormat(persistent, QkFormat::E4m3));
             }
           }
+          out.insert(out.end(), e4m3_qk.begin(), e4m3_qk.end());
           continue; // the options below do not interact with the mask: one head-dim sweep each
         }
+        out.insert(out.end(), e4m3_qk.begin(), e4m3_qk.end());
         if (r == Route::DirectP) {
           // The other classifiers change the generated code (and the cheap affine one is the
           // Hopper speed candidate): they must compile too.

@@ -56,7 +56,10 @@ template <class CArgs, class Args> bool copyCommon(const CArgs &in, Args &out) {
   if (!toTensor(in.o, "o", out.o))
     return false;
   out.lse = in.lse;
-  out.route = static_cast<fa4jit::Route>(in.route);
+  // (the E4M3 Q/K presets share their P/V route; toForwardArgs sets their Q/K format)
+  out.route = in.route == FA4JIT_ROUTE_FP8           ? fa4jit::Route::Nvfp8
+              : in.route == FA4JIT_ROUTE_FP8_DIRECTP ? fa4jit::Route::DirectP
+                                                     : static_cast<fa4jit::Route>(in.route);
   out.causal = in.causal != 0;
   out.softmax_scale = in.softmax_scale;
   out.stream = in.stream;
@@ -86,10 +89,12 @@ void fa4jit_engine_destroy(fa4jit_engine *engine) { delete engine; }
 namespace {
 // fa4jit_forward_args to ForwardArgs; false (with the message set) when refused.
 bool toForwardArgs(const char *function, const fa4jit_forward_args &args, fa4jit::ForwardArgs &a) {
-  if (args.route < FA4JIT_ROUTE_BF16 || args.route > FA4JIT_ROUTE_DIRECTP) {
+  if (args.route < FA4JIT_ROUTE_BF16 || args.route > FA4JIT_ROUTE_FP8_DIRECTP) {
     fail(std::string(function) + ": unknown route " + std::to_string(args.route));
     return false;
   }
+  a.qk_format = args.route == FA4JIT_ROUTE_FP8 || args.route == FA4JIT_ROUTE_FP8_DIRECTP ? fa4jit::QkFormat::E4m3
+                                                                                          : fa4jit::QkFormat::Nvfp4;
   return toTensor(args.q, "q", a.q) && toTensor(args.k, "k", a.k) && toTensor(args.v, "v", a.v) &&
          copyCommon(args, a);
 }

@@ -6,6 +6,7 @@
 #include "fa4jit/cache/cache_version.h"
 #include "fa4jit/codegen/candidates.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/runtime/tuner.h"
 #include "fa4jit/runtime/kernel_module.h"
 
@@ -92,7 +93,8 @@ llvm::Expected<runtime::Kernel &> Engine::kernel(const KernelSpec &spec, const s
 }
 
 llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
-                                                    const std::optional<ClassifierSpec> &classifier) const {
+                                                    const std::optional<ClassifierSpec> &classifier,
+                                                    QkFormat qk_format) const {
   const cache::TuningKey key{KernelFamily::AttentionForward, target_, route, head_dim, causal, seqlenBucket(seqlen_k)};
   KernelSpec spec;
   if (auto tuned = tuning_->winnerSpec(key))
@@ -103,6 +105,15 @@ llvm::Expected<KernelSpec> Engine::attentionSpecFor(Route route, int head_dim, b
     spec = defaultAttentionSpecForKeys(route, head_dim, causal, target_, seqlen_k);
   if (classifier)
     spec.attention.classifier = *classifier;
+  if (qk_format != QkFormat::Nvfp4 && route != Route::Bf16) {
+    // A tuned spec of another schedule (mma.sync) cannot read E4M3 Q/K: then the default's tiles.
+    KernelSpec with = withQkFormat(spec, qk_format);
+    if (!specViolations(with).empty())
+      with = withQkFormat(defaultAttentionSpecForKeys(route, head_dim, causal, target_, seqlen_k), qk_format);
+    if (classifier)
+      with.attention.classifier = *classifier;
+    return with;
+  }
   return spec;
 }
 

@@ -55,7 +55,7 @@ llvm::Expected<KernelSpec> Engine::forwardSpec(const ForwardArgs &a) const {
     spec = *a.spec;
   } else {
     auto chosen = attentionSpecFor(a.route, static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]),
-                                   a.classifier);
+                                   a.classifier, a.qk_format);
     if (!chosen)
       return chosen.takeError();
     spec = *chosen;
@@ -151,8 +151,10 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   }
   const engine_detail::ForwardShape s = forwardShape(a.q, a.k);
   using engine_detail::operandAt;
-  const auto q = operandAt(workspace, layout.q, QuantFormat::Nvfp4, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
-  const auto k = operandAt(workspace, layout.k, QuantFormat::Nvfp4, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  const QuantFormat qk_format = engine_detail::queryKeyFormat(spec.attention);
+  auto q = operandAt(workspace, layout.q, qk_format, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
+  auto k = operandAt(workspace, layout.k, qk_format, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  q.code_shift = k.code_shift = spec.attention.operands.qk_widen_shift;
   auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
                      s.seqlen_k, s.head_dim);
   // The counters (V's quantizer sync words among them) are cleared before the first pass that
@@ -186,7 +188,8 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
   if (a.spec) {
     spec = *a.spec;
   } else {
-    auto chosen = attentionSpecFor(a.route, a.q->head_dim, a.causal, a.k->seqlen, a.classifier);
+    auto chosen = attentionSpecFor(a.route, a.q->head_dim, a.causal, a.k->seqlen, a.classifier,
+                                   a.q->format == QuantFormat::E4m3Rows ? QkFormat::E4m3 : QkFormat::Nvfp4);
     if (!chosen)
       return chosen.takeError();
     spec = *chosen;
@@ -272,6 +275,14 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const engine_detail:
   const bool quantized = as.route != Route::Bf16;
   if (quantized != (q != nullptr))
     return fail(llvm::formatv("forward: route {0} got the wrong kind of operands", toString(as.route)));
+  if (quantized && (q->format != engine_detail::queryKeyFormat(as) || k->format != q->format))
+    return fail(llvm::formatv("forward: the spec reads {0} Q and K; the operands are {1} and {2}",
+                              toString(engine_detail::queryKeyFormat(as)), toString(q->format), toString(k->format)));
+  if (quantized && q->format == QuantFormat::E4m3Rows &&
+      (q->code_shift != as.operands.qk_widen_shift || k->code_shift != as.operands.qk_widen_shift))
+    return fail(llvm::formatv("forward: the kernel reads E4M3 Q/K scaled by 2^-{0}; q and k were quantized with "
+                              "code_shift {1} and {2}",
+                              as.operands.qk_widen_shift, q->code_shift, k->code_shift));
   // TensorMap kernels load tiles by TMA straight from the BF16 tensors (the spec rules, which the
   // JIT applies before emitting, keep them to the bf16 route).
   const bool tensor_maps = as.tile.staging.kv == KvStaging::TensorMap;

@@ -36,15 +36,19 @@ llvm::Error checkQuantizeInput(const TensorDesc &x, QuantFormat format, const ch
 } // namespace
 
 llvm::Expected<QuantizedTensor> Engine::quantize(const TensorDesc &x, QuantFormat format, const char *what,
-                                                 void *stream) {
+                                                 void *stream, int code_shift) {
   QuantizedTensor out;
-  if (auto err = quantize(x, format, out, what, stream))
+  if (auto err = quantize(x, format, out, what, stream, code_shift))
     return err;
   return out;
 }
 
 llvm::Error Engine::quantize(const TensorDesc &x, QuantFormat format, QuantizedTensor &into, const char *what,
-                             void *stream) {
+                             void *stream, int code_shift) {
+  if (format == QuantFormat::E4m3Rows ? code_shift < 3 || code_shift > 16 : code_shift != 0)
+    return fail(llvm::formatv("{0}: code_shift {1}: e4m3_rows takes the attention kernel's qk_widen_shift (3 to "
+                              "16), the other formats none",
+                              what, code_shift));
   if (auto err = checkQuantizeInput(x, format, what))
     return err;
   const int B = static_cast<int>(x.shape[0]), H = static_cast<int>(x.shape[1]);
@@ -65,6 +69,7 @@ llvm::Error Engine::quantize(const TensorDesc &x, QuantFormat format, QuantizedT
   }
   into.format = format;
   into.batch = B, into.heads = H, into.seqlen = S, into.head_dim = D;
+  into.code_shift = code_shift;
   return quantizeOperand(x, engine_detail::operandOf(into), what, stream);
 }
 
@@ -110,10 +115,11 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (auto err = checkTensorMemory(x, what))
     return err;
 
-  const KernelSpec spec = defaultQuantizeSpec(out.format, D, target_,
-                                              x.dtype == DType::F32   ? QuantInput::F32
-                                              : x.dtype == DType::F16 ? QuantInput::F16
-                                                                      : QuantInput::Bf16);
+  KernelSpec spec = defaultQuantizeSpec(out.format, D, target_,
+                                        x.dtype == DType::F32   ? QuantInput::F32
+                                        : x.dtype == DType::F16 ? QuantInput::F16
+                                                                : QuantInput::Bf16);
+  spec.quantize.code_shift = out.format == QuantFormat::E4m3Rows ? out.code_shift : 0;
   auto compiled = jit_->get(spec);
   if (!compiled)
     return compiled.takeError();
@@ -127,7 +133,7 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   dq::QuantizeParams p{};
   p.x = x.data;
   p.payload = out.payload;
-  p.scales = out.format == QuantFormat::Fp8PerHead ? 0 : out.scales;
+  p.scales = out.format == QuantFormat::Fp8PerHead || out.format == QuantFormat::E4m3Rows ? 0 : out.scales;
   p.head_scalar = out.head_scalar;
   p.amax_partial = out.amax_partial;
   p.nonfinite_rows = out.nonfinite_rows;

@@ -94,8 +94,9 @@ llvm::Error validateQuantizedForward(const QuantizedForwardArgs &a) {
     return fail("route bf16 takes BF16 inputs: use forward(ForwardArgs)");
   if (!a.q || !a.k || !a.v)
     return fail("quantized forward: q, k and v must all be given");
-  if (a.q->format != QuantFormat::Nvfp4 || a.k->format != QuantFormat::Nvfp4)
-    return fail("quantized forward: q and k must be NVFP4");
+  if ((a.q->format != QuantFormat::Nvfp4 && a.q->format != QuantFormat::E4m3Rows) || a.k->format != a.q->format)
+    return fail(llvm::formatv("quantized forward: q and k must both be NVFP4 or both E4M3 rows, got {0} and {1}",
+                              toString(a.q->format), toString(a.k->format)));
   const QuantFormat wantV = a.route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead;
   if (a.v->format != wantV)
     return fail(llvm::formatv("quantized forward: route {0} needs v as {1}, got {2}", toString(a.route),

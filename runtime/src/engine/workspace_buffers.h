@@ -31,6 +31,7 @@ inline QuantizedOperand operandOf(const QuantizedTensor &t) {
   o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
   o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
   o.sync = o.amax_partial; // (not known to be zero: the two passes may have written partials there)
+  o.code_shift = t.code_shift;
   return o;
 }
 
@@ -42,9 +43,10 @@ inline QuantStrides quantStrides(const QuantizedOperand &t) {
   namespace dq = device::quantize;
   const int f = static_cast<int>(t.format);
   const std::int64_t head = dq::quantizePayloadBytesPerHead(f, t.head_dim, t.seqlen);
-  const std::int64_t row = t.format == QuantFormat::Nvfp4 ? t.head_dim / 2
-                           : t.format == QuantFormat::Mxfp4 ? dq::quantizePaddedKeys(t.seqlen) / 2
-                                                            : dq::quantizePaddedKeys(t.seqlen);
+  const std::int64_t row = t.format == QuantFormat::Nvfp4      ? t.head_dim / 2
+                           : t.format == QuantFormat::E4m3Rows ? t.head_dim
+                           : t.format == QuantFormat::Mxfp4    ? dq::quantizePaddedKeys(t.seqlen) / 2
+                                                               : dq::quantizePaddedKeys(t.seqlen);
   const std::int64_t sf = dq::quantizeScaleBytesPerHead(f, t.head_dim, t.seqlen);
   return {head * t.heads, head, row, sf * t.heads, sf};
 }

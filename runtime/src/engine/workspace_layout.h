@@ -56,6 +56,7 @@ struct QuantizedOperand {
   // are known to be zero (else they are cleared on the stream first).
   std::uint64_t sync = 0;
   bool sync_zero = false;
+  int code_shift = 0; // E4m3Rows: the attention kernel's qk_widen_shift
 };
 
 // The operand whose parts `layout` places in the workspace at `base`.
@@ -64,5 +65,7 @@ QuantizedOperand operandAt(std::uint64_t base, const QuantizedOperandLayout &lay
 
 // The format V is quantized to on `route`.
 QuantFormat valueFormat(Route route);
+// The format Q and K are quantized to for `spec` (an FP8-fed route's attention spec).
+QuantFormat queryKeyFormat(const AttentionSpec &spec);
 
 } // namespace fa4jit::engine_detail

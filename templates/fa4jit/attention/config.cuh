@@ -19,6 +19,7 @@
 //     static constexpr GuardKind guard;
 //     static constexpr int guard_sample_stride;
 //     static constexpr float guard_slack_log2;
+//     static constexpr bool qk_e4m3;            // optional (wgmma kernel): Q/K stored as E4M3
 //   };
 #include "fa4jit/common.cuh"
 #include "fa4jit/directp.cuh"
@@ -40,6 +41,13 @@ FA4JIT_HD constexpr int ceilToInt(float v) {
 // C::thread_key_blocks where the config has it (the wgmma kernels' configs bake it), else false.
 template <class C> struct ThreadKeyBlocksOf {
   template <class X> FA4JIT_HD static constexpr bool get(decltype(&X::thread_key_blocks)) { return X::thread_key_blocks; }
+  template <class X> FA4JIT_HD static constexpr bool get(...) { return false; }
+  static constexpr bool value = get<C>(nullptr);
+};
+
+// C::qk_e4m3 where the config has it (Q/K stored as E4M3 codes, NUMERICS.md §1.4), else false.
+template <class C> struct QkE4m3Of {
+  template <class X> FA4JIT_HD static constexpr bool get(decltype(&X::qk_e4m3)) { return X::qk_e4m3; }
   template <class X> FA4JIT_HD static constexpr bool get(...) { return false; }
   static constexpr bool value = get<C>(nullptr);
 };

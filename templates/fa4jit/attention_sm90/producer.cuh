@@ -57,6 +57,25 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
   }
 }
 
+// E4M3 rows [kRows][kHeadDim] (Q/K stored as E4M3, NUMERICS.md §1.4: the codes are already the
+// image's values) copied into the swizzled tile in produceNvfp4Rows' unit order. One unit = 16
+// elements = 16 bytes.
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
+FA4JIT_DEVICE void produceE4m3Rows(uint8_t *tile, const uint8_t *payload, int row_stride, int valid_rows, int ptid) {
+  constexpr int kBlocksPerRow = kHeadDim / 16;
+  constexpr int kUnits = kRows * kBlocksPerRow;
+  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
+#pragma unroll kProducerUnroll
+  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
+    const int u = ptid + it * kWarpgroupThreads;
+    const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
+    uint4 out = zeroVec();
+    if (row < valid_rows)
+      out = *reinterpret_cast<const uint4 *>(payload + row * row_stride + blk * 16);
+    *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
+  }
+}
+
 // FP8 V^T [kHeadDim][keys] (padded with zeros to keys_padded in global memory) into a swizzled
 // [kHeadDim][kBlockN] tile, keys permuted within each 16 unless the quantizer did it already.
 template <int kHeadDim, int kBlockN, bool kPermuted>
@@ -196,9 +215,13 @@ template <class C, int kHeadDim, int kBlockN>
 FA4JIT_DEVICE void produceKvTile(uint8_t *k_dst, uint8_t *v_dst, const KvHeadSources &src,
                                  const attention::AttentionParams &p, int key0, int k_valid, float pre, int ptid) {
   constexpr bool kThreadKeyBlocks = attention::ThreadKeyBlocksOf<C>::value;
-  produceNvfp4Rows<kHeadDim, kBlockN, kThreadKeyBlocks>(k_dst, src.k + key0 * p.k_row_stride,
-                                                        static_cast<int>(p.k_row_stride), src.k_sf, key0, k_valid,
-                                                        pre, ptid);
+  if constexpr (attention::QkE4m3Of<C>::value)
+    produceE4m3Rows<kHeadDim, kBlockN, kThreadKeyBlocks>(k_dst, src.k + key0 * p.k_row_stride,
+                                                         static_cast<int>(p.k_row_stride), k_valid, ptid);
+  else
+    produceNvfp4Rows<kHeadDim, kBlockN, kThreadKeyBlocks>(k_dst, src.k + key0 * p.k_row_stride,
+                                                          static_cast<int>(p.k_row_stride), src.k_sf, key0, k_valid,
+                                                          pre, ptid);
   if constexpr (C::route == attention::Route::Nvfp8)
     produceFp8Vt<kHeadDim, kBlockN, C::v_keys_permuted16>(v_dst, src.v, static_cast<int>(p.v_row_stride), key0,
                                                           src.keys_padded, ptid);
@@ -216,6 +239,9 @@ FA4JIT_DEVICE void produceQTile(uint8_t *tile, const attention::AttentionParams 
   if constexpr (C::route == attention::Route::Bf16) {
     const uint16_t *qg = reinterpret_cast<const uint16_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     produceBf16Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), q_valid, ptid);
+  } else if constexpr (attention::QkE4m3Of<C>::value) {
+    const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
+    produceE4m3Rows<kHeadDim, kRows>(tile, qg + m0 * p.q_row_stride, static_cast<int>(p.q_row_stride), q_valid, ptid);
   } else {
     const uint8_t *qg = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride;
     const uint8_t *qsf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;

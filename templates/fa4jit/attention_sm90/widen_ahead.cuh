@@ -123,7 +123,7 @@ struct WidenerBuffers {
 static_assert(128 + kWidenerWarps * kStageBytes == kWidenerSharedBytes, "the layout's widener area");
 
 // One K/V tile's image (widen_kv.cuh's bytes) in pieces of one staging batch each: K's 16-element
-// NVFP4 units (kStageNvfp4Units a piece), then V^T's units (kStageBlockUnits a piece: nvfp8 16-key
+// units (kStageNvfp4Units a piece of NVFP4, kStageBlockUnits of E4M3), then V^T's units (kStageBlockUnits a piece: nvfp8 16-key
 // FP8 vectors, directp 32-key MXFP4 blocks).
 template <class C, class S> struct KvPieces {
   static constexpr bool kThreadKeyBlocks = attention::ThreadKeyBlocksOf<C>::value;
@@ -132,7 +132,9 @@ template <class C, class S> struct KvPieces {
   static constexpr int kKUnits = S::kBlockN * kKUnitsPerRow;
   static constexpr int kVUnitsPerRow = kNvfp8 ? S::kBlockN / 16 : S::kBlockN / 32;
   static constexpr int kVUnits = S::kHeadDim * kVUnitsPerRow;
-  static constexpr int kKPieces = (kKUnits + kStageNvfp4Units - 1) / kStageNvfp4Units;
+  static constexpr bool kQkE4m3 = attention::QkE4m3Of<C>::value;
+  static constexpr int kKUnitsPerPiece = kQkE4m3 ? kStageBlockUnits : kStageNvfp4Units;
+  static constexpr int kKPieces = (kKUnits + kKUnitsPerPiece - 1) / kKUnitsPerPiece;
   static constexpr int kVPieces = (kVUnits + kStageBlockUnits - 1) / kStageBlockUnits;
   static constexpr int kPerTile = kKPieces + kVPieces;
   static_assert(C::route != attention::Route::Bf16, "the bf16 route has tensor-map tiles: nothing to widen");
@@ -160,12 +162,18 @@ FA4JIT_DEVICE void widenKvPiece(const attention::AttentionParams &p, const Widen
     const int row_stride = static_cast<int>(p.k_row_stride);
     const uint8_t *k = reinterpret_cast<const uint8_t *>(p.k) + b * p.k_batch_stride + hkv * p.k_head_stride +
                        key0 * row_stride;
+    const int first = part * P::kKUnitsPerPiece;
+    const int end = first + P::kKUnitsPerPiece < P::kKUnits ? first + P::kKUnitsPerPiece : P::kKUnits;
+    const int k_valid = sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN;
+    if constexpr (P::kQkE4m3) {
+      copyE4m3RowsStaged<S::kHeadDim, S::kBlockN, P::kThreadKeyBlocks>(image, k, row_stride, k_valid, first, end,
+                                                                      wb.stage(), laneNow());
+      return;
+    }
     const uint8_t *k_sf = reinterpret_cast<const uint8_t *>(p.k_sf) + b * p.k_sf_batch_stride +
                           hkv * p.k_sf_head_stride;
-    const int first = part * kStageNvfp4Units;
-    const int end = first + kStageNvfp4Units < P::kKUnits ? first + kStageNvfp4Units : P::kKUnits;
     widenNvfp4RowsStaged<S::kHeadDim, S::kBlockN, P::kThreadKeyBlocks>(
-        image, k, row_stride, k_sf, key0, sk - key0 < S::kBlockN ? sk - key0 : S::kBlockN,
+        image, k, row_stride, k_sf, key0, k_valid,
         exp2Int(-C::qk_widen_shift), first, end, wb.stage(), laneNow());
     return;
   }
@@ -252,13 +260,22 @@ template <class C, class S> FA4JIT_DEVICE void publishWorkTile(const attention::
                      (static_cast<int64_t>(head) * blocks + m_block) * static_cast<int64_t>(S::kLayout.q_bytes);
     const uint8_t *q = reinterpret_cast<const uint8_t *>(p.q) + b * p.q_batch_stride + hq * p.q_head_stride +
                        m0 * p.q_row_stride;
-    const uint8_t *q_sf = reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
+    const int q_valid = sq - m0 < S::kBlockRows ? sq - m0 : S::kBlockRows;
+    if constexpr (attention::QkE4m3Of<C>::value) {
 #pragma unroll 1
-    for (int first = 0; first < kUnits; first += kStageNvfp4Units)
-      widenNvfp4RowsStaged<S::kHeadDim, S::kBlockRows, false>(
-          image, q, static_cast<int>(p.q_row_stride), q_sf, m0, sq - m0 < S::kBlockRows ? sq - m0 : S::kBlockRows,
-          exp2Int(-C::qk_widen_shift), first, first + kStageNvfp4Units < kUnits ? first + kStageNvfp4Units : kUnits,
-          wb.stage(), laneNow());
+      for (int first = 0; first < kUnits; first += kStageBlockUnits)
+        copyE4m3RowsStaged<S::kHeadDim, S::kBlockRows, false>(
+            image, q, static_cast<int>(p.q_row_stride), q_valid, first,
+            first + kStageBlockUnits < kUnits ? first + kStageBlockUnits : kUnits, wb.stage(), laneNow());
+    } else {
+      const uint8_t *q_sf =
+          reinterpret_cast<const uint8_t *>(p.q_sf) + b * p.q_sf_batch_stride + hq * p.q_sf_head_stride;
+#pragma unroll 1
+      for (int first = 0; first < kUnits; first += kStageNvfp4Units)
+        widenNvfp4RowsStaged<S::kHeadDim, S::kBlockRows, false>(
+            image, q, static_cast<int>(p.q_row_stride), q_sf, m0, q_valid, exp2Int(-C::qk_widen_shift), first,
+            first + kStageNvfp4Units < kUnits ? first + kStageNvfp4Units : kUnits, wb.stage(), laneNow());
+    }
     fenceProxyAsyncGlobal();
   }
   __syncwarp();

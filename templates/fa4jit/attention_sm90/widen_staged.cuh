@@ -122,6 +122,30 @@ FA4JIT_DEVICE void widenMxfp4VtStaged(uint8_t *tile, const uint8_t *vt, int row_
   }
 }
 
+// Units [first, end) (at most kStageBlockUnits) of E4M3 rows [kRows][kHeadDim] (Q/K stored as E4M3)
+// copied into their swizzled tile (producer.cuh's produceE4m3Rows bytes); unit u is 16 elements of
+// row u / (kHeadDim / 16); rows past valid_rows are zeros.
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks>
+FA4JIT_DEVICE void copyE4m3RowsStaged(uint8_t *tile, const uint8_t *payload, int row_stride, int valid_rows, int first,
+                                      int end, uint32_t stage, int lane) {
+  constexpr int kPerRow = kHeadDim / 16;
+#pragma unroll 1
+  for (int u = first + lane; u < end; u += 32) {
+    const int row = u / kPerRow, blk = u % kPerRow, i = u - first;
+    if (row < valid_rows)
+      cpAsyncToShared<16>(stage + 16 * i, payload + row * row_stride + blk * 16);
+  }
+  cpAsyncWaitAll();
+#pragma unroll 1
+  for (int u = first + lane; u < end; u += 32) {
+    const int row = u / kPerRow, blk = u % kPerRow, i = u - first;
+    uint4 out = zeroVec();
+    if (row < valid_rows)
+      out = sharedU128(stage + 16 * i);
+    *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
+  }
+}
+
 // Units [first, end) (at most kStageBlockUnits) of FP8 V^T [kHeadDim][keys] for the tile of kBlockN
 // keys from key0: unit u is the 16-key vector u % (kBlockN / 16) of row u / (kBlockN / 16)
 // (producer.cuh's produceFp8Vt bytes).

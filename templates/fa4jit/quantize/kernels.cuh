@@ -4,6 +4,7 @@
 //   extern "C" __global__ void <name>_encode(QuantizeParams p) { encodePass<Config>(p); }
 // params.cuh describes the launches and the output layouts.
 #include "fa4jit/quantize/amax.cuh"
+#include "fa4jit/quantize/e4m3_rows.cuh"
 #include "fa4jit/quantize/nvfp4.cuh"
 #include "fa4jit/quantize/vt_fp8.cuh"
 #include "fa4jit/quantize/vt_mxfp4.cuh"
@@ -13,6 +14,8 @@ namespace fa4jit::device::quantize {
 template <class C> FA4JIT_DEVICE void encodePass(const QuantizeParams &p) {
   if constexpr (QuantizeTraits<C>::kFormat == Format::Nvfp4)
     nvfp4EncodePass<C>(p);
+  else if constexpr (QuantizeTraits<C>::kFormat == Format::E4m3Rows)
+    e4m3RowsEncodePass<C>(p);
   else if constexpr (QuantizeTraits<C>::kFormat == Format::Mxfp4)
     vtMxfp4EncodePass<C>(p);
   else

@@ -32,6 +32,8 @@
 //               head_scalar int32 v_shift = (max block exponent of the head) - 6
 //   FP8 V^T     payload [B, H, D, Skp]           scales  unused (0)
 //               head_scalar float s_v
+//   E4M3 Q/K    payload [B, H, S, D]             scales  unused (0)
+//               head_scalar float g (NVFP4's), codes E4M3(x / g * 2^-code_shift)
 // with Skp = S rounded up to 128 (padding keys hold code 0), the scale tensors in the SF layout
 // of NUMERICS.md §1.1 (padding rows and columns 0), and V^T keys stored in vtKeyAt order.
 #include "fa4jit/common.cuh"
@@ -83,10 +85,14 @@ FA4JIT_HD constexpr int64_t sfBytes(int64_t rows, int64_t scale_cols) {
   return (rows + 127) / 128 * ((scale_cols + 3) / 4) * 512;
 }
 
-// format: 0 NVFP4 (row-major), 1 MXFP4 (V^T), 2 FP8 (V^T), as fa4jit::QuantFormat.
+// format: 0 NVFP4 (row-major), 1 MXFP4 (V^T), 2 FP8 (V^T), 4 E4M3 rows (row-major), as
+// fa4jit::QuantFormat.
+constexpr int kFormatE4m3Rows = 4;
+FA4JIT_HD constexpr bool quantizeRowMajor(int format) { return format == 0 || format == kFormatE4m3Rows; }
 FA4JIT_HD constexpr int64_t quantizePayloadBytesPerHead(int format, int head_dim, int seqlen) {
-  return format == 0 ? static_cast<int64_t>(seqlen) * head_dim / 2
-                     : head_dim * quantizePaddedKeys(seqlen) / (format == 1 ? 2 : 1);
+  return format == 0                 ? static_cast<int64_t>(seqlen) * head_dim / 2
+         : format == kFormatE4m3Rows ? static_cast<int64_t>(seqlen) * head_dim
+                                     : head_dim * quantizePaddedKeys(seqlen) / (format == 1 ? 2 : 1);
 }
 
 FA4JIT_HD constexpr int64_t quantizeScaleBytesPerHead(int format, int head_dim, int seqlen) {
@@ -123,12 +129,12 @@ struct Grid3 {
 FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
 
 // Grid of the encode pass (block = threads, no dynamic shared memory).
-//   NVFP4: x over groups of kNvfp4TilesPerCta row tiles (S padded to 128: padding rows' scale
-//          bytes are written too), y = B*H.
+//   NVFP4, E4M3 rows: x over groups of kNvfp4TilesPerCta row tiles (S padded to 128: NVFP4's
+//          padding rows' scale bytes are written too), y = B*H.
 //   V^T:   x over groups of kVtTilesPerCta 128-key tiles, y over head-dim tiles, z = B*H.
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
-  return format == 0
+  return quantizeRowMajor(format)
              ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
                              static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kNvfp4TilesPerCta),
                      batch * heads, 1}

@@ -4,6 +4,7 @@
 // (packed payload, two codes per byte, low nibble first; scale factors in the tcgen05
 // block-scaled MMA's 512-byte atoms). The GPU quantizer kernels are tested bit for bit against
 // these functions.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -66,6 +67,17 @@ struct Fp8Matrix {
   float value(int r, int c) const;
 };
 llvm::Expected<Fp8Matrix> quantizeFp8PerTensor(const MatrixView &m, int padded_cols);
+
+// E4M3 Q/K (docs/NUMERICS.md §1.4): code E4M3(x / (g * 2^code_shift)) with NVFP4's per-matrix
+// global scale g = amax / (6 * 448): the image NVFP4's E4M3 widening would give, from x directly.
+struct E4m3RowsMatrix {
+  int rows = 0, cols = 0, code_shift = 0;
+  float global_scale = 1.0f;    // g
+  std::vector<uint8_t> payload; // [rows][cols] E4M3 codes
+  float code(int r, int c) const; // the decoded code (the value fed to the tensor core)
+  float value(int r, int c) const { return code(r, c) * std::ldexp(global_scale, code_shift); }
+};
+llvm::Expected<E4m3RowsMatrix> quantizeE4m3Rows(const MatrixView &m, int code_shift);
 
 // Errors name what is wrong: non-finite input (with its row/column), column counts that are not
 // a multiple of the block, padded_cols too small or misaligned, empty matrices. The caller adds

@@ -38,6 +38,12 @@ void setGuardSlack(AttentionSpec &a, float slack_log2);
 // accumulator). Tests and the tuner use it to run both kernels on one problem.
 KernelSpec withAttentionSchedule(KernelSpec spec, AttentionSchedule schedule);
 
+// `spec` reading Q and K stored in `format` (the route presets' Q/K choice, docs/NUMERICS.md
+// §1.4), with the same tiles: the kernels differ only in how their producers fill the Q/K images.
+// E4M3 Q/K exist on the sm_90a wgmma kernel only; there, a spec whose Q/K are widened to BF16
+// moves to the E4M3 widening (with its shift); elsewhere the result does not validate.
+KernelSpec withQkFormat(KernelSpec spec, QkFormat format);
+
 // Whether `spec` may take Direct-P's thread key blocks (TileSpec::softmax.thread_key_blocks: the
 // directp route's wgmma kernel on 96- or 128-key tiles with K/V widened by fa4jit in key order):
 // turning them on adds no violation of spec_validate's rules, which are the one statement of them.

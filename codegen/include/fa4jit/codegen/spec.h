@@ -19,6 +19,14 @@ enum class KernelFamily : uint8_t { AttentionForward, Quantize, AttentionBackwar
 //  Native: the target's tensor core consumes FP4 directly (sm_100a block-scaled MMA).
 enum class Widening : uint8_t { Bf16, E4m3, Native };
 
+// How Q and K are stored for the FP8-fed routes (docs/NUMERICS.md §1.4).
+//  Nvfp4: E2M1 codes with a UE4M3 scale per 16 and a per-head FP32 scale g (4.5 bits).
+//  E4m3:  one E4M3 code per element, E4M3(x / g * 2^-qk_widen_shift) with NVFP4's per-head g: the
+//         image NVFP4's widening would write, rounded once from x instead of from the FP4 code
+//         (8 bits). Logits keep 4 significant bits per operand, which holds up at large logits
+//         where NVFP4's 2 bits do not (docs/ACCURACY.md, operand formats). sm_90a wgmma kernels.
+enum class QkFormat : uint8_t { Nvfp4, E4m3 };
+
 enum class ClassifierKind : uint8_t {
   Threshold, // compare FP16(y) with log2 of E2M1's round-to-nearest boundaries (~ exp2 + RTN)
   Affine,    // c = clamp(floor(alpha * y + beta), 0, 7)
@@ -172,6 +180,7 @@ struct TileSpec {
 // Formats of the operands of one attention kernel. Derived from the route by
 // defaultOperandFormats(route, target) but overridable for experiments.
 struct OperandSpec {
+  QkFormat qk_format = QkFormat::Nvfp4;  // how Q/K are stored (the route presets choose it)
   Widening qk_widening = Widening::E4m3; // how NVFP4 Q/K reach the tensor core
   Widening v_widening = Widening::E4m3;  // how V (MXFP4 for directp, FP8 for nvfp8) is fed
   int qk_widen_shift = 3;                // E4m3 widening: values times 2^-shift before rounding
@@ -253,7 +262,9 @@ struct BackwardSpec {
   BackwardMma mma = BackwardMma::MmaSync;
 };
 
-enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16 };
+// E4m3Rows: Q/K for QkFormat::E4m3, [rows, D] E4M3 codes and NVFP4's per-head scale g, scaled by
+// 2^-QuantizeSpec::code_shift (the attention kernel's qk_widen_shift).
+enum class QuantFormat : uint8_t { Nvfp4, Mxfp4, Fp8PerHead, Bf16, E4m3Rows };
 enum class QuantLayout : uint8_t {
   RowMajorK,       // payload [rows, K] K-contiguous (Q, K: K = head dim)
   Transposed,      // payload [cols, rows] with rows contiguous (V^T: keys contiguous)
@@ -269,6 +280,7 @@ struct QuantizeSpec {
   bool keys_permuted16 = false;
   int head_dim = 128;
   int threads = 256;
+  int code_shift = 0; // E4m3Rows only: codes are E4M3(x / g * 2^-code_shift)
 };
 
 // The element type of the outputs O that merge-states reads and writes (its LSEs are FP32).
@@ -315,6 +327,7 @@ struct KernelSpec {
 const char *toString(Target t);
 const char *toString(Route r);
 const char *toString(Widening w);
+const char *toString(QkFormat f);
 const char *toString(ClassifierKind k);
 const char *toString(GuardKind k);
 const char *toString(AttentionSchedule s);

@@ -47,6 +47,7 @@ std::string formatFloat(float value);
 llvm::Expected<Target> parseTarget(llvm::StringRef name);
 llvm::Expected<Route> parseRoute(llvm::StringRef name);
 llvm::Expected<Widening> parseWidening(llvm::StringRef name);
+llvm::Expected<QkFormat> parseQkFormat(llvm::StringRef name);
 llvm::Expected<ClassifierKind> parseClassifierKind(llvm::StringRef name);
 llvm::Expected<GuardKind> parseGuardKind(llvm::StringRef name);
 llvm::Expected<AttentionSchedule> parseAttentionSchedule(llvm::StringRef name);

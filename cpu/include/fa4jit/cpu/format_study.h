@@ -30,15 +30,16 @@
 
 namespace fa4jit::cpu {
 
-enum class QkFormat { Nvfp4, Mxfp4, E4m3Row, Mxfp8 };
+// E4m3Head: the kernels' E4M3 Q/K (docs/NUMERICS.md §1.4: NVFP4's per-head scale, shift 7).
+enum class StudyQkFormat { Nvfp4, Mxfp4, E4m3Head, E4m3Row, Mxfp8 };
 enum class PvFormat { Mxfp4, E4m3 };
 
 struct FormatPair {
-  QkFormat qk = QkFormat::Nvfp4;
+  StudyQkFormat qk = StudyQkFormat::Nvfp4;
   PvFormat pv = PvFormat::E4m3;
 };
 
-const char *toString(QkFormat f);
+const char *toString(StudyQkFormat f);
 const char *toString(PvFormat f);
 // "nvfp4 / e4m3"
 std::string toString(const FormatPair &pair);
@@ -47,7 +48,7 @@ std::vector<FormatPair> allFormatPairs();
 
 // One operand matrix [rows, cols] quantized along its columns and decoded (the study's building
 // block; exposed for tests). Errors: non-finite input, cols not a multiple of the format's block.
-llvm::Expected<std::vector<float>> roundTripQk(QkFormat format, const float *data, int rows, int cols);
+llvm::Expected<std::vector<float>> roundTripQk(StudyQkFormat format, const float *data, int rows, int cols);
 
 // O and LSE of the study model for the selected rows (AttentionResult's layout; LSE from the
 // unquantized P). Errors: those of validateProblem, and of the quantizers.

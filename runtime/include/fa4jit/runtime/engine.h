@@ -72,6 +72,7 @@ struct QuantizedTensor {
   // bitmask; the forward makes the output rows they reach NaN (docs/NUMERICS.md §1.3).
   runtime::DeviceBuffer nonfinite_rows;
   runtime::DeviceBuffer amax_partial; // the quantizer's per-chunk maxima (scratch)
+  int code_shift = 0; // E4M3 rows: codes are E4M3(x / g * 2^-code_shift)
 };
 
 struct ForwardArgs {
@@ -79,6 +80,9 @@ struct ForwardArgs {
   TensorDesc o;          // BF16 or FP16 output [B, Hq, Sq, D]
   std::uint64_t lse = 0; // optional float [B, Hq, Sq] (natural log); 0 = not written
   Route route = Route::DirectP;
+  // How Q and K are stored: NVFP4, or E4M3 for large logits (the fp8 presets, docs/NUMERICS.md
+  // §1.4; the sm_90a wgmma kernels).
+  QkFormat qk_format = QkFormat::Nvfp4;
   bool causal = false;
   float softmax_scale = 0.0f;                 // 0 => 1/sqrt(D)
   std::optional<ClassifierSpec> classifier;   // directp: override the tuned/heuristic classifier
@@ -209,16 +213,17 @@ public:
   static llvm::Expected<std::unique_ptr<Engine>> create(const EngineOptions &options = {});
   ~Engine();
 
-  // Quantizes x ([B, H, S, D], BF16, FP16 or F32) into `format` (NVFP4 rows for Q/K; MXFP4 or FP8 V^T
-  // for V) on `stream`. NaN and Inf follow the engine's NonFinitePolicy: recorded in
-  // nonfinite_rows (Propagate), or an error naming the tensor, batch, head and row (Check, which
-  // waits for the stream).
+  // Quantizes x ([B, H, S, D], BF16, FP16 or F32) into `format` (NVFP4 or E4M3 rows for Q/K; MXFP4
+  // or FP8 V^T for V) on `stream`. E4M3 rows carry the attention kernel's qk_widen_shift as
+  // `code_shift` (3 to 16; forward() checks that they match). NaN and Inf follow the engine's
+  // NonFinitePolicy: recorded in nonfinite_rows (Propagate), or an error naming the tensor, batch,
+  // head and row (Check, which waits for the stream).
   llvm::Expected<QuantizedTensor> quantize(const TensorDesc &x, QuantFormat format, const char *what = "x",
-                                           void *stream = nullptr);
+                                           void *stream = nullptr, int code_shift = 0);
   // The same into `into`, reusing its buffers where they hold enough: operands quantized again
   // and again (a KV cache, each step's Q) allocate nothing once they have their size.
   llvm::Error quantize(const TensorDesc &x, QuantFormat format, QuantizedTensor &into, const char *what = "x",
-                       void *stream = nullptr);
+                       void *stream = nullptr, int code_shift = 0);
   // Device bytes of one quantized operand of `format` and shape [batch, heads, seqlen, head_dim]
   // laid out in one block (quantizedIn).
   static std::size_t quantizedBytes(QuantFormat format, int batch, int heads, int seqlen, int head_dim);
@@ -279,8 +284,10 @@ public:
   // (target, route, head dim, causal, seqlen bucket of seqlen_k) when it has one (docs/TUNING.md),
   // else the heuristic; with FA4JIT_TUNE=replay a miss is an error naming the shape. An explicit
   // classifier replaces the tuned one (directp).
+  // E4M3 Q/K (qk_format) take the route's tuned or default tiles (withQkFormat).
   llvm::Expected<KernelSpec> attentionSpecFor(Route route, int head_dim, bool causal, int seqlen_k,
-                                              const std::optional<ClassifierSpec> &classifier) const;
+                                              const std::optional<ClassifierSpec> &classifier,
+                                              QkFormat qk_format = QkFormat::Nvfp4) const;
 
   // Device bytes the engine's workspace holds now: quantized operands, widened tile images,
   // counters. It grows when a larger shape arrives and is reused by every call that fits.

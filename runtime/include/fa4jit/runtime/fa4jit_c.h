@@ -37,7 +37,15 @@ extern "C" {
 
 typedef struct fa4jit_engine fa4jit_engine;
 
-typedef enum { FA4JIT_ROUTE_BF16 = 0, FA4JIT_ROUTE_NVFP8 = 1, FA4JIT_ROUTE_DIRECTP = 2 } fa4jit_route;
+/* The route presets (docs/ARCHITECTURE.md §4): FP8 and FP8_DIRECTP store Q and K as E4M3 instead of
+ * NVFP4 (for large logits; sm_90a), with nvfp8's and directp's P and V. */
+typedef enum {
+  FA4JIT_ROUTE_BF16 = 0,
+  FA4JIT_ROUTE_NVFP8 = 1,
+  FA4JIT_ROUTE_DIRECTP = 2,
+  FA4JIT_ROUTE_FP8 = 3,
+  FA4JIT_ROUTE_FP8_DIRECTP = 4
+} fa4jit_route;
 typedef enum { FA4JIT_DTYPE_BF16 = 0, FA4JIT_DTYPE_F32 = 1, FA4JIT_DTYPE_F16 = 2 } fa4jit_dtype;
 
 typedef struct {

@@ -1,0 +1,29 @@
+#pragma once
+// The route presets users name: a route (how P and V are formed and fed) with a Q/K storage format.
+//   bf16         BF16 Q, K, V, P
+//   nvfp8        NVFP4 Q/K, FP8 E4M3 P and V
+//   directp      NVFP4 Q/K, MXFP4 P (Direct-P) and V
+//   fp8          E4M3 Q/K, FP8 E4M3 P and V (large logits: docs/ACCURACY.md, operand formats)
+//   fp8-directp  E4M3 Q/K, MXFP4 P (Direct-P) and V
+// The E4M3 Q/K presets run on the sm_90a wgmma kernels (docs/NUMERICS.md §1.4).
+#include <string>
+#include <vector>
+
+#include "fa4jit/codegen/spec.h"
+#include "llvm/Support/Error.h"
+
+namespace fa4jit {
+
+struct RoutePreset {
+  Route route = Route::DirectP;
+  QkFormat qk_format = QkFormat::Nvfp4;
+  bool operator==(const RoutePreset &o) const { return route == o.route && qk_format == o.qk_format; }
+};
+
+// Every preset, in the order above.
+const std::vector<RoutePreset> &routePresets();
+std::string toString(const RoutePreset &preset);
+// A preset by name; the error lists the names.
+llvm::Expected<RoutePreset> parseRoutePreset(llvm::StringRef name);
+
+} // namespace fa4jit

@@ -1,0 +1,74 @@
+#pragma once
+// Pass 2 for E4M3 Q/K (docs/NUMERICS.md §1.4), bit-identical to formats::quantizeE4m3Rows: code
+// E4M3(x / d) with d = g * 2^code_shift and g NVFP4's per-head global scale, so that the codes are
+// the tile image the wgmma kernel's E4M3 widening of NVFP4 would write, rounded once from x. The
+// walk is nvfp4EncodePass's: one thread per 16 elements (one 16-byte store), kNvfp4TilesPerCta
+// row tiles per CTA with the next tile's loads in flight.
+#include "fa4jit/quantize/nvfp4.cuh"
+
+namespace fa4jit::device::quantize {
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+
+// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
+// block T::kThreads.
+template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  const int bh = blockIdx.y;
+  const int first_row =
+      blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
+  const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
+  const bool vec_ok = vectorLoadsOk<T>(p);
+  const int64_t head_off = headOffset(p, bh);
+  const int64_t row_stride = p.x_row_stride;
+  const auto blockOffset = [=](int row) { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; };
+  BlockVectors<T> next{};
+  if (vec_ok && first_row < p.seqlen)
+    loadBlockVectors<T>(p, blockOffset(first_row), next);
+  const HeadAmax head = headAmax<T>(p, bh);
+  // g exactly as NVFP4's (one FP32 division, 1 when it underflows to 0), then d = g * 2^shift
+  // (exact: g <= FLT_MAX / 2688).
+  float g = __fdiv_rn(head.amax, 448.0f * 6.0f);
+  if (!(g > 0.0f))
+    g = 1.0f;
+  const float d = __fmul_rn(g, exp2Int(T::kCodeShift));
+  const bool by_reciprocal = quotientByReciprocalOk(d); // (the E4M3 codes of the exact quotients, formats.cuh)
+  const float r = __frcp_rn(d);
+  uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
+
+  for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
+    const int row = first_row + t * T::kRowsPerCta;
+    if (row >= p.seqlen)
+      break;
+    float v[16];
+    if (vec_ok) {
+      unpackBlockVectors<T>(next, v);
+      const int following = row + T::kRowsPerCta;
+      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
+        loadBlockVectors<T>(p, blockOffset(following), next);
+    } else {
+      loadRun<T, 16>(p, blockOffset(row), false, v);
+    }
+    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
+      zeroNonFinite(v);
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      v[i] = by_reciprocal ? quotientByReciprocal(v[i], d, r) : __fdiv_rn(v[i], d);
+    uint32_t w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
+             (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
+    *reinterpret_cast<uint4 *>(payload + static_cast<int64_t>(row) * T::kHeadDim + blk * 16) =
+        make_uint4(w[0], w[1], w[2], w[3]);
+  }
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = g;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
+}
+
+#endif // CUDA compilers
+
+} // namespace fa4jit::device::quantize
