@@ -206,6 +206,64 @@ def decode_section(run_dir):
     return out
 
 
+def e4m3_qk_section(run_dir):
+    """The E4M3 Q/K presets beside their NVFP4 routes, from their own run folder: run.json,
+    `fa4jit bench --json` (bench.jsonl), scripts/bench_sdpa.py (sdpa.jsonl) and the large-logit
+    cosines the GPU test printed (large_logits.txt)."""
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    files = meta.get("files", {})
+    ours = [r for r in load(os.path.join(run_dir, files.get("fa4jit", "bench.jsonl"))) if r.get("kind") == "fa4jit"]
+    sdpa_rows = load(os.path.join(run_dir, files.get("sdpa", "sdpa.jsonl")))
+    sdpa = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa_rows if r.get("kind") == "sdpa"}
+    ceil = next((r for r in sdpa_rows if r.get("kind") == "ceiling"), {})
+    routes = []
+    for r in ours:
+        if r["route"] not in routes:
+            routes.append(r["route"])
+    out = ["", "## E4M3 Q/K presets", ""]
+    out.append(wrap(
+        f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}, "
+        f"PyTorch {meta.get('torch', '?')}), its own run: `fa4jit bench` as above (end to end from BF16 "
+        "/ kernel alone, TFLOP/s, and the ratio to cuDNN BF16 SDPA of the same run), `fp8` and "
+        "`fp8-directp` beside the routes whose P and V they share. Ceilings of the run: copy "
+        f"{ceil.get('copy_tb_s', 0):.2f} TB/s, BF16 GEMM {ceil.get('bf16_gemm_tflops', 0):.0f} TFLOP/s, "
+        f"FP8 GEMM {ceil.get('fp8_gemm_tflops', 0):.0f} TFLOP/s."))
+    out.append("")
+    out.append("| D | keys | causal | cuDNN | " + " | ".join(routes) + " |")
+    out.append("|---" * (4 + len(routes)) + "|")
+    shapes = sorted({(r["head_dim"], r["seqlen"], r["causal"]) for r in ours})
+    for shape in shapes:
+        base = sdpa.get(shape, {}).get("cudnn_tflops")
+        cells = []
+        for route in routes:
+            r = next((x for x in ours if (x["head_dim"], x["seqlen"], x["causal"]) == shape and x["route"] == route), None)
+            if r is None or "e2e_tflops" not in r:
+                cells.append("-")
+                continue
+            ratio = f" ({r['e2e_tflops'] / base:.2f}x)" if base else ""
+            cells.append(f"{r['e2e_tflops']:.0f}{ratio} / {r['tflops']:.0f}")
+        d, s, c = shape
+        out.append(f"| {d} | {keys_label(s)} | {c} | {base:.0f} | " + " | ".join(cells) + " |")
+    out.append("")
+    acc_file = os.path.join(run_dir, files.get("accuracy", "large_logits.txt"))
+    if os.path.exists(acc_file):
+        cos = re.findall(r"\): (\S+)\s+cosine vs fp64 ([0-9.]+)", open(acc_file, encoding="utf-8").read())
+        out.append(wrap("Accuracy at large logits, the same run (`runtime_test_gpu_forward`, \"E4M3 Q/K keep the "
+                        "accuracy at large logits\"): Q, K ~ N(0, 4^2), so logits with standard deviation 16, D 128, "
+                        "1024 keys, 4 heads of 256 queries, cosine of O against FP64 through `Engine::forward`:"))
+        out.append("")
+        out.append("| " + " | ".join(name for name, _ in cos) + " |")
+        out.append("|---" * len(cos) + "|")
+        out.append("| " + " | ".join(value for _, value in cos) + " |")
+        out.append("")
+    out.extend(notes_and_command(meta, f'BIN=.device-carry; "$BIN/fa4jit" bench {meta.get("bench_args", "")} --json '
+                                       "> bench.jsonl; python3 scripts/bench_sdpa.py --head-dim 128 --seqlen "
+                                       "4096,16384 > sdpa.jsonl; \"$BIN/runtime_test_gpu_forward\" "
+                                       "\"E4M3 Q/K keep the accuracy*\""))
+    return out
+
+
 def notes_and_command(meta, command):
     """A run folder's notes, then the command that reproduces it."""
     out = []
@@ -245,7 +303,7 @@ def backward_variants_table(run_dir, meta):
     return out
 
 
-def build(run_dir, out_path, backward_dir=None, decode_dir=None):
+def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=None):
     meta, ours, sdpa, gpu, run_log = read_run(run_dir)
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
@@ -522,6 +580,8 @@ def build(run_dir, out_path, backward_dir=None, decode_dir=None):
         out.extend(training_section(backward_dir))
     if decode_dir and os.path.exists(os.path.join(decode_dir, "run.json")):
         out.extend(decode_section(decode_dir))
+    if e4m3_qk_dir and os.path.exists(os.path.join(e4m3_qk_dir, "run.json")):
+        out.extend(e4m3_qk_section(e4m3_qk_dir))
     text = "\n".join(out) + "\n"
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
@@ -537,8 +597,10 @@ def main():
                     help="run folder of scripts/bench_backward.py (default docs/benchmarks/backward)")
     ap.add_argument("--decode-run", default=os.path.join(REPO, "docs", "benchmarks", "decode"),
                     help="run folder of scripts/bench_decode.py (default docs/benchmarks/decode)")
+    ap.add_argument("--e4m3-qk-run", default=os.path.join(REPO, "docs", "benchmarks", "e4m3_qk"),
+                    help="run folder of the E4M3 Q/K presets (default docs/benchmarks/e4m3_qk)")
     args = ap.parse_args()
-    build(args.run, args.out, args.backward_run, args.decode_run)
+    build(args.run, args.out, args.backward_run, args.decode_run, args.e4m3_qk_run)
 
 
 if __name__ == "__main__":

@@ -55,9 +55,9 @@ const char kUsage[] =
     "  --backward          the training route's backward instead: cosine and rel. L2 of dQ, dK, dV\n"
     "                      against FP64 for E4M3 P/V (dS against BF16 or the saved NVFP4 Q/K) and\n"
     "                      MXFP4 P/V, over the whole head (head dims 64, 128; dO ~ N(0, 1))\n"
-    "  --formats           every operand format pair instead (Q/K nvfp4, mxfp4, e4m3-row, mxfp8 x\n"
-    "                      P/V mxfp4, e4m3; docs/NUMERICS.md, Format study) beside the nvfp8 and\n"
-    "                      directp kernel models: cosine vs FP64 per sigma (defaults: sigma\n"
+    "  --formats           every operand format pair instead (Q/K nvfp4, mxfp4, e4m3-head, e4m3-row, mxfp8 x\n"
+    "                      P/V mxfp4, e4m3; docs/NUMERICS.md, Format study) beside the FP8-fed presets'\n"
+    "                      kernel models: cosine vs FP64 per sigma (defaults: sigma\n"
     "                      0.5,1,2,4,8,16,30,100,300, seqlen 1024, causal 0)\n"
     "  --plot FILE.svg     with --formats: cosine against sigma, one line per format pair\n"
     "  --help              this text\n";
