@@ -4,6 +4,7 @@
 #include "decode_flags.h"
 #include "progress.h"
 #include "subcommands.h"
+#include "tune_auto.h"
 #include "tune_decode.h"
 #include "tune_show.h"
 
@@ -66,6 +67,14 @@ const char kUsage[] =
     "  --page-size LIST    (default 16)    --value-format LIST  fp8, mxfp4 (default fp8)\n"
     "  --q-heads N (32)    --kv-heads N (8)    --queries N (1)    --head-dim N (128)\n"
     "  (--warmup, --reps, --tie-band, --force, --replay and --json apply)\n"
+    "route auto (--auto: per shape and budget, the fastest route preset whose CPU model predicts\n"
+    "a cosine vs FP64 of at least --min-cosine at the logit scale; each preset that meets it is\n"
+    "timed from BF16 tensors and the winner stored, which forward(auto_route) then runs):\n"
+    "  --auto              choose routes instead of tuning kernels (--head-dim, --seqlen, --causal)\n"
+    "  --min-cosine X      the budget (default 0.98)\n"
+    "  --logit-std LIST    standard deviation of q.k.softmax_scale the calls see (default 1)\n"
+    "  --predict           no GPU: the predicted cosines and the engine's untimed choice\n"
+    "  --target T          with --predict (default sm_90a)\n"
     "  --help\n";
 
 int fail(const std::string &m) {
@@ -123,7 +132,9 @@ int runTune(int argc, char **argv) {
                                {"show", FlagValue::None}, shared_flags::json(), {"candidates", FlagValue::None},
                                {"exhaustive", FlagValue::None}, {"heuristic-kernel-only", FlagValue::None},
                                {"force", FlagValue::None}, {"replay", FlagValue::None},
-                               {"no-progress", FlagValue::None}, {"decode", FlagValue::None}};
+                               {"no-progress", FlagValue::None}, {"decode", FlagValue::None},
+                               {"auto", FlagValue::None}, {"logit-std"}, {"predict", FlagValue::None},
+                               shared_flags::target()};
   for (FlagDef &def : decodeGridFlagDefs())
     defs.push_back(std::move(def));
   CliFlags flags(std::move(defs));
@@ -138,6 +149,11 @@ int runTune(int argc, char **argv) {
     return showTuningDatabase(runtime::tuningDbConfigFor(*config), flags.has("json"), flags.has("candidates"));
   if (flags.has("decode"))
     return runTuneDecode(flags, *config);
+  if (flags.has("auto"))
+    return runTuneAuto(flags, *config);
+  for (const char *name : {"logit-std", "predict", "target"})
+    if (flags.has(name))
+      return usage(std::string("--") + name + " belongs to --auto");
   for (const char *name : {"batch", "context", "page-size", "value-format", "q-heads", "kv-heads", "queries"})
     if (flags.has(name))
       return usage(std::string("--") + name + " describes a decode shape: it needs --decode");

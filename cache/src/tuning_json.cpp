@@ -16,6 +16,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cctype>
+#include <cstdio>
 #include <cmath>
 
 namespace fa4jit::cache {
@@ -64,6 +65,11 @@ json::Object keyJson(const TuningKey &k) {
                         {"value_format", toString(k.value_format)}, {"head_dim", k.head_dim},
                         {"page_size", k.page_size},        {"cta_bucket", k.cta_bucket},
                         {"seqlen_bucket", k.seqlen_bucket}};
+  if (k.route_auto)
+    return json::Object{{"family", toString(k.family)}, {"target", toString(k.target)},
+                        {"route", "auto"},              {"head_dim", k.head_dim},
+                        {"causal", k.causal},           {"seqlen_bucket", k.seqlen_bucket},
+                        {"min_cosine", k.min_cosine},   {"logit_std", k.logit_std}};
   return json::Object{{"family", toString(k.family)}, {"target", toString(k.target)},
                       {"route", toString(k.route)},   {"head_dim", k.head_dim},
                       {"causal", k.causal},           {"seqlen_bucket", k.seqlen_bucket}};
@@ -213,6 +219,12 @@ llvm::Expected<TuningKey> parseKey(const Reader &rd, const json::Object &o, cons
   std::string route;
   TRY(rd.str(o, where, "route", route));
   TRY(rd.boolean(o, where, "causal", k.causal));
+  if (route == "auto") {
+    k.route_auto = true;
+    TRY(rd.number(o, where, "min_cosine", k.min_cosine));
+    TRY(rd.number(o, where, "logit_std", k.logit_std));
+    return k;
+  }
   auto r = parseRoute(route);
   if (!r)
     return rd.err(where + ".route", llvm::toString(r.takeError()));
@@ -328,7 +340,7 @@ llvm::Expected<TuningRecord> parseRecord(const Reader &rd, const json::Value &v,
   }
   if (w.family != r.key.family || w.target != r.key.target ||
       (w.family == KernelFamily::AttentionForward &&
-       (w.attention.route != r.key.route || w.attention.head_dim != r.key.head_dim ||
+       ((!r.key.route_auto && w.attention.route != r.key.route) || w.attention.head_dim != r.key.head_dim ||
         w.attention.causal != r.key.causal)))
     return rd.err(where + ".winner", "its spec (" + std::string(toString(w.attention.route)) + ", d" +
                                          std::to_string(w.attention.head_dim) + ", " + toString(w.target) +
@@ -359,8 +371,14 @@ std::string TuningKey::str() const {
     return std::string(toString(family)) + "/" + toString(target) + "/" + toString(value_format) + "/d" +
            std::to_string(head_dim) + "/p" + std::to_string(page_size) + "/g" + std::to_string(cta_bucket) + "/s" +
            std::to_string(seqlen_bucket);
-  return std::string(toString(family)) + "/" + toString(target) + "/" + toString(route) + "/d" +
-         std::to_string(head_dim) + "/c" + (causal ? "1" : "0") + "/s" + std::to_string(seqlen_bucket);
+  const std::string attention = std::string(toString(family)) + "/" + toString(target) + "/" +
+                                (route_auto ? "auto" : toString(route)) + "/d" + std::to_string(head_dim) + "/c" +
+                                (causal ? "1" : "0") + "/s" + std::to_string(seqlen_bucket);
+  if (!route_auto)
+    return attention;
+  char budget[64];
+  std::snprintf(budget, sizeof budget, "/cos%g/lstd%g", min_cosine, logit_std);
+  return attention + budget;
 }
 
 const char *toString(TuningLayer layer) {

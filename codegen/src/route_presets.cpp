@@ -16,6 +16,22 @@ std::string toString(const RoutePreset &p) {
   return p.route == Route::Nvfp8 ? "fp8" : "fp8-directp";
 }
 
+std::vector<RoutePreset> routePreferenceOrder(Target target) {
+  // docs/BENCHMARKS.md: directp leads nvfp8 by 5-10% from 16k keys and ties it at 4k (D 64-256);
+  // E4M3 Q/K run at their NVFP4 route's speed end to end on sm_90a (section "E4M3 Q/K presets");
+  // bf16 runs at about 0.6x the FP8-fed routes from 16k keys.
+  const bool e4m3_qk = target == Target::Sm90a; // (the sm_90a wgmma kernels only)
+  std::vector<RoutePreset> order;
+  if (target != Target::Sm80) // (the FP8-fed routes need FP8 tensor cores)
+    for (Route route : {Route::DirectP, Route::Nvfp8}) {
+      order.push_back({route, QkFormat::Nvfp4});
+      if (e4m3_qk)
+        order.push_back({route, QkFormat::E4m3});
+    }
+  order.push_back({Route::Bf16, QkFormat::Nvfp4});
+  return order;
+}
+
 llvm::Expected<RoutePreset> parseRoutePreset(llvm::StringRef name) {
   std::string names;
   for (const RoutePreset &p : routePresets()) {

@@ -3,6 +3,8 @@
     import torch, fa4jit
     o = fa4jit.attention(q, k, v, causal=True)              # q, k, v [B, H, S, D] bf16/fp16 on CUDA
     o, lse = fa4jit.attention(q, k, v, route="nvfp8", return_lse=True)
+    fa4jit.set_auto_route_budget(min_cosine=0.98, logit_std=16)   # route="auto": the fastest route
+    o = fa4jit.attention(q, k, v, route="auto")                    # predicted to meet the budget
     kv = fa4jit.quantize_kv(k, v)                            # a KV cache quantized once
     o = fa4jit.attention(q, kv)
     o, lse = fa4jit.merge_state(o_a, lse_a, o_b, lse_b)     # attention over two key sets, merged
@@ -16,9 +18,21 @@ the fa4jit command-line tool (accuracy, tune, cache, tmem, ...).
 from . import _library
 
 __all__ = ["attention", "quantize_kv", "merge_state", "merge_states", "PagedKVCache", "release_workspaces", "version",
-           "Fa4jitError", "__version__"]
+           "set_auto_route_budget", "auto_route", "Fa4jitError", "__version__"]
 
 Fa4jitError = _library.Fa4jitError
+
+
+def set_auto_route_budget(min_cosine=0.98, logit_std=1.0):
+    """route="auto" then runs, per shape, the fastest route preset whose CPU model predicts a cosine
+    of O against FP64 of at least min_cosine for logits q.k.softmax_scale of standard deviation
+    logit_std (docs/TUNING.md, "Route auto")."""
+    _library.set_auto_route_budget(min_cosine, logit_std)
+
+
+def auto_route(head_dim, seqlen_k, causal=False, device=0):
+    """(route, predicted cosine) that route="auto" runs for this shape under the current budget."""
+    return _library.auto_route(device, head_dim, causal, seqlen_k)
 
 
 def version():

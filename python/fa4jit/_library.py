@@ -11,8 +11,10 @@ import threading
 
 OK = 0
 
-# fa4jit_route: fp8 and fp8-directp store Q and K as E4M3 (large logits; sm_90a).
-ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2, "fp8": 3, "fp8-directp": 4}
+# fa4jit_route: fp8 and fp8-directp store Q and K as E4M3 (large logits; sm_90a); auto: the fastest
+# preset whose predicted accuracy meets the budget (set_auto_route_budget).
+ROUTES = {"bf16": 0, "nvfp8": 1, "directp": 2, "fp8": 3, "fp8-directp": 4, "auto": 5}
+ROUTE_NAMES = {v: k for k, v in ROUTES.items()}
 DTYPE_BF16, DTYPE_F32, DTYPE_F16 = 0, 1, 2
 FORMAT_NVFP4, FORMAT_MXFP4, FORMAT_FP8 = 0, 1, 2
 
@@ -182,6 +184,9 @@ def library():
             "fa4jit_append_kv": ([p, ctypes.POINTER(AppendKvArgs)], ctypes.c_int),
             "fa4jit_decode_workspace_size": ([p, ctypes.POINTER(DecodeArgs), ctypes.POINTER(u64)], ctypes.c_int),
             "fa4jit_decode_with_workspace": ([p, ctypes.POINTER(DecodeArgs), u64, u64], ctypes.c_int),
+            "fa4jit_set_auto_route_budget": ([p, ctypes.c_double, ctypes.c_double], ctypes.c_int),
+            "fa4jit_auto_route": ([p, i32, i32, ctypes.c_int64, ctypes.POINTER(i32), ctypes.POINTER(ctypes.c_double)],
+                                  ctypes.c_int),
             "fa4jit_last_error": ([], ctypes.c_char_p),
             "fa4jit_version": ([], ctypes.c_char_p),
         }
@@ -209,6 +214,7 @@ class Engine:
         check(library().fa4jit_engine_create(int(device), ctypes.byref(handle)))
         self.handle = handle
         self.device = device
+        check(library().fa4jit_set_auto_route_budget(handle, *_auto_route_budget))
 
     def __del__(self):
         if getattr(self, "handle", None) and _lib is not None:
@@ -217,6 +223,25 @@ class Engine:
 
 
 _engines = {}
+# route="auto"'s budget on every engine: (min_cosine, logit_std), fa4jit_set_auto_route_budget.
+_auto_route_budget = (0.98, 1.0)
+
+
+def set_auto_route_budget(min_cosine, logit_std):
+    """The accuracy budget of route="auto" on every device's engine, now and later."""
+    global _auto_route_budget
+    with _lock:
+        for e in _engines.values():
+            check(library().fa4jit_set_auto_route_budget(e.handle, float(min_cosine), float(logit_std)))
+        _auto_route_budget = (float(min_cosine), float(logit_std))
+
+
+def auto_route(device, head_dim, causal, seqlen_k):
+    """(route name, predicted cosine) that route="auto" runs for a shape on `device`."""
+    route, cosine = ctypes.c_int32(), ctypes.c_double()
+    check(library().fa4jit_auto_route(engine(device).handle, int(head_dim), int(bool(causal)), int(seqlen_k),
+                                      ctypes.byref(route), ctypes.byref(cosine)))
+    return ROUTE_NAMES[route.value], cosine.value
 
 
 def engine(device):

@@ -510,3 +510,38 @@ TEST_CASE("a tuning file of 50,000 '[' is an error, not a crash", "[cache][json]
   REQUIRE_FALSE(static_cast<bool>(f));
   CHECK_THAT(llvm::toString(f.takeError()), Catch::Contains("nested deeper"));
 }
+
+TEST_CASE("route-auto records keep their budget, and their winner may be any route", "[tuning][auto]") {
+  TuningKey k = key(4096);
+  k.route_auto = true;
+  k.min_cosine = 0.985;
+  k.logit_std = 16;
+  CHECK(k.str() == "attention/sm_90a/auto/d128/c0/s4096/cos0.985/lstd16");
+  TuningRecord r;
+  r.key = k;
+  const KernelSpec directp = defaultAttentionSpec(Route::DirectP, 128, false, Target::Sm90a);
+  KernelSpec fp8 = withQkFormat(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a), QkFormat::E4m3);
+  r.candidates = {CandidateResult{directp, "directp", false, INFINITY, INFINITY, INFINITY, 0, 0,
+                                  "predicted cosine 0.8666 is below min_cosine 0.985", 0.8666},
+                  CandidateResult{fp8, "fp8", true, 1.1, 1.0, 1.2, 20, 0.01, "", 0.9906}};
+  r.winner = 1;
+  r.heuristic = 0;
+  r.min_cosine = 0.985;
+  r.identity = identity();
+  TuningFile f;
+  f.device_name = "NVIDIA H200";
+  f.sm_count = 132;
+  f.records[k.str()] = r;
+  auto back = parseTuningFile(serializeTuningFile(f), "mem.json");
+  REQUIRE_OK(back);
+  REQUIRE(back->records.count(k.str()) == 1);
+  CHECK(back->rejected.empty());
+  const TuningRecord &b = back->records.at(k.str());
+  CHECK(b.key.route_auto);
+  CHECK(b.key.min_cosine == 0.985);
+  CHECK(b.key.logit_std == 16);
+  CHECK(b.winnerResult().spec.attention.operands.qk_format == QkFormat::E4m3);
+  CHECK(*b.winnerResult().cosine == 0.9906);
+  // An ordinary key is another record: the auto one never answers a route's lookup.
+  CHECK(key(4096).str() != k.str());
+}

@@ -992,3 +992,38 @@ TEST_CASE("E4M3 Q/K keep the accuracy at large logits that NVFP4 Q/K lose", "[gp
   CHECK(cosine["fp8-directp"] >= 0.96);
   CHECK(cosine["bf16"] >= 0.999);
 }
+
+// Route "auto": a forward with a budget runs the preset Engine::autoRoute names, bit for bit as
+// that preset called by name; at large logits that is an E4M3 Q/K preset.
+TEST_CASE("route auto runs the preset its budget selects", "[gpu][forward][auto]") {
+  if (gpuEngine().target() != Target::Sm90a)
+    return;
+  std::mt19937_64 rng(freshSeed());
+  Engine &engine = gpuEngine();
+  const Case c{1, 4, 4, 256, 1024, 128, false};
+  Inputs in{randomBf16(std::size_t(4) * 256 * 128, 4.0f, rng), randomBf16(std::size_t(4) * 1024 * 128, 4.0f, rng),
+            randomBf16(std::size_t(4) * 1024 * 128, 1.0f, rng)};
+  const runtime::AccuracyBudget budget{0.98, 16.0};
+  auto choice = engine.autoRoute(c.head_dim, c.causal, c.seqlen_k, budget);
+  REQUIRE_OK(choice);
+  CHECK(choice->preset.qk_format == QkFormat::E4m3);
+  CHECK(choice->predicted_cosine >= 0.98);
+  const auto run = [&](const std::function<void(ForwardArgs &)> &route) {
+    const DeviceCase dev = uploadCase(c, in);
+    ForwardArgs a = dev.args(c, Route::DirectP);
+    route(a);
+    if (auto err = engine.forward(a))
+      FAIL(errorText(std::move(err)));
+    return download<uint16_t>(dev.o, dev.o_elems);
+  };
+  const auto by_budget = run([&](ForwardArgs &a) { a.auto_route = budget; });
+  const auto by_name = run([&](ForwardArgs &a) {
+    a.route = choice->preset.route;
+    a.qk_format = choice->preset.qk_format;
+  });
+  CHECK(by_budget == by_name);
+  // A loose budget at unit logits: the fastest preset.
+  auto loose = engine.autoRoute(128, false, 4096, {0.95, 1.0});
+  REQUIRE_OK(loose);
+  CHECK(toString(loose->preset) == "directp");
+}

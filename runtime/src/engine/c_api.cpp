@@ -8,12 +8,14 @@
 
 #include <array>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 struct fa4jit_engine {
   std::unique_ptr<fa4jit::Engine> engine;
+  fa4jit::runtime::AccuracyBudget auto_route; // of FA4JIT_ROUTE_AUTO calls
 };
 
 struct fa4jit_quantized {
@@ -86,13 +88,47 @@ int fa4jit_engine_create(int device, fa4jit_engine **out) {
 
 void fa4jit_engine_destroy(fa4jit_engine *engine) { delete engine; }
 
+int fa4jit_set_auto_route_budget(fa4jit_engine *engine, double min_cosine, double logit_std) {
+  if (!engine)
+    return fail("fa4jit_set_auto_route_budget: engine must not be NULL");
+  if (!(min_cosine > -1.0 && min_cosine <= 1.0) || !(logit_std > 0.0) || !std::isfinite(logit_std))
+    return fail("fa4jit_set_auto_route_budget: min_cosine must be in (-1, 1] and logit_std positive and finite, got " +
+                std::to_string(min_cosine) + " and " + std::to_string(logit_std));
+  engine->auto_route = {min_cosine, logit_std};
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
+int fa4jit_auto_route(fa4jit_engine *engine, int32_t head_dim, int32_t causal, int64_t seqlen_k, int32_t *route,
+                      double *predicted_cosine) {
+  if (!engine || !route)
+    return fail("fa4jit_auto_route: engine and route must not be NULL");
+  if (seqlen_k < 1 || seqlen_k > INT32_MAX)
+    return fail("fa4jit_auto_route: seqlen_k " + std::to_string(seqlen_k) + " is not in [1, 2^31 - 1]");
+  auto choice = engine->engine->autoRoute(head_dim, causal != 0, int(seqlen_k), engine->auto_route);
+  if (!choice)
+    return fail(llvm::toString(choice.takeError()));
+  const fa4jit::RoutePreset &p = choice->preset;
+  const bool e4m3 = p.qk_format == fa4jit::QkFormat::E4m3;
+  *route = p.route == fa4jit::Route::Bf16       ? FA4JIT_ROUTE_BF16
+           : p.route == fa4jit::Route::Nvfp8    ? (e4m3 ? FA4JIT_ROUTE_FP8 : FA4JIT_ROUTE_NVFP8)
+                                                : (e4m3 ? FA4JIT_ROUTE_FP8_DIRECTP : FA4JIT_ROUTE_DIRECTP);
+  if (predicted_cosine)
+    *predicted_cosine = choice->predicted_cosine;
+  lastError.clear();
+  return FA4JIT_OK;
+}
+
 namespace {
 // fa4jit_forward_args to ForwardArgs; false (with the message set) when refused.
-bool toForwardArgs(const char *function, const fa4jit_forward_args &args, fa4jit::ForwardArgs &a) {
-  if (args.route < FA4JIT_ROUTE_BF16 || args.route > FA4JIT_ROUTE_FP8_DIRECTP) {
+bool toForwardArgs(const char *function, const fa4jit_engine &engine, const fa4jit_forward_args &args,
+                   fa4jit::ForwardArgs &a) {
+  if (args.route < FA4JIT_ROUTE_BF16 || args.route > FA4JIT_ROUTE_AUTO) {
     fail(std::string(function) + ": unknown route " + std::to_string(args.route));
     return false;
   }
+  if (args.route == FA4JIT_ROUTE_AUTO)
+    a.auto_route = engine.auto_route;
   a.qk_format = args.route == FA4JIT_ROUTE_FP8 || args.route == FA4JIT_ROUTE_FP8_DIRECTP ? fa4jit::QkFormat::E4m3
                                                                                           : fa4jit::QkFormat::Nvfp4;
   return toTensor(args.q, "q", a.q) && toTensor(args.k, "k", a.k) && toTensor(args.v, "v", a.v) &&
@@ -104,7 +140,7 @@ int fa4jit_forward(fa4jit_engine *engine, const fa4jit_forward_args *args) {
   if (!engine || !args)
     return fail("fa4jit_forward: engine and args must not be NULL");
   fa4jit::ForwardArgs a;
-  if (!toForwardArgs("fa4jit_forward", *args, a))
+  if (!toForwardArgs("fa4jit_forward", *engine, *args, a))
     return FA4JIT_ERROR;
   return fromError(engine->engine->forward(a));
 }
@@ -113,7 +149,7 @@ int fa4jit_workspace_size(fa4jit_engine *engine, const fa4jit_forward_args *args
   if (!engine || !args || !out)
     return fail("fa4jit_workspace_size: engine, args and out must not be NULL");
   fa4jit::ForwardArgs a;
-  if (!toForwardArgs("fa4jit_workspace_size", *args, a))
+  if (!toForwardArgs("fa4jit_workspace_size", *engine, *args, a))
     return FA4JIT_ERROR;
   auto bytes = engine->engine->workspaceSize(a);
   if (!bytes)
@@ -128,7 +164,7 @@ int fa4jit_forward_with_workspace(fa4jit_engine *engine, const fa4jit_forward_ar
   if (!engine || !args)
     return fail("fa4jit_forward_with_workspace: engine and args must not be NULL");
   fa4jit::ForwardArgs a;
-  if (!toForwardArgs("fa4jit_forward_with_workspace", *args, a))
+  if (!toForwardArgs("fa4jit_forward_with_workspace", *engine, *args, a))
     return FA4JIT_ERROR;
   return fromError(engine->engine->forward(a, workspace, workspace_bytes));
 }

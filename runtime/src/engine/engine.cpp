@@ -1,6 +1,8 @@
 // Engine: configuration, JIT and device, and the kernel lookup every launch goes through.
 #include "fa4jit/runtime/engine.h"
 
+#include "engine/auto_routes.h"
+
 #include "fa4jit/logging/log.h"
 
 #include "fa4jit/cache/cache_version.h"
@@ -33,7 +35,7 @@ llvm::Expected<Target> targetForDevice(int major, int minor) {
 Engine::Engine(runtime::RuntimeConfig config, runtime::CudaDriver &driver, runtime::DeviceInfo device,
                std::unique_ptr<runtime::KernelJit> jit, Target target)
     : config_(std::move(config)), driver_(driver), device_(std::move(device)), jit_(std::move(jit)),
-      target_(target), workspace_(std::make_unique<Workspace>()) {}
+      target_(target), workspace_(std::make_unique<Workspace>()), auto_routes_(std::make_unique<AutoRoutes>()) {}
 
 Engine::~Engine() = default;
 

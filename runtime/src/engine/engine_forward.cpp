@@ -54,8 +54,16 @@ llvm::Expected<KernelSpec> Engine::forwardSpec(const ForwardArgs &a) const {
   if (a.spec) {
     spec = *a.spec;
   } else {
-    auto chosen = attentionSpecFor(a.route, static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]),
-                                   a.classifier, a.qk_format);
+    Route route = a.route;
+    QkFormat qk_format = a.qk_format;
+    if (a.auto_route) {
+      auto choice = autoRoute(static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]), *a.auto_route);
+      if (!choice)
+        return choice.takeError();
+      route = choice->preset.route, qk_format = choice->preset.qk_format;
+    }
+    auto chosen = attentionSpecFor(route, static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]),
+                                   a.classifier, qk_format);
     if (!chosen)
       return chosen.takeError();
     spec = *chosen;

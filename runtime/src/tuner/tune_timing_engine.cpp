@@ -46,15 +46,19 @@ EngineTimingSource::EngineTimingSource(Engine &engine, EngineTimingOptions optio
 EngineTimingSource::~EngineTimingSource() = default;
 
 std::string EngineTimingSource::describe() const {
-  return llvm::formatv("cuda-events warmup {0} reps {1} median, input sets {2}, cold-l2 {3}", options_.warmup,
-                       options_.reps, options_.input_sets, options_.cold_l2 ? "on" : "off")
+  return llvm::formatv("cuda-events warmup {0} reps {1} median, input sets {2}, cold-l2 {3}{4}", options_.warmup,
+                       options_.reps, options_.input_sets, options_.cold_l2 ? "on" : "off",
+                       options_.from_bf16 ? ", from bf16" : "")
       .str();
 }
 
 llvm::Expected<EngineTimingSource::Inputs &> EngineTimingSource::inputsFor(const KernelSpec &spec,
                                                                            const TuneProblem &p) {
   const AttentionSpec &a = spec.attention;
-  const std::string key = llvm::formatv("{0} {1} d{2}", p.str(), toString(a.route), a.head_dim).str();
+  const bool e4m3_qk = a.operands.qk_format == QkFormat::E4m3;
+  const std::string key = llvm::formatv("{0} {1} d{2} qk {3} {4}", p.str(), toString(a.route), a.head_dim,
+                                        toString(a.operands.qk_format), e4m3_qk ? a.operands.qk_widen_shift : 0)
+                              .str();
   auto &slot = inputs_[key];
   if (slot)
     return *slot;
@@ -94,15 +98,18 @@ llvm::Expected<EngineTimingSource::Inputs &> EngineTimingSource::inputsFor(const
     if (!lse)
       return lse.takeError();
     set.lse = std::move(*lse);
-    if (a.route != Route::Bf16) {
+    if (a.route != Route::Bf16 && !options_.from_bf16) {
+      // (E4M3 Q/K carry the kernel's shift)
+      const QuantFormat qk_format = e4m3_qk ? QuantFormat::E4m3Rows : QuantFormat::Nvfp4;
+      const int shift = e4m3_qk ? a.operands.qk_widen_shift : 0;
       auto q = engine_.quantize(TensorDesc::contiguous(set.q.address(), DType::BF16, p.batch, p.heads_q, p.seqlen_q,
                                                        a.head_dim),
-                                QuantFormat::Nvfp4, "q");
+                                qk_format, "q", nullptr, shift);
       if (!q)
         return q.takeError();
       auto k = engine_.quantize(TensorDesc::contiguous(set.k.address(), DType::BF16, p.batch, p.heads_kv, p.seqlen_k,
                                                        a.head_dim),
-                                QuantFormat::Nvfp4, "k");
+                                qk_format, "k", nullptr, shift);
       if (!k)
         return k.takeError();
       auto v = engine_.quantize(TensorDesc::contiguous(set.v.address(), DType::BF16, p.batch, p.heads_kv, p.seqlen_k,
@@ -136,7 +143,7 @@ llvm::Expected<TimingStats> EngineTimingSource::time(const KernelSpec &spec, con
     Inputs::Set &s = inputs->sets[size_t(rep) % inputs->sets.size()];
     const TensorDesc o =
         TensorDesc::contiguous(s.o.address(), DType::BF16, p.batch, p.heads_q, p.seqlen_q, a.head_dim);
-    if (a.route == Route::Bf16) {
+    if (a.route == Route::Bf16 || options_.from_bf16) {
       ForwardArgs f;
       f.q = TensorDesc::contiguous(s.q.address(), DType::BF16, p.batch, p.heads_q, p.seqlen_q, a.head_dim);
       f.k = TensorDesc::contiguous(s.k.address(), DType::BF16, p.batch, p.heads_kv, p.seqlen_k, a.head_dim);

@@ -57,8 +57,12 @@ struct TuningKey {
   int page_size = 0;
   KvValueFormat value_format = KvValueFormat::Fp8;
   int cta_bucket = 0;
-  // "attention/sm_90a/directp/d128/c0/s4096", "paged-kv/sm_90a/fp8/d128/p16/g64/s32768": stable,
-  // used as the JSON map key.
+  // Route "auto" (family AttentionForward, route unused): the record chose a route preset for an
+  // accuracy budget, the minimum cosine and the logit standard deviation it was predicted at.
+  bool route_auto = false;
+  double min_cosine = 0, logit_std = 0;
+  // "attention/sm_90a/directp/d128/c0/s4096", "paged-kv/sm_90a/fp8/d128/p16/g64/s32768",
+  // "attention/sm_90a/auto/d128/c0/s4096/cos0.98/lstd16": stable, used as the JSON map key.
   std::string str() const;
   bool operator<(const TuningKey &o) const { return str() < o.str(); }
   bool operator==(const TuningKey &o) const { return str() == o.str(); }

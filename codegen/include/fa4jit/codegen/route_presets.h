@@ -26,4 +26,9 @@ std::string toString(const RoutePreset &preset);
 // A preset by name; the error lists the names.
 llvm::Expected<RoutePreset> parseRoutePreset(llvm::StringRef name);
 
+// The presets that run on `target`, fastest first by the measured forward (route "auto" takes the
+// first whose predicted accuracy meets its budget when nothing was timed): Direct-P before FP8 P,
+// within each NVFP4 Q/K before E4M3 at equal speed (fewer bytes kept), bf16 last.
+std::vector<RoutePreset> routePreferenceOrder(Target target);
+
 } // namespace fa4jit

@@ -19,6 +19,7 @@
 #include "fa4jit/runtime/driver_library.h"
 #include "fa4jit/runtime/kernel_jit.h"
 #include "fa4jit/runtime/kernel_module.h"
+#include "fa4jit/runtime/route_tuner.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -83,6 +84,9 @@ struct ForwardArgs {
   // How Q and K are stored: NVFP4, or E4M3 for large logits (the fp8 presets, docs/NUMERICS.md
   // §1.4; the sm_90a wgmma kernels).
   QkFormat qk_format = QkFormat::Nvfp4;
+  // Route "auto": the engine picks the preset (route and qk_format are then not read) that meets
+  // this budget fastest for the shape (Engine::autoRoute).
+  std::optional<runtime::AccuracyBudget> auto_route;
   bool causal = false;
   float softmax_scale = 0.0f;                 // 0 => 1/sqrt(D)
   std::optional<ClassifierSpec> classifier;   // directp: override the tuned/heuristic classifier
@@ -289,6 +293,19 @@ public:
                                               const std::optional<ClassifierSpec> &classifier,
                                               QkFormat qk_format = QkFormat::Nvfp4) const;
 
+  // Route "auto": the preset a forward with this budget runs for (head dim, causal, seqlen_k's
+  // bucket), and the cosine predicted for it. The tuning database's record when `fa4jit tune
+  // --auto` timed the presets for this budget, else the first of routePreferenceOrder whose CPU
+  // model meets it (runtime::RouteTuner), computed once per key on the host (a few CPU model runs,
+  // about a second) and remembered; FA4JIT_TUNE=replay makes a missing record an error.
+  struct AutoRouteChoice {
+    RoutePreset preset;
+    double predicted_cosine = 0;
+    bool tuned = false; // from a timed record
+  };
+  llvm::Expected<AutoRouteChoice> autoRoute(int head_dim, bool causal, int seqlen_k,
+                                            const runtime::AccuracyBudget &budget) const;
+
   // Device bytes the engine's workspace holds now: quantized operands, widened tile images,
   // counters. It grows when a larger shape arrives and is reused by every call that fits.
   std::size_t workspaceBytes() const;
@@ -376,6 +393,9 @@ private:
   };
   std::unique_ptr<Workspace> workspace_;
   std::unique_ptr<cache::TuningDb> tuning_;
+  // autoRoute's predicted choices by tuning key, and its accuracy probes by logit std.
+  struct AutoRoutes;
+  std::unique_ptr<AutoRoutes> auto_routes_;
 };
 
 // The target fa4jit compiles for on a device of this compute capability (sm_90 -> sm_90a,

@@ -38,13 +38,16 @@ extern "C" {
 typedef struct fa4jit_engine fa4jit_engine;
 
 /* The route presets (docs/ARCHITECTURE.md §4): FP8 and FP8_DIRECTP store Q and K as E4M3 instead of
- * NVFP4 (for large logits; sm_90a), with nvfp8's and directp's P and V. */
+ * NVFP4 (for large logits; sm_90a), with nvfp8's and directp's P and V. AUTO: the engine picks the
+ * fastest preset whose predicted accuracy meets the engine's budget
+ * (fa4jit_set_auto_route_budget; docs/TUNING.md, "Route auto"). */
 typedef enum {
   FA4JIT_ROUTE_BF16 = 0,
   FA4JIT_ROUTE_NVFP8 = 1,
   FA4JIT_ROUTE_DIRECTP = 2,
   FA4JIT_ROUTE_FP8 = 3,
-  FA4JIT_ROUTE_FP8_DIRECTP = 4
+  FA4JIT_ROUTE_FP8_DIRECTP = 4,
+  FA4JIT_ROUTE_AUTO = 5
 } fa4jit_route;
 typedef enum { FA4JIT_DTYPE_BF16 = 0, FA4JIT_DTYPE_F32 = 1, FA4JIT_DTYPE_F16 = 2 } fa4jit_dtype;
 
@@ -141,6 +144,13 @@ typedef struct {
 /* Opens the CUDA driver and NVRTC, reads FA4JIT_* once, and selects device `device`. */
 FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
 FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
+/* The accuracy budget of this engine's FA4JIT_ROUTE_AUTO calls: the cosine of O against FP64 the
+ * chosen preset must reach (as its CPU model predicts it) for logits q.k.softmax_scale of standard
+ * deviation logit_std. Default 0.98 at 1. */
+FA4JIT_API int fa4jit_set_auto_route_budget(fa4jit_engine *engine, double min_cosine, double logit_std);
+/* The preset (fa4jit_route, never AUTO) FA4JIT_ROUTE_AUTO runs for a shape, and its predicted cosine. */
+FA4JIT_API int fa4jit_auto_route(fa4jit_engine *engine, int32_t head_dim, int32_t causal, int64_t seqlen_k,
+                                 int32_t *route, double *predicted_cosine);
 /* Attention forward from BF16 or F16 inputs (quantized inside as the route needs; route bf16 takes
  * BF16 only) into a BF16 or F16 o, all on args->stream:
  * once a shape has run it allocates nothing and never waits for the device, so it can be captured

@@ -25,6 +25,9 @@ struct EngineTimingOptions {
   int reps = 20;
   int input_sets = 2;  // rotated between repeats
   bool cold_l2 = true; // overwrite 2 x L2 before each timed repeat
+  // Time the call from BF16 tensors (quantization included) instead of the kernel on operands
+  // quantized beforehand: what choosing between routes must compare.
+  bool from_bf16 = false;
 };
 
 class EngineTimingSource : public TimingSource {

@@ -1,0 +1,19 @@
+#pragma once
+// Private to the engine: what Engine::autoRoute remembers (engine_auto_route.cpp).
+#include "fa4jit/runtime/engine.h"
+#include "fa4jit/runtime/tuner.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+namespace fa4jit {
+
+struct Engine::AutoRoutes {
+  std::mutex mutex;
+  std::map<std::string, AutoRouteChoice> choices;                            // by tuning key
+  std::map<double, std::unique_ptr<runtime::CpuModelAccuracy>> probes;       // by logit std
+};
+
+} // namespace fa4jit
