@@ -73,6 +73,7 @@ const char kUsage[] =
     "  --auto              choose routes instead of tuning kernels (--head-dim, --seqlen, --causal)\n"
     "  --min-cosine X      the budget (default 0.98)\n"
     "  --logit-std LIST    standard deviation of q.k.softmax_scale the calls see (default 1)\n"
+    "  --calibration FILE  measure that from captured scores instead (docs/CALIBRATION.md)\n"
     "  --predict           no GPU: the predicted cosines and the engine's untimed choice\n"
     "  --target T          with --predict (default sm_90a)\n"
     "  --help\n";

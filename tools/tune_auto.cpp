@@ -5,6 +5,7 @@
 #include "progress.h"
 #include "tune_show.h"
 
+#include "fa4jit/codegen/classifier_fit.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/runtime/engine.h"
@@ -46,7 +47,7 @@ std::string candidatesText(const cache::TuningRecord &r) {
 } // namespace
 
 int runTuneAuto(const CliFlags &flags, const runtime::RuntimeConfig &config) {
-  for (const char *name : {"route", "shapes", "calibration", "exhaustive", "heuristic-kernel-only", "decode"})
+  for (const char *name : {"route", "shapes", "exhaustive", "heuristic-kernel-only", "decode"})
     if (flags.has(name))
       return usage(std::string("--") + name + " does not apply: --auto chooses the route per shape and budget");
   auto dims = headDimsFlag(flags, "128");
@@ -67,6 +68,21 @@ int runTuneAuto(const CliFlags &flags, const runtime::RuntimeConfig &config) {
     bad_value = llvm::joinErrors(std::move(bad_value), std::move(e));
   if (bad_value)
     return usage(llvm::toString(std::move(bad_value)));
+  // Captured scores give the logit scale (docs/CALIBRATION.md).
+  if (flags.has("calibration")) {
+    if (flags.has("logit-std"))
+      return usage("--calibration measures the logit scale: give it or --logit-std, not both");
+    auto cal = fit::readCalibrationFile(flags.str("calibration", ""));
+    if (!cal)
+      return fail(llvm::toString(cal.takeError()));
+    const double measured = fit::calibrationLogitStd(*cal);
+    if (!(measured > 0))
+      return fail("--calibration: no row with two visible keys to measure the logit scale from");
+    logit_stds->assign(1, measured);
+    if (!flags.has("json"))
+      std::printf("logit std %.4g measured from %s (%d rows)\n", measured, flags.str("calibration", "").c_str(),
+                  cal->rows());
+  }
   if (!(*min_cosine > -1.0 && *min_cosine <= 1.0))
     return usage(fmt::format("--min-cosine {}: give a cosine in (-1, 1]", *min_cosine));
   for (double s : *logit_stds)

@@ -1,4 +1,5 @@
 // Score rows for the classifier fit: a Gaussian score model of a shape, or captured scores.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -35,6 +36,28 @@ llvm::Expected<ScoreRows> sampleGaussianScores(const GaussianScoreModel &model) 
 double calibrationSoftmaxScale(const CalibrationScores &cal) {
   return cal.softmax_scale != 0.0f ? static_cast<double>(cal.softmax_scale)
                                    : 1.0 / std::sqrt(static_cast<double>(cal.head_dim));
+}
+
+double calibrationLogitStd(const CalibrationScores &cal) {
+  const double scale = calibrationSoftmaxScale(cal);
+  double variance = 0;
+  int rows = 0;
+  for (int r = 0; r < cal.rows(); ++r) {
+    const float *s = cal.scores.data() + static_cast<std::size_t>(r) * cal.seqlen;
+    double sum = 0, sum2 = 0;
+    int n = 0;
+    for (int j = 0; j < cal.seqlen; ++j)
+      if (std::isfinite(s[j])) {
+        const double x = s[j] * scale;
+        sum += x, sum2 += x * x, ++n;
+      }
+    if (n < 2)
+      continue;
+    const double mean = sum / n;
+    variance += std::max(0.0, sum2 / n - mean * mean);
+    ++rows;
+  }
+  return rows ? std::sqrt(variance / rows) : 0.0;
 }
 
 ScoreRows scoresFromCalibration(const CalibrationScores &cal) {

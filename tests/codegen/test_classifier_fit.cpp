@@ -229,3 +229,19 @@ TEST_CASE("objective equals a direct pass over every key", "[classifier_fit]") {
         CHECK(classifierObjective(c, rows, obj) == Approx(direct(c, obj)).epsilon(1e-9).margin(1e-12));
       }
 }
+
+TEST_CASE("a calibration's logit scale is the within-row spread of score * scale", "[classifier_fit][auto]") {
+  fit::CalibrationScores cal;
+  cal.head_dim = 64;
+  cal.seqlen = 4;
+  cal.softmax_scale = 0.5f;
+  // Row 0: 10 +- 2 (std 2 before scaling, 1 after); row 1: a shifted copy (softmax ignores the
+  // shift); row 2: one visible key only (no spread to measure, skipped).
+  const float inf = INFINITY;
+  cal.scores = {8, 12, 8, 12, 108, 112, 108, 112, 5, -inf, -inf, -inf};
+  CHECK(fit::calibrationLogitStd(cal) == Approx(1.0).epsilon(1e-12));
+  cal.softmax_scale = 0.0f; // 1/sqrt(64)
+  CHECK(fit::calibrationLogitStd(cal) == Approx(2.0 / 8.0).epsilon(1e-12));
+  cal.scores = {1, -inf, -inf, -inf};
+  CHECK(fit::calibrationLogitStd(cal) == 0.0);
+}

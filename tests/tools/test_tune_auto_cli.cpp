@@ -6,7 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <unistd.h>
 
 using fa4jit::testing::runFa4jit;
 using fa4jit::testing::Stderr;
@@ -38,4 +41,27 @@ TEST_CASE("tune --auto refuses bad budgets and flags of the other modes", "[cli]
     CHECK(r.status != 0);
     CHECK(r.out.find("fa4jit tune") != std::string::npos);
   }
+}
+
+TEST_CASE("tune --auto --calibration measures the logit scale from captured scores", "[cli][tune][auto]") {
+  // Scores of standard deviation 32 within each row, scale 1/sqrt(64): logit std 4.
+  std::string text = "fa4jit-calibration 1\nhead_dim 64\nseqlen 64\nscores\n";
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 64; ++j)
+      text += std::string(j % 2 ? "32" : "-32") + " ";
+    text += "\n";
+  }
+  const std::string path = "/tmp/fa4jit_test_" + std::to_string(::getpid()) + "_auto.cal";
+  {
+    std::ofstream out(path);
+    out << text;
+  }
+  const auto r = runFa4jit("tune --auto --predict --head-dim 64 --calibration " + path, Stderr::Merge);
+  std::remove(path.c_str());
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("logit std 4 measured") != std::string::npos);
+  CHECK(r.out.find("/lstd4") != std::string::npos);
+  const auto both = runFa4jit("tune --auto --predict --calibration x.cal --logit-std 2", Stderr::Merge);
+  CHECK(both.status != 0);
 }

@@ -62,6 +62,10 @@ double calibrationSoftmaxScale(const CalibrationScores &cal);
 // by mistake (a softmax scale of 1e30, scores of 3e38).
 inline constexpr double kMaxCalibrationLogit = 65536.0;
 ScoreRows scoresFromCalibration(const CalibrationScores &cal);
+// The logit scale of captured scores: the root of the mean, over rows with at least two visible
+// keys, of the variance of score * softmax_scale within the row (softmax ignores a row's mean);
+// the GaussianScoreModel's score_sigma, and route auto's logit_std. 0 without such a row.
+double calibrationLogitStd(const CalibrationScores &cal);
 
 enum class FitObjective : uint8_t { RelativeSquaredError, Cosine };
 
