@@ -43,6 +43,11 @@ int main(void) {
   FIELD(fa4jit_decode_args, lse), FIELD(fa4jit_decode_args, block_table), FIELD(fa4jit_decode_args, block_table_stride);
   FIELD(fa4jit_decode_args, seq_lens), FIELD(fa4jit_decode_args, max_seq_len), FIELD(fa4jit_decode_args, softmax_scale);
   FIELD(fa4jit_decode_args, splits), FIELD(fa4jit_decode_args, stream);
+  /* the route presets' values, as ROUTES in the Python bindings */
+  printf("\"route.bf16\": %d, \"route.nvfp8\": %d, \"route.directp\": %d, ", FA4JIT_ROUTE_BF16, FA4JIT_ROUTE_NVFP8,
+         FA4JIT_ROUTE_DIRECTP);
+  printf("\"route.fp8\": %d, \"route.fp8-directp\": %d, \"route.auto\": %d, ", FA4JIT_ROUTE_FP8,
+         FA4JIT_ROUTE_FP8_DIRECTP, FA4JIT_ROUTE_AUTO);
   printf("\"end\": 0}\n");
   return 0;
 }

@@ -33,6 +33,16 @@ class Package(unittest.TestCase):
             for field, _ in cls._fields_:
                 self.assertEqual(getattr(cls, field).offset, layout[f"{cname}.{field}"], f"{cname}.{field}")
 
+    def test_route_names_carry_the_c_values(self):
+        layout = json.loads(subprocess.run([C_ABI], check=True, capture_output=True, text=True).stdout)
+        routes = {k.split(".", 1)[1]: v for k, v in layout.items() if k.startswith("route.")}
+        self.assertEqual(L.ROUTES, routes)
+        # The auto budget's C calls refuse a missing engine with the engine's message.
+        self.assertEqual(L.library().fa4jit_set_auto_route_budget(None, 0.98, 1.0), 1)
+        self.assertIn("engine", L.library().fa4jit_last_error().decode())
+        route, cos = ctypes.c_int32(), ctypes.c_double()
+        self.assertEqual(L.library().fa4jit_auto_route(None, 128, 0, 4096, ctypes.byref(route), ctypes.byref(cos)), 1)
+
     def test_packed_forward_args_equal_the_ctypes_struct(self):
         t = [(0x7f0000001000 + 64 * i, L.DTYPE_BF16, (2, 8 - i, 300 + i, 128), (8 * 300 * 128, 300 * 128, 128, 1))
              for i in range(4)]
