@@ -6,6 +6,7 @@
 
 #include "gpu_fixture.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,53 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(fa4jit_merge_states(unused, nullptr, 2, &o, 0, nullptr) == FA4JIT_ERROR);
   CHECK(std::string(fa4jit_last_error()).find("parts must not be NULL") != std::string::npos);
   fa4jit_quantized_destroy(nullptr); // (a no-op, as free)
+  CHECK(fa4jit_set_auto_route_budget(nullptr, 0.98, 1.0) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("engine must not be NULL") != std::string::npos);
+  int32_t route = -1;
+  CHECK(fa4jit_auto_route(nullptr, 128, 0, 4096, &route, nullptr) == FA4JIT_ERROR);
+  CHECK(route == -1);
+}
+
+TEST_CASE("C API: the E4M3 Q/K presets and route auto, on the GPU", "[gpu][c-api]") {
+  fa4jit_engine *e = nullptr;
+  REQUIRE(fa4jit_engine_create(0, &e) == FA4JIT_OK);
+  constexpr int B = 1, H = 2, S = 256, D = 128;
+  const size_t n = size_t(B) * H * S * D;
+  std::vector<uint16_t> host(n);
+  for (size_t i = 0; i < n; ++i)
+    host[i] = uint16_t(0x3c00 + (i * 37) % 256);
+  const fa4jit::runtime::DeviceBuffer xb = fa4jit::testing::upload(host.data(), n * 2);
+  const fa4jit::runtime::DeviceBuffer ob = fa4jit::testing::upload(host.data(), n * 2);
+  const fa4jit_tensor t = {xb.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  fa4jit_forward_args f = {};
+  f.q = f.k = f.v = t;
+  f.o = {ob.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  std::map<int, std::vector<uint16_t>> outputs;
+  for (int route : {FA4JIT_ROUTE_FP8, FA4JIT_ROUTE_FP8_DIRECTP, FA4JIT_ROUTE_DIRECTP, FA4JIT_ROUTE_NVFP8,
+                    FA4JIT_ROUTE_BF16}) {
+    f.route = route;
+    INFO("route " << route << ": " << fa4jit_last_error());
+    REQUIRE(fa4jit_forward(e, &f) == FA4JIT_OK);
+    outputs[route] = fa4jit::testing::download<uint16_t>(ob, n);
+    for (uint16_t bits : outputs[route])
+      REQUIRE(((bits & 0x7fff) != 0 && (bits & 0x7f80) != 0x7f80));
+  }
+  // Route auto runs the preset fa4jit_auto_route names, bit for bit.
+  CHECK(fa4jit_set_auto_route_budget(e, 1.5, 1.0) == FA4JIT_ERROR);
+  CHECK(fa4jit_set_auto_route_budget(e, 0.98, 0.0) == FA4JIT_ERROR);
+  REQUIRE(fa4jit_set_auto_route_budget(e, 0.95, 1.0) == FA4JIT_OK);
+  int32_t chosen = -1;
+  double cosine = 0;
+  REQUIRE(fa4jit_auto_route(e, D, 0, S, &chosen, &cosine) == FA4JIT_OK);
+  CHECK(chosen == FA4JIT_ROUTE_DIRECTP); // (a loose budget: the fastest)
+  CHECK(cosine >= 0.95);
+  f.route = FA4JIT_ROUTE_AUTO;
+  REQUIRE(fa4jit_forward(e, &f) == FA4JIT_OK);
+  CHECK(fa4jit::testing::download<uint16_t>(ob, n) == outputs[chosen]);
+  f.route = FA4JIT_ROUTE_AUTO + 1;
+  CHECK(fa4jit_forward(e, &f) == FA4JIT_ERROR);
+  CHECK(std::string(fa4jit_last_error()).find("unknown route 6") != std::string::npos);
+  fa4jit_engine_destroy(e);
 }
 
 TEST_CASE("C API: quantize once, attend many times, on the GPU", "[gpu][c-api]") {
