@@ -15,19 +15,20 @@ llvm::Expected<Engine::AutoRouteChoice> Engine::autoRoute(int head_dim, bool cau
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "route auto: seqlen_k %d must be positive",
                                    seqlen_k);
   const cache::TuningKey key = runtime::routeTuningKey(target_, head_dim, causal, seqlen_k, budget);
+  const std::string name = key.str();
+  std::lock_guard<std::mutex> lock(auto_routes_->mutex);
+  if (auto it = auto_routes_->choices.find(name); it != auto_routes_->choices.end())
+    return it->second;
   if (auto record = tuning_->lookup(key)) {
     AutoRouteChoice c;
     c.preset = runtime::presetOf(record->winnerResult().spec);
     c.predicted_cosine = record->winnerResult().cosine.value_or(0.0);
     c.tuned = true;
+    auto_routes_->choices[name] = c;
     return c;
   }
   if (config_.tune == runtime::TuneMode::Replay)
     return runtime::replayMiss(*tuning_, key);
-  std::lock_guard<std::mutex> lock(auto_routes_->mutex);
-  const std::string name = key.str();
-  if (auto it = auto_routes_->choices.find(name); it != auto_routes_->choices.end())
-    return it->second;
   auto &probe = auto_routes_->probes[budget.logit_std];
   if (!probe) {
     runtime::CpuAccuracyOptions options;

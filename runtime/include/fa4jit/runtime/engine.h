@@ -296,8 +296,9 @@ public:
   // Route "auto": the preset a forward with this budget runs for (head dim, causal, seqlen_k's
   // bucket), and the cosine predicted for it. The tuning database's record when `fa4jit tune
   // --auto` timed the presets for this budget, else the first of routePreferenceOrder whose CPU
-  // model meets it (runtime::RouteTuner), computed once per key on the host (a few CPU model runs,
-  // about a second) and remembered; FA4JIT_TUNE=replay makes a missing record an error.
+  // model meets it (runtime::RouteTuner: a few CPU model runs, under a second). Either is looked up
+  // or computed once per key and remembered for the engine's life; FA4JIT_TUNE=replay makes a
+  // missing record an error.
   struct AutoRouteChoice {
     RoutePreset preset;
     double predicted_cosine = 0;
