@@ -16,6 +16,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <cmath>
 
@@ -366,6 +367,12 @@ std::string deviceSlug(llvm::StringRef device_name, int sm_count) {
   return slug + "-" + std::to_string(sm_count) + "sm";
 }
 
+std::string budgetText(double v) {
+  char text[64];
+  const auto end = std::to_chars(text, text + sizeof text, v); // (shortest round trip)
+  return std::string(text, end.ptr);
+}
+
 std::string TuningKey::str() const {
   if (family == KernelFamily::PagedKv)
     return std::string(toString(family)) + "/" + toString(target) + "/" + toString(value_format) + "/d" +
@@ -376,9 +383,7 @@ std::string TuningKey::str() const {
                                 (causal ? "1" : "0") + "/s" + std::to_string(seqlen_bucket);
   if (!route_auto)
     return attention;
-  char budget[64];
-  std::snprintf(budget, sizeof budget, "/cos%g/lstd%g", min_cosine, logit_std);
-  return attention + budget;
+  return attention + "/cos" + budgetText(min_cosine) + "/lstd" + budgetText(logit_std);
 }
 
 const char *toString(TuningLayer layer) {

@@ -227,8 +227,8 @@ llvm::Expected<E4m3RowsMatrix> quantizeE4m3Rows(const MatrixView &m, int code_sh
   constexpr const char *kWhat = "E4M3 Q/K quantization";
   if (auto e = checkNotEmpty(kWhat, m))
     return e;
-  if (code_shift < 0 || code_shift > 16)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: code_shift %d is not in [0, 16]", kWhat,
+  if (code_shift < 3 || code_shift > 16)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: code_shift %d is not in [3, 16]", kWhat,
                                    code_shift);
   auto amax = finiteAbsMax(kWhat, m);
   if (!amax)
@@ -239,10 +239,11 @@ llvm::Expected<E4m3RowsMatrix> quantizeE4m3Rows(const MatrixView &m, int code_sh
   q.code_shift = code_shift;
   q.global_scale = tensorScale(*amax, 448.0f * 6.0f);
   const float d = std::ldexp(q.global_scale, code_shift); // exact
+  const float cap = std::ldexp(2856.0f, -code_shift);      // 17/16 of 6 * 448 * 2^-shift, exact
   q.payload.assign(static_cast<std::size_t>(m.rows) * m.cols, 0);
   for (int r = 0; r < m.rows; ++r)
     for (int c = 0; c < m.cols; ++c)
-      q.payload[static_cast<std::size_t>(r) * m.cols + c] = floatToE4M3(m.at(r, c) / d);
+      q.payload[static_cast<std::size_t>(r) * m.cols + c] = floatToE4M3(std::clamp(m.at(r, c) / d, -cap, cap));
   return q;
 }
 

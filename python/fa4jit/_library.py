@@ -230,6 +230,9 @@ _auto_route_budget = (0.98, 1.0)
 def set_auto_route_budget(min_cosine, logit_std):
     """The accuracy budget of route="auto" on every device's engine, now and later."""
     global _auto_route_budget
+    if not (-1.0 < float(min_cosine) <= 1.0) or not (0.0 < float(logit_std) < float("inf")):
+        raise ValueError(f"fa4jit.set_auto_route_budget: min_cosine {min_cosine} must be in (-1, 1] and "
+                         f"logit_std {logit_std} positive and finite")
     with _lock:
         for e in _engines.values():
             check(library().fa4jit_set_auto_route_budget(e.handle, float(min_cosine), float(logit_std)))

@@ -514,7 +514,8 @@ def attention(q, k, v=None, *, causal=False, route="directp", softmax_scale=None
     read and written as they are (route "bf16" converts FP16 to BF16 and back: a copy each way). Hq a multiple of Hkv (GQA/MQA); causal
     masks are bottom-right aligned. Returns O in q's layout and dtype, and with return_lse the
     float32 LSE [B, Hq, Sq] (natural log). route: "directp", "nvfp8", "bf16", or "fp8" / "fp8-directp"
-    (E4M3 Q/K with nvfp8's / directp's P and V: accurate at large logits; sm_90a).
+    (E4M3 Q/K with nvfp8's / directp's P and V: accurate at large logits; sm_90a), or "auto" (the
+    fastest of them whose CPU model meets fa4jit.set_auto_route_budget's budget for the shape).
 
     With k a QuantizedKV (fa4jit.quantize_kv) and no v, only q is quantized per call (eagerly:
     that form is not a custom op, and it allocates Q's quantized operand each call).

@@ -12,7 +12,11 @@ namespace fa4jit {
 
 struct Engine::AutoRoutes {
   std::mutex mutex;
-  std::map<std::string, AutoRouteChoice> choices;                            // by tuning key
+  struct Remembered {
+    AutoRouteChoice choice;
+    std::string error; // non-empty: no preset met the budget
+  };
+  std::map<std::string, Remembered> choices;                                 // by tuning key and input type
   std::map<double, std::unique_ptr<runtime::CpuModelAccuracy>> probes;       // by logit std
 };
 

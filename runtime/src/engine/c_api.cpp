@@ -59,9 +59,11 @@ template <class CArgs, class Args> bool copyCommon(const CArgs &in, Args &out) {
     return false;
   out.lse = in.lse;
   // (the E4M3 Q/K presets share their P/V route; toForwardArgs sets their Q/K format)
-  out.route = in.route == FA4JIT_ROUTE_FP8           ? fa4jit::Route::Nvfp8
-              : in.route == FA4JIT_ROUTE_FP8_DIRECTP ? fa4jit::Route::DirectP
-                                                     : static_cast<fa4jit::Route>(in.route);
+  // (route auto: the engine's choice replaces this placeholder)
+  out.route = in.route == FA4JIT_ROUTE_FP8 ? fa4jit::Route::Nvfp8
+              : in.route == FA4JIT_ROUTE_FP8_DIRECTP || in.route == FA4JIT_ROUTE_AUTO
+                  ? fa4jit::Route::DirectP
+                  : static_cast<fa4jit::Route>(in.route);
   out.causal = in.causal != 0;
   out.softmax_scale = in.softmax_scale;
   out.stream = in.stream;

@@ -57,7 +57,8 @@ llvm::Expected<KernelSpec> Engine::forwardSpec(const ForwardArgs &a) const {
     Route route = a.route;
     QkFormat qk_format = a.qk_format;
     if (a.auto_route) {
-      auto choice = autoRoute(static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]), *a.auto_route);
+      auto choice = autoRoute(static_cast<int>(a.q.shape[3]), a.causal, static_cast<int>(a.k.shape[2]), *a.auto_route,
+                              a.q.dtype);
       if (!choice)
         return choice.takeError();
       route = choice->preset.route, qk_format = choice->preset.qk_format;

@@ -39,6 +39,10 @@ inline QuantizedOperand operandOf(const QuantizedTensor &t) {
 struct QuantStrides {
   std::int64_t batch, head, row, sf_batch, sf_head;
 };
+static_assert(static_cast<int>(QuantFormat::E4m3Rows) == device::quantize::kFormatE4m3Rows &&
+                  static_cast<int>(QuantFormat::Nvfp4) == 0 && static_cast<int>(QuantFormat::Mxfp4) == 1 &&
+                  static_cast<int>(QuantFormat::Fp8PerHead) == 2,
+              "the quantizer's format codes (quantize/params.cuh) are fa4jit::QuantFormat's");
 inline QuantStrides quantStrides(const QuantizedOperand &t) {
   namespace dq = device::quantize;
   const int f = static_cast<int>(t.format);

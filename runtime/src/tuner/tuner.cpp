@@ -101,6 +101,12 @@ llvm::Error replayMiss(const cache::TuningDb &db, const cache::TuningKey &key) {
                           "bucket {4})",
                           key.head_dim, key.page_size, toString(key.value_format), key.seqlen_bucket, key.cta_bucket)
                 .str()
+      : key.route_auto
+          ? llvm::formatv("fa4jit tune --auto --head-dim {0} --causal {1} --seqlen {2} --min-cosine {3} "
+                          "--logit-std {4}",
+                          key.head_dim, key.causal ? 1 : 0, key.seqlen_bucket, cache::budgetText(key.min_cosine),
+                          cache::budgetText(key.logit_std))
+                .str()
           : llvm::formatv("fa4jit tune --route {0} --head-dim {1} --causal {2} --seqlen {3}", toString(key.route),
                           key.head_dim, key.causal ? 1 : 0, key.seqlen_bucket)
                 .str();

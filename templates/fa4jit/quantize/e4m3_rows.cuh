@@ -34,6 +34,9 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
   const float d = __fmul_rn(g, exp2Int(T::kCodeShift));
   const bool by_reciprocal = quotientByReciprocalOk(d); // (the E4M3 codes of the exact quotients, formats.cuh)
   const float r = __frcp_rn(d);
+  // Quotients are capped at 17/16 of the nominal largest, 6 * 448 * 2^-shift: only a subnormal g
+  // reaches the cap, and the codes stay within FP16 scores' bound (NUMERICS.md §1.4).
+  const float cap = __fmul_rn(exp2Int(-T::kCodeShift), 2856.0f);
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
 
   for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
@@ -53,7 +56,7 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
       zeroNonFinite(v);
 #pragma unroll
     for (int i = 0; i < 16; ++i)
-      v[i] = by_reciprocal ? quotientByReciprocal(v[i], d, r) : __fdiv_rn(v[i], d);
+      v[i] = fminf(fmaxf(by_reciprocal ? quotientByReciprocal(v[i], d, r) : __fdiv_rn(v[i], d), -cap), cap);
     uint32_t w[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)

@@ -68,6 +68,9 @@ struct TuningKey {
   bool operator==(const TuningKey &o) const { return str() == o.str(); }
 };
 
+// A budget value as keys spell it: the shortest text that reads back as the same double ("0.98").
+std::string budgetText(double v);
+
 struct CandidateResult {
   KernelSpec spec;
   std::string label;

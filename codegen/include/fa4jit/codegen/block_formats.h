@@ -68,8 +68,10 @@ struct Fp8Matrix {
 };
 llvm::Expected<Fp8Matrix> quantizeFp8PerTensor(const MatrixView &m, int padded_cols);
 
-// E4M3 Q/K (docs/NUMERICS.md §1.4): code E4M3(x / (g * 2^code_shift)) with NVFP4's per-matrix
-// global scale g = amax / (6 * 448): the image NVFP4's E4M3 widening would give, from x directly.
+// E4M3 Q/K (docs/NUMERICS.md §1.4): code E4M3(clamp(x / (g * 2^code_shift), +-2856 * 2^-code_shift))
+// with NVFP4's per-matrix global scale g = amax / (6 * 448): the image NVFP4's E4M3 widening would
+// give, from x directly (the clamp, 17/16 of the largest nominal quotient, binds only for a
+// subnormal g).
 struct E4m3RowsMatrix {
   int rows = 0, cols = 0, code_shift = 0;
   float global_scale = 1.0f;    // g

@@ -304,8 +304,11 @@ public:
     double predicted_cosine = 0;
     bool tuned = false; // from a timed record
   };
+  // FP16 inputs leave bf16 out (its kernels read BF16). A budget no preset meets is an error,
+  // remembered like a choice.
   llvm::Expected<AutoRouteChoice> autoRoute(int head_dim, bool causal, int seqlen_k,
-                                            const runtime::AccuracyBudget &budget) const;
+                                            const runtime::AccuracyBudget &budget,
+                                            DType inputs = DType::BF16) const;
 
   // Device bytes the engine's workspace holds now: quantized operands, widened tile images,
   // counters. It grows when a larger shape arrives and is reused by every call that fits.

@@ -146,7 +146,8 @@ FA4JIT_API int fa4jit_engine_create(int device, fa4jit_engine **out);
 FA4JIT_API void fa4jit_engine_destroy(fa4jit_engine *engine);
 /* The accuracy budget of this engine's FA4JIT_ROUTE_AUTO calls: the cosine of O against FP64 the
  * chosen preset must reach (as its CPU model predicts it) for logits q.k.softmax_scale of standard
- * deviation logit_std. Default 0.98 at 1. */
+ * deviation logit_std. Default 0.98 at 1. Like a forward, not concurrently with another call on
+ * the same engine. */
 FA4JIT_API int fa4jit_set_auto_route_budget(fa4jit_engine *engine, double min_cosine, double logit_std);
 /* The preset (fa4jit_route, never AUTO) FA4JIT_ROUTE_AUTO runs for a shape, and its predicted cosine. */
 FA4JIT_API int fa4jit_auto_route(fa4jit_engine *engine, int32_t head_dim, int32_t causal, int64_t seqlen_k,
