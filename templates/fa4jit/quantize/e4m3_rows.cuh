@@ -54,9 +54,18 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
     }
     if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
       zeroNonFinite(v);
+    if (by_reciprocal) { // (one branch around each loop: a select per element spilled on sm_100a)
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        v[i] = quotientByReciprocal(v[i], d, r);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        v[i] = __fdiv_rn(v[i], d);
+    }
 #pragma unroll
     for (int i = 0; i < 16; ++i)
-      v[i] = fminf(fmaxf(by_reciprocal ? quotientByReciprocal(v[i], d, r) : __fdiv_rn(v[i], d), -cap), cap);
+      v[i] = fminf(fmaxf(v[i], -cap), cap);
     uint32_t w[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i)
