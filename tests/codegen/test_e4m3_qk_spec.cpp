@@ -4,20 +4,14 @@
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/codegen/variants.h"
+#include "spec_problems.h"
 
 #include <catch2/catch.hpp>
 #include <string>
 
 using namespace fa4jit;
 
-namespace {
-std::string problems(const KernelSpec &s) {
-  std::string all;
-  for (const std::string &v : specViolations(s))
-    all += v + "\n";
-  return all;
-}
-} // namespace
+using fa4jit::testing::specProblems;
 
 TEST_CASE("route presets: names, round trip and the refused", "[codegen][presets]") {
   REQUIRE(routePresets().size() == 5);
@@ -66,18 +60,18 @@ TEST_CASE("E4M3 Q/K: the sm_90a wgmma kernel only, with the E4M3 widening", "[co
     for (int d : {64, 128, 256}) {
       INFO(toString(r) << " d" << d);
       const KernelSpec wgmma = withQkFormat(defaultAttentionSpec(r, d, false, Target::Sm90a), QkFormat::E4m3);
-      CHECK(problems(wgmma).empty());
+      CHECK(specProblems(wgmma).empty());
       const KernelSpec mma_sync = withAttentionSchedule(wgmma, AttentionSchedule::MmaSync);
-      CHECK_THAT(problems(mma_sync), Catch::Contains("attention.operands.qk_format"));
+      CHECK_THAT(specProblems(mma_sync), Catch::Contains("attention.operands.qk_format"));
       const KernelSpec blackwell = withQkFormat(defaultAttentionSpec(r, d, false, Target::Sm100a), QkFormat::E4m3);
-      CHECK_THAT(problems(blackwell), Catch::Contains("sm_90a wgmma kernel only"));
+      CHECK_THAT(specProblems(blackwell), Catch::Contains("sm_90a wgmma kernel only"));
     }
   KernelSpec bf16_widened = withQkFormat(defaultAttentionSpec(Route::Nvfp8, 128, false, Target::Sm90a), QkFormat::E4m3);
   bf16_widened.attention.operands.qk_widening = Widening::Bf16;
-  CHECK_THAT(problems(bf16_widened), Catch::Contains("qk_widening must be e4m3"));
+  CHECK_THAT(specProblems(bf16_widened), Catch::Contains("qk_widening must be e4m3"));
   KernelSpec q = defaultQuantizeSpec(QuantFormat::E4m3Rows, 64, Target::Sm90a);
   q.quantize.code_shift = 2;
-  CHECK_THAT(problems(q), Catch::Contains("quantize.code_shift"));
+  CHECK_THAT(specProblems(q), Catch::Contains("quantize.code_shift"));
 }
 
 TEST_CASE("E4M3 Q/K variants cover every producer path and both shifts", "[codegen][variants][presets]") {

@@ -3,6 +3,7 @@
 #include "fa4jit/codegen/variants.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/codegen/spec_validate.h"
+#include "spec_problems.h"
 
 #include <catch2/catch.hpp>
 #include <string>
@@ -19,12 +20,7 @@ using namespace fa4jit;
 namespace {
 
 // All violation messages joined, or "" when the spec is valid.
-std::string problems(const KernelSpec &s) {
-  std::string all;
-  for (const std::string &v : specViolations(s))
-    all += v + "\n";
-  return all;
-}
+std::string problems(const KernelSpec &s) { return fa4jit::testing::specProblems(s); }
 
 // The numerics and tile rules below are stated against the mma.sync schedule (valid on every
 // target); the wgmma schedule's own rules have their own case.

@@ -68,20 +68,34 @@ TEST_CASE("C API rejects NULL arguments and unknown routes", "[runtime][c-api]")
   CHECK(route == -1);
 }
 
+namespace {
+// One BF16 tensor [1, 2, 256, 128] of values in [0.0078, 0.0156) (q, k and v alike) and an output.
+struct RampInputs {
+  static constexpr int B = 1, H = 2, S = 256, D = 128;
+  static constexpr size_t n = size_t(B) * H * S * D;
+  std::vector<uint16_t> host = ramp();
+  fa4jit::runtime::DeviceBuffer xb = fa4jit::testing::upload(host.data(), n * 2);
+  fa4jit::runtime::DeviceBuffer ob = fa4jit::testing::upload(host.data(), n * 2);
+  static std::vector<uint16_t> ramp() {
+    std::vector<uint16_t> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = uint16_t(0x3c00 + (i * 37) % 256);
+    return v;
+  }
+  fa4jit_tensor x() const { return {xb.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}}; }
+  fa4jit_tensor o() const { return {ob.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}}; }
+};
+} // namespace
+
 TEST_CASE("C API: the E4M3 Q/K presets and route auto, on the GPU", "[gpu][c-api]") {
   fa4jit_engine *e = nullptr;
   REQUIRE(fa4jit_engine_create(0, &e) == FA4JIT_OK);
-  constexpr int B = 1, H = 2, S = 256, D = 128;
-  const size_t n = size_t(B) * H * S * D;
-  std::vector<uint16_t> host(n);
-  for (size_t i = 0; i < n; ++i)
-    host[i] = uint16_t(0x3c00 + (i * 37) % 256);
-  const fa4jit::runtime::DeviceBuffer xb = fa4jit::testing::upload(host.data(), n * 2);
-  const fa4jit::runtime::DeviceBuffer ob = fa4jit::testing::upload(host.data(), n * 2);
-  const fa4jit_tensor t = {xb.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  const RampInputs in;
+  const size_t n = RampInputs::n;
+  const fa4jit::runtime::DeviceBuffer &ob = in.ob;
   fa4jit_forward_args f = {};
-  f.q = f.k = f.v = t;
-  f.o = {ob.address(), FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  f.q = f.k = f.v = in.x();
+  f.o = in.o();
   std::map<int, std::vector<uint16_t>> outputs;
   for (int route : {FA4JIT_ROUTE_FP8, FA4JIT_ROUTE_FP8_DIRECTP, FA4JIT_ROUTE_DIRECTP, FA4JIT_ROUTE_NVFP8,
                     FA4JIT_ROUTE_BF16}) {
@@ -98,7 +112,7 @@ TEST_CASE("C API: the E4M3 Q/K presets and route auto, on the GPU", "[gpu][c-api
   REQUIRE(fa4jit_set_auto_route_budget(e, 0.95, 1.0) == FA4JIT_OK);
   int32_t chosen = -1;
   double cosine = 0;
-  REQUIRE(fa4jit_auto_route(e, D, 0, S, &chosen, &cosine) == FA4JIT_OK);
+  REQUIRE(fa4jit_auto_route(e, RampInputs::D, 0, RampInputs::S, &chosen, &cosine) == FA4JIT_OK);
   CHECK(chosen == FA4JIT_ROUTE_DIRECTP); // (a loose budget: the fastest)
   CHECK(cosine >= 0.95);
   f.route = FA4JIT_ROUTE_AUTO;
@@ -113,15 +127,10 @@ TEST_CASE("C API: the E4M3 Q/K presets and route auto, on the GPU", "[gpu][c-api
 TEST_CASE("C API: quantize once, attend many times, on the GPU", "[gpu][c-api]") {
   fa4jit_engine *e = nullptr;
   REQUIRE(fa4jit_engine_create(0, &e) == FA4JIT_OK);
-  constexpr int B = 1, H = 2, S = 256, D = 128;
-  const size_t n = size_t(B) * H * S * D;
-  std::vector<uint16_t> host(n);
-  for (size_t i = 0; i < n; ++i)
-    host[i] = uint16_t(0x3c00 + (i * 37) % 256); // BF16 values in [0.0078, 0.0156)
-  const fa4jit::runtime::DeviceBuffer xb = fa4jit::testing::upload(host.data(), n * 2);
-  const fa4jit::runtime::DeviceBuffer ob = fa4jit::testing::upload(host.data(), n * 2);
-  const uint64_t x = xb.address(), o = ob.address();
-  const fa4jit_tensor t = {x, FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  const RampInputs in;
+  const size_t n = RampInputs::n;
+  const fa4jit::runtime::DeviceBuffer &ob = in.ob;
+  const fa4jit_tensor t = in.x();
   fa4jit_quantized *q = nullptr, *k = nullptr, *v = nullptr;
   REQUIRE(fa4jit_quantize(e, &t, FA4JIT_FORMAT_NVFP4, nullptr, &q) == FA4JIT_OK);
   REQUIRE(fa4jit_quantize(e, &t, FA4JIT_FORMAT_NVFP4, nullptr, &k) == FA4JIT_OK);
@@ -132,7 +141,7 @@ TEST_CASE("C API: quantize once, attend many times, on the GPU", "[gpu][c-api]")
   CHECK(std::string(fa4jit_last_error()).find("unknown format 7") != std::string::npos);
   fa4jit_quantized_forward_args a = {};
   a.q = q, a.k = k, a.v = v;
-  a.o = {o, FA4JIT_DTYPE_BF16, {B, H, S, D}, {H * S * D, S * D, D, 1}};
+  a.o = in.o();
   a.route = FA4JIT_ROUTE_DIRECTP;
   for (int i = 0; i < 2; ++i) {
     INFO(fa4jit_last_error());

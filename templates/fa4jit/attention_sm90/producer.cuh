@@ -57,23 +57,29 @@ FA4JIT_DEVICE void produceNvfp4Rows(uint8_t *tile, const uint8_t *payload, int r
   }
 }
 
-// E4M3 rows [kRows][kHeadDim] (Q/K stored as E4M3, NUMERICS.md §1.4: the codes are already the
-// image's values) copied into the swizzled tile in produceNvfp4Rows' unit order. One unit = 16
-// elements = 16 bytes.
-template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
-FA4JIT_DEVICE void produceE4m3Rows(uint8_t *tile, const uint8_t *payload, int row_stride, int valid_rows, int ptid) {
-  constexpr int kBlocksPerRow = kHeadDim / 16;
-  constexpr int kUnits = kRows * kBlocksPerRow;
+// Rows of kUnitsPerRow 16-byte units (`row_bytes` apart in global memory) copied as they are into
+// their swizzled tile (unit `unit` of row `row` at nvfp4UnitOffset(row, unit): 16-byte columns);
+// rows >= valid_rows become zeros. The E4M3 Q/K rows and the bf16 route's rows.
+template <int kUnitsPerRow, int kRows, bool kThreadKeyBlocks = false>
+FA4JIT_DEVICE void copyRowUnits(uint8_t *tile, const uint8_t *rows, int row_bytes, int valid_rows, int ptid) {
+  constexpr int kUnits = kRows * kUnitsPerRow;
   static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
 #pragma unroll kProducerUnroll
   for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
     const int u = ptid + it * kWarpgroupThreads;
-    const int row = u / kBlocksPerRow, blk = u % kBlocksPerRow;
-    uint4 out = zeroVec();
+    const int row = u / kUnitsPerRow, unit = u % kUnitsPerRow;
+    uint4 v = zeroVec();
     if (row < valid_rows)
-      out = *reinterpret_cast<const uint4 *>(payload + row * row_stride + blk * 16);
-    *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, blk)) = out;
+      v = *reinterpret_cast<const uint4 *>(rows + row * row_bytes + unit * 16);
+    *reinterpret_cast<uint4 *>(tile + nvfp4UnitOffset<kRows, kThreadKeyBlocks>(row, unit)) = v;
   }
+}
+
+// E4M3 rows [kRows][kHeadDim] (Q/K stored as E4M3, NUMERICS.md §1.4: the codes are already the
+// image's values) copied into the swizzled tile in produceNvfp4Rows' unit order (16 elements a unit).
+template <int kHeadDim, int kRows, bool kThreadKeyBlocks = false>
+FA4JIT_DEVICE void produceE4m3Rows(uint8_t *tile, const uint8_t *payload, int row_stride, int valid_rows, int ptid) {
+  copyRowUnits<kHeadDim / 16, kRows, kThreadKeyBlocks>(tile, payload, row_stride, valid_rows, ptid);
 }
 
 // FP8 V^T [kHeadDim][keys] (padded with zeros to keys_padded in global memory) into a swizzled
@@ -146,21 +152,10 @@ FA4JIT_DEVICE void produceMxfp4Vt(uint8_t *tile, const uint8_t *vt, int row_stri
 }
 
 // BF16 rows [kRows][kHeadDim] (`row_stride` elements apart) into a swizzled [kRows][2 * kHeadDim
-// bytes] tile; rows >= valid_rows become zeros. One unit = 8 elements (16 bytes).
+// bytes] tile; rows >= valid_rows become zeros (8 elements a unit).
 template <int kHeadDim, int kRows>
 FA4JIT_DEVICE void produceBf16Rows(uint8_t *tile, const uint16_t *rows, int row_stride, int valid_rows, int ptid) {
-  constexpr int kVecsPerRow = kHeadDim / 8;
-  constexpr int kUnits = kRows * kVecsPerRow;
-  static_assert(kUnits % kWarpgroupThreads == 0, "whole units per producer thread");
-#pragma unroll kProducerUnroll
-  for (int it = 0; it < kUnits / kWarpgroupThreads; ++it) {
-    const int u = ptid + it * kWarpgroupThreads;
-    const int row = u / kVecsPerRow, vec = u % kVecsPerRow;
-    uint4 v = zeroVec();
-    if (row < valid_rows)
-      v = *reinterpret_cast<const uint4 *>(rows + row * row_stride + vec * 8);
-    *reinterpret_cast<uint4 *>(tile + swizzledOffset<kRows>(row, vec * 16)) = v;
-  }
+  copyRowUnits<kHeadDim / 8, kRows>(tile, reinterpret_cast<const uint8_t *>(rows), 2 * row_stride, valid_rows, ptid);
 }
 
 // BF16 V [keys][kHeadDim] (`row_stride` elements apart) transposed into a swizzled V^T

@@ -15,22 +15,16 @@ namespace fa4jit::device::quantize {
 template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
-  const int first_row =
-      blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
-  const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
-  const bool vec_ok = vectorLoadsOk<T>(p);
-  const int64_t head_off = headOffset(p, bh);
-  const int64_t row_stride = p.x_row_stride;
-  const auto blockOffset = [=](int row) { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; };
+  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
+  const int first_row = walk.first_row, blk = walk.blk;
+  const bool vec_ok = walk.vec_ok;
+  const auto blockOffset = [=](int row) { return walk.offset(row); };
   BlockVectors<T> next{};
   if (vec_ok && first_row < p.seqlen)
     loadBlockVectors<T>(p, blockOffset(first_row), next);
   const HeadAmax head = headAmax<T>(p, bh);
-  // g exactly as NVFP4's (one FP32 division, 1 when it underflows to 0), then d = g * 2^shift
-  // (exact: g <= FLT_MAX / 2688).
-  float g = __fdiv_rn(head.amax, 448.0f * 6.0f);
-  if (!(g > 0.0f))
-    g = 1.0f;
+  // g exactly as NVFP4's, then d = g * 2^shift (exact: g <= FLT_MAX / 2688).
+  const float g = nvfp4GlobalScale(head.amax);
   const float d = __fmul_rn(g, exp2Int(T::kCodeShift));
   const bool by_reciprocal = quotientByReciprocalOk(d); // (the E4M3 codes of the exact quotients, formats.cuh)
   const float r = __frcp_rn(d);

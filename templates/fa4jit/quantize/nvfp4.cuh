@@ -35,19 +35,42 @@ template <class T> FA4JIT_DEVICE void unpackBlockVectors(const BlockVectors<T> &
   }
 }
 
+// NVFP4's per-head global scale g = amax / (6 * 448) in FP32, 1 where that underflows to 0 as on
+// the host (docs/NUMERICS.md §1; __fdiv_rn keeps one rounding under --use_fast_math too). E4M3 Q/K
+// share it (§1.4).
+FA4JIT_DEVICE float nvfp4GlobalScale(float amax) {
+  const float g = __fdiv_rn(amax, 448.0f * 6.0f);
+  return g > 0.0f ? g : 1.0f;
+}
+
+// What one thread of a row-major encode pass (NVFP4, E4M3 rows) reads: its 16-element block `blk`
+// of rows first_row, first_row + kRowsPerCta, ... (kNvfp4TilesPerCta of them) of head bh.
+struct RowBlockWalk {
+  int first_row, blk;
+  bool vec_ok;
+  int64_t head_off, row_stride;
+  FA4JIT_DEVICE int64_t offset(int row) const { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; }
+};
+template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams &p, int bh) {
+  RowBlockWalk w;
+  w.first_row = blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
+  w.blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
+  w.vec_ok = vectorLoadsOk<T>(p);
+  w.head_off = headOffset(p, bh);
+  w.row_stride = p.x_row_stride;
+  return w;
+}
+
 // grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
 // block T::kThreads.
 template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
   const int bh = blockIdx.y;
   const int padded_rows = (p.seqlen + 127) / 128 * 128;
-  const int first_row =
-      blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
-  const int blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
-  const bool vec_ok = vectorLoadsOk<T>(p);
-  const int64_t head_off = headOffset(p, bh);
-  const int64_t row_stride = p.x_row_stride;
-  const auto blockOffset = [=](int row) { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; };
+  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
+  const int first_row = walk.first_row, blk = walk.blk;
+  const bool vec_ok = walk.vec_ok;
+  const auto blockOffset = [=](int row) { return walk.offset(row); };
   // The first tile's values are loaded before the head's maximum is reduced (that reduction waits
   // at CTA barriers, which loads cannot cross): both latencies overlap.
   BlockVectors<T> next{};
@@ -55,11 +78,8 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     loadBlockVectors<T>(p, blockOffset(first_row), next);
   const HeadAmax head = headAmax<T>(p, bh);
   // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
-  // __fmul_rn keep that under --use_fast_math too); a quotient that underflows to 0 gives g = 1
-  // like the host.
-  float g = __fdiv_rn(head.amax, 448.0f * 6.0f);
-  if (!(g > 0.0f))
-    g = 1.0f;
+  // __fmul_rn keep that under --use_fast_math too).
+  const float g = nvfp4GlobalScale(head.amax);
   const float six_g = __fmul_rn(6.0f, g);
   uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
