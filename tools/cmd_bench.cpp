@@ -240,13 +240,12 @@ int runBench(int argc, char **argv) {
           const std::string route_name = toString(preset);
           // The kernel-only timing's operands: E4M3 Q/K carry the default kernel's shift (a variant
           // with another one reports the mismatch as its error).
-          QuantFormat qk_format = QuantFormat::Nvfp4;
-          int code_shift = 0;
-          if (preset.qk_format == QkFormat::E4m3) {
+          QkQuantization qk_quant;
+          if (route != Route::Bf16) {
             auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt, preset.qk_format);
             if (!chosen)
               return fail(llvm::toString(chosen.takeError()));
-            qk_format = QuantFormat::E4m3Rows, code_shift = chosen->attention.operands.qk_widen_shift;
+            qk_quant = qkQuantizationOf(chosen->attention);
           }
           const auto argsFor = [&](int i) {
             ForwardArgs a = sets[i].args(s, route);
@@ -257,8 +256,8 @@ int runBench(int argc, char **argv) {
           if (route != Route::Bf16)
             for (int i = 0; i < 2; ++i) {
               ForwardArgs a = argsFor(i);
-              auto x = eng.quantize(a.q, qk_format, "q", nullptr, code_shift);
-              auto y = eng.quantize(a.k, qk_format, "k", nullptr, code_shift);
+              auto x = eng.quantize(a.q, qk_quant.format, "q", nullptr, qk_quant.code_shift);
+              auto y = eng.quantize(a.k, qk_quant.format, "k", nullptr, qk_quant.code_shift);
               auto z = eng.quantize(a.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
               if (!x || !y || !z)
                 return fail(!x   ? llvm::toString(x.takeError())

@@ -228,11 +228,9 @@ int runRun(int argc, char **argv) {
       auto chosen = eng.attentionSpecFor(route, s.head_dim, s.causal, s.seqlen_k, std::nullopt, preset->qk_format);
       if (!chosen)
         return fail(llvm::toString(chosen.takeError()));
-      const bool e4m3 = preset->qk_format == QkFormat::E4m3;
-      const QuantFormat qk_format = e4m3 ? QuantFormat::E4m3Rows : QuantFormat::Nvfp4;
-      const int shift = e4m3 ? chosen->attention.operands.qk_widen_shift : 0;
-      auto a = eng.quantize(args.q, qk_format, "q", nullptr, shift);
-      auto b = eng.quantize(args.k, qk_format, "k", nullptr, shift);
+      const QkQuantization qk_quant = qkQuantizationOf(chosen->attention);
+      auto a = eng.quantize(args.q, qk_quant.format, "q", nullptr, qk_quant.code_shift);
+      auto b = eng.quantize(args.k, qk_quant.format, "k", nullptr, qk_quant.code_shift);
       auto c = eng.quantize(args.v, route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead, "v");
       if (!a || !b || !c)
         return fail(!a ? llvm::toString(a.takeError()) : !b ? llvm::toString(b.takeError()) : llvm::toString(c.takeError()));

@@ -83,11 +83,9 @@ int runTuneAuto(const CliFlags &flags, const runtime::RuntimeConfig &config) {
       std::printf("logit std %.4g measured from %s (%d rows)\n", measured, flags.str("calibration", "").c_str(),
                   cal->rows());
   }
-  if (!(*min_cosine > -1.0 && *min_cosine <= 1.0))
-    return usage(fmt::format("--min-cosine {}: give a cosine in (-1, 1]", *min_cosine));
   for (double s : *logit_stds)
-    if (!(s > 0) || !std::isfinite(s))
-      return usage(fmt::format("--logit-std {}: give positive standard deviations", s));
+    if (llvm::Error e = runtime::checkAccuracyBudget({*min_cosine, s}))
+      return usage("--min-cosine / --logit-std: " + llvm::toString(std::move(e)));
 
   const bool predict = flags.has("predict");
   std::unique_ptr<Engine> engine;
@@ -163,7 +161,7 @@ int runTuneAuto(const CliFlags &flags, const runtime::RuntimeConfig &config) {
                 if (!spec)
                   return spec.takeError();
                 if (llvm::Error e = validateSpec(*spec))
-                  return std::move(e);
+                  return e;
                 return spec;
               },
               opt);

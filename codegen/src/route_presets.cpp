@@ -16,6 +16,12 @@ std::string toString(const RoutePreset &p) {
   return p.route == Route::Nvfp8 ? "fp8" : "fp8-directp";
 }
 
+QkQuantization qkQuantizationOf(const AttentionSpec &spec) {
+  if (spec.operands.qk_format != QkFormat::E4m3)
+    return {};
+  return {QuantFormat::E4m3Rows, spec.operands.qk_widen_shift};
+}
+
 std::vector<RoutePreset> routePreferenceOrder(Target target) {
   // docs/BENCHMARKS.md: directp leads nvfp8 by 5-10% from 16k keys and ties it at 4k (D 64-256);
   // E4M3 Q/K run at their NVFP4 route's speed end to end on sm_90a (section "E4M3 Q/K presets");

@@ -172,7 +172,7 @@ TEST_CASE("route auto with the CPU models: each logit scale gets the format that
       auto s = defaultSpec(p);
       if (s)
         if (llvm::Error e = validateSpec(*s))
-          return std::move(e);
+          return e;
       return s;
     });
     REQUIRE_OK(out);

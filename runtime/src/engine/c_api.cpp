@@ -6,9 +6,10 @@
 #include "fa4jit/runtime/forward_validate.h"
 #include "fa4jit/runtime/logging.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <climits>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -21,6 +22,15 @@ struct fa4jit_engine {
 struct fa4jit_quantized {
   fa4jit::QuantizedTensor tensor;
 };
+
+namespace {
+// fa4jit_route's presets by value (FA4JIT_ROUTE_AUTO, the last, has none: the engine chooses).
+constexpr fa4jit::RoutePreset kRoutePresets[] = {
+    {fa4jit::Route::Bf16, fa4jit::QkFormat::Nvfp4},  {fa4jit::Route::Nvfp8, fa4jit::QkFormat::Nvfp4},
+    {fa4jit::Route::DirectP, fa4jit::QkFormat::Nvfp4}, {fa4jit::Route::Nvfp8, fa4jit::QkFormat::E4m3},
+    {fa4jit::Route::DirectP, fa4jit::QkFormat::E4m3}};
+static_assert(sizeof(kRoutePresets) / sizeof(kRoutePresets[0]) == FA4JIT_ROUTE_AUTO, "a preset per fa4jit_route");
+} // namespace
 
 namespace {
 
@@ -58,12 +68,9 @@ template <class CArgs, class Args> bool copyCommon(const CArgs &in, Args &out) {
   if (!toTensor(in.o, "o", out.o))
     return false;
   out.lse = in.lse;
-  // (the E4M3 Q/K presets share their P/V route; toForwardArgs sets their Q/K format)
-  // (route auto: the engine's choice replaces this placeholder)
-  out.route = in.route == FA4JIT_ROUTE_FP8 ? fa4jit::Route::Nvfp8
-              : in.route == FA4JIT_ROUTE_FP8_DIRECTP || in.route == FA4JIT_ROUTE_AUTO
-                  ? fa4jit::Route::DirectP
-                  : static_cast<fa4jit::Route>(in.route);
+  // (the E4M3 Q/K presets share their P/V route, toForwardArgs sets their Q/K format; for route
+  // auto the engine's choice replaces this placeholder)
+  out.route = in.route >= 0 && in.route < FA4JIT_ROUTE_AUTO ? kRoutePresets[in.route].route : fa4jit::Route::DirectP;
   out.causal = in.causal != 0;
   out.softmax_scale = in.softmax_scale;
   out.stream = in.stream;
@@ -83,7 +90,7 @@ int fa4jit_engine_create(int device, fa4jit_engine **out) {
   auto engine = fa4jit::Engine::create(options);
   if (!engine)
     return fail(llvm::toString(engine.takeError()));
-  *out = new fa4jit_engine{std::move(*engine)};
+  *out = new fa4jit_engine{std::move(*engine), {}};
   lastError.clear();
   return FA4JIT_OK;
 }
@@ -93,10 +100,10 @@ void fa4jit_engine_destroy(fa4jit_engine *engine) { delete engine; }
 int fa4jit_set_auto_route_budget(fa4jit_engine *engine, double min_cosine, double logit_std) {
   if (!engine)
     return fail("fa4jit_set_auto_route_budget: engine must not be NULL");
-  if (!(min_cosine > -1.0 && min_cosine <= 1.0) || !(logit_std > 0.0) || !std::isfinite(logit_std))
-    return fail("fa4jit_set_auto_route_budget: min_cosine must be in (-1, 1] and logit_std positive and finite, got " +
-                std::to_string(min_cosine) + " and " + std::to_string(logit_std));
-  engine->auto_route = {min_cosine, logit_std};
+  const fa4jit::runtime::AccuracyBudget budget{min_cosine, logit_std};
+  if (llvm::Error e = fa4jit::runtime::checkAccuracyBudget(budget))
+    return fail("fa4jit_set_auto_route_budget: " + llvm::toString(std::move(e)));
+  engine->auto_route = budget;
   lastError.clear();
   return FA4JIT_OK;
 }
@@ -110,11 +117,8 @@ int fa4jit_auto_route(fa4jit_engine *engine, int32_t head_dim, int32_t causal, i
   auto choice = engine->engine->autoRoute(head_dim, causal != 0, int(seqlen_k), engine->auto_route);
   if (!choice)
     return fail(llvm::toString(choice.takeError()));
-  const fa4jit::RoutePreset &p = choice->preset;
-  const bool e4m3 = p.qk_format == fa4jit::QkFormat::E4m3;
-  *route = p.route == fa4jit::Route::Bf16       ? FA4JIT_ROUTE_BF16
-           : p.route == fa4jit::Route::Nvfp8    ? (e4m3 ? FA4JIT_ROUTE_FP8 : FA4JIT_ROUTE_NVFP8)
-                                                : (e4m3 ? FA4JIT_ROUTE_FP8_DIRECTP : FA4JIT_ROUTE_DIRECTP);
+  const auto *found = std::find(std::begin(kRoutePresets), std::end(kRoutePresets), choice->preset);
+  *route = static_cast<int32_t>(found - std::begin(kRoutePresets));
   if (predicted_cosine)
     *predicted_cosine = choice->predicted_cosine;
   lastError.clear();
@@ -131,8 +135,8 @@ bool toForwardArgs(const char *function, const fa4jit_engine &engine, const fa4j
   }
   if (args.route == FA4JIT_ROUTE_AUTO)
     a.auto_route = engine.auto_route;
-  a.qk_format = args.route == FA4JIT_ROUTE_FP8 || args.route == FA4JIT_ROUTE_FP8_DIRECTP ? fa4jit::QkFormat::E4m3
-                                                                                          : fa4jit::QkFormat::Nvfp4;
+  if (args.route < FA4JIT_ROUTE_AUTO)
+    a.qk_format = kRoutePresets[args.route].qk_format;
   return toTensor(args.q, "q", a.q) && toTensor(args.k, "k", a.k) && toTensor(args.v, "v", a.v) &&
          copyCommon(args, a);
 }

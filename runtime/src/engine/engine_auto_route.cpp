@@ -61,7 +61,7 @@ llvm::Expected<Engine::AutoRouteChoice> Engine::autoRoute(int head_dim, bool cau
     if (!spec)
       return spec.takeError();
     if (auto err = validateSpec(*spec))
-      return std::move(err);
+      return err;
     return spec;
   });
   if (!chosen)

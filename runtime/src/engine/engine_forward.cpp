@@ -4,6 +4,7 @@
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/attention/params.cuh"
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
@@ -160,10 +161,10 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   }
   const engine_detail::ForwardShape s = forwardShape(a.q, a.k);
   using engine_detail::operandAt;
-  const QuantFormat qk_format = engine_detail::queryKeyFormat(spec.attention);
-  auto q = operandAt(workspace, layout.q, qk_format, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
-  auto k = operandAt(workspace, layout.k, qk_format, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
-  q.code_shift = k.code_shift = spec.attention.operands.qk_widen_shift;
+  const QkQuantization qk = qkQuantizationOf(spec.attention);
+  auto q = operandAt(workspace, layout.q, qk.format, s.batch, s.heads_q, s.seqlen_q, s.head_dim);
+  auto k = operandAt(workspace, layout.k, qk.format, s.batch, s.heads_kv, s.seqlen_k, s.head_dim);
+  q.code_shift = k.code_shift = qk.code_shift;
   auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
                      s.seqlen_k, s.head_dim);
   // The counters (V's quantizer sync words among them) are cleared before the first pass that
@@ -284,14 +285,14 @@ llvm::Error Engine::launchAttention(const KernelSpec &spec, const engine_detail:
   const bool quantized = as.route != Route::Bf16;
   if (quantized != (q != nullptr))
     return fail(llvm::formatv("forward: route {0} got the wrong kind of operands", toString(as.route)));
-  if (quantized && (q->format != engine_detail::queryKeyFormat(as) || k->format != q->format))
-    return fail(llvm::formatv("forward: the spec reads {0} Q and K; the operands are {1} and {2}",
-                              toString(engine_detail::queryKeyFormat(as)), toString(q->format), toString(k->format)));
-  if (quantized && q->format == QuantFormat::E4m3Rows &&
-      (q->code_shift != as.operands.qk_widen_shift || k->code_shift != as.operands.qk_widen_shift))
+  const QkQuantization qk = qkQuantizationOf(as);
+  if (quantized && (q->format != qk.format || k->format != q->format))
+    return fail(llvm::formatv("forward: the spec reads {0} Q and K; the operands are {1} and {2}", toString(qk.format),
+                              toString(q->format), toString(k->format)));
+  if (quantized && (q->code_shift != qk.code_shift || k->code_shift != qk.code_shift))
     return fail(llvm::formatv("forward: the kernel reads E4M3 Q/K scaled by 2^-{0}; q and k were quantized with "
                               "code_shift {1} and {2}",
-                              as.operands.qk_widen_shift, q->code_shift, k->code_shift));
+                              qk.code_shift, q->code_shift, k->code_shift));
   // TensorMap kernels load tiles by TMA straight from the BF16 tensors (the spec rules, which the
   // JIT applies before emitting, keep them to the bf16 route).
   const bool tensor_maps = as.tile.staging.kv == KvStaging::TensorMap;

@@ -1,5 +1,6 @@
 #include "engine/workspace_layout.h"
 
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/codegen/spec_validate.h"
 #include "fa4jit/quantize/params.cuh"
 
@@ -21,9 +22,6 @@ Extent place(std::size_t &offset, std::size_t bytes) {
 
 QuantFormat valueFormat(Route route) { return route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead; }
 
-QuantFormat queryKeyFormat(const AttentionSpec &spec) {
-  return spec.operands.qk_format == QkFormat::E4m3 ? QuantFormat::E4m3Rows : QuantFormat::Nvfp4;
-}
 
 std::size_t layOutQuantized(QuantFormat format, int heads_total, int seqlen, int head_dim, std::size_t offset,
                             QuantizedOperandLayout &out) {
@@ -70,7 +68,7 @@ WorkspaceLayout workspaceLayout(const KernelSpec &spec, const ForwardShape &s, b
   }
   l.counters = place(offset, counter_bytes);
   if (l.quantized) {
-    const QuantFormat qk = queryKeyFormat(as);
+    const QuantFormat qk = qkQuantizationOf(as).format;
     offset = layOutQuantized(qk, s.batch * s.heads_q, s.seqlen_q, s.head_dim, offset, l.q);
     offset = layOutQuantized(qk, s.batch * s.heads_kv, s.seqlen_k, s.head_dim, offset, l.k);
     offset = layOutQuantized(valueFormat(as.route), s.batch * s.heads_kv, s.seqlen_k, s.head_dim, offset, l.v);

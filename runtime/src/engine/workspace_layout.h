@@ -65,7 +65,6 @@ QuantizedOperand operandAt(std::uint64_t base, const QuantizedOperandLayout &lay
 
 // The format V is quantized to on `route`.
 QuantFormat valueFormat(Route route);
-// The format Q and K are quantized to for `spec` (an FP8-fed route's attention spec).
-QuantFormat queryKeyFormat(const AttentionSpec &spec);
+
 
 } // namespace fa4jit::engine_detail

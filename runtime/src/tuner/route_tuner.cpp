@@ -12,6 +12,17 @@ namespace fa4jit::runtime {
 
 double entrySigmaForLogitStd(double logit_std) { return std::sqrt(logit_std); }
 
+llvm::Error checkAccuracyBudget(const AccuracyBudget &b) {
+  if (!(b.min_cosine > -1.0 && b.min_cosine <= 1.0))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   llvm::formatv("route auto: min_cosine {0} is not in (-1, 1]", b.min_cosine).str());
+  if (!(b.logit_std > 0.0) || !std::isfinite(b.logit_std))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("route auto: logit_std {0} must be positive and finite", b.logit_std).str());
+  return llvm::Error::success();
+}
+
 cache::TuningKey routeTuningKey(Target target, int head_dim, bool causal, int seqlen_k, const AccuracyBudget &b) {
   cache::TuningKey k;
   k.family = KernelFamily::AttentionForward;
@@ -37,10 +48,8 @@ llvm::Error fail(const std::string &m) { return llvm::createStringError(llvm::in
 llvm::Expected<TuneOutcome> RouteTuner::choose(const RouteTuneRequest &r, const SpecFor &spec_for,
                                                const TunerOptions &options) {
   const AccuracyBudget &b = r.budget;
-  if (!(b.min_cosine > -1.0 && b.min_cosine <= 1.0))
-    return fail(llvm::formatv("route auto: min_cosine {0} is not in (-1, 1]", b.min_cosine));
-  if (!(b.logit_std > 0.0) || !std::isfinite(b.logit_std))
-    return fail(llvm::formatv("route auto: logit_std {0} must be positive and finite", b.logit_std));
+  if (llvm::Error e = checkAccuracyBudget(b))
+    return e;
   const cache::TuningKey key = routeTuningKey(r.target, r.head_dim, r.causal, r.problem.seqlen_k, b);
   TuneOutcome out;
   const bool timed = timing_ != nullptr && compiler_ != nullptr;

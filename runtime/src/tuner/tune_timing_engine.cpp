@@ -3,6 +3,7 @@
 
 #include "fa4jit/codegen/formats.h"
 #include "fa4jit/codegen/gaussian_rng.h"
+#include "fa4jit/codegen/route_presets.h"
 #include "fa4jit/runtime/engine.h"
 #include "tune_common.h"
 
@@ -55,9 +56,9 @@ std::string EngineTimingSource::describe() const {
 llvm::Expected<EngineTimingSource::Inputs &> EngineTimingSource::inputsFor(const KernelSpec &spec,
                                                                            const TuneProblem &p) {
   const AttentionSpec &a = spec.attention;
-  const bool e4m3_qk = a.operands.qk_format == QkFormat::E4m3;
+  const QkQuantization qk = qkQuantizationOf(a);
   const std::string key = llvm::formatv("{0} {1} d{2} qk {3} {4}", p.str(), toString(a.route), a.head_dim,
-                                        toString(a.operands.qk_format), e4m3_qk ? a.operands.qk_widen_shift : 0)
+                                        toString(qk.format), qk.code_shift)
                               .str();
   auto &slot = inputs_[key];
   if (slot)
@@ -99,17 +100,14 @@ llvm::Expected<EngineTimingSource::Inputs &> EngineTimingSource::inputsFor(const
       return lse.takeError();
     set.lse = std::move(*lse);
     if (a.route != Route::Bf16 && !options_.from_bf16) {
-      // (E4M3 Q/K carry the kernel's shift)
-      const QuantFormat qk_format = e4m3_qk ? QuantFormat::E4m3Rows : QuantFormat::Nvfp4;
-      const int shift = e4m3_qk ? a.operands.qk_widen_shift : 0;
       auto q = engine_.quantize(TensorDesc::contiguous(set.q.address(), DType::BF16, p.batch, p.heads_q, p.seqlen_q,
                                                        a.head_dim),
-                                qk_format, "q", nullptr, shift);
+                                qk.format, "q", nullptr, qk.code_shift);
       if (!q)
         return q.takeError();
       auto k = engine_.quantize(TensorDesc::contiguous(set.k.address(), DType::BF16, p.batch, p.heads_kv, p.seqlen_k,
                                                        a.head_dim),
-                                qk_format, "k", nullptr, shift);
+                                qk.format, "k", nullptr, qk.code_shift);
       if (!k)
         return k.takeError();
       auto v = engine_.quantize(TensorDesc::contiguous(set.v.address(), DType::BF16, p.batch, p.heads_kv, p.seqlen_k,

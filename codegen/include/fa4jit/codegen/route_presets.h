@@ -23,6 +23,15 @@ struct RoutePreset {
 // Every preset, in the order above.
 const std::vector<RoutePreset> &routePresets();
 std::string toString(const RoutePreset &preset);
+// How an attention spec's Q and K are quantized: NVFP4, or E4M3 rows carrying the kernel's
+// qk_widen_shift (docs/NUMERICS.md §1.4). The engine's own quantization and every caller that
+// quantizes Q and K beforehand for a spec take it from here.
+struct QkQuantization {
+  QuantFormat format = QuantFormat::Nvfp4;
+  int code_shift = 0; // E4M3 rows only
+};
+QkQuantization qkQuantizationOf(const AttentionSpec &spec);
+
 // A preset by name; the error lists the names.
 llvm::Expected<RoutePreset> parseRoutePreset(llvm::StringRef name);
 

@@ -26,6 +26,9 @@ struct AccuracyBudget {
   double logit_std = 1.0;
 };
 
+// A budget's values in range: min_cosine in (-1, 1], logit_std positive and finite.
+llvm::Error checkAccuracyBudget(const AccuracyBudget &budget);
+
 // The Gaussian model's entry standard deviation at a logit standard deviation: q·k / sqrt(D) of
 // N(0, s^2) entries has standard deviation s^2.
 double entrySigmaForLogitStd(double logit_std);
