@@ -108,7 +108,8 @@ double quantizedBytes(QuantFormat f, double in_bytes) {
 
 // The quantizers' bandwidth beside a device copy: each format's whole Engine::quantize call on a
 // large tensor, then at the 4k-key shape `fa4jit bench` runs for each head dim, the whole call and
-// each pass alone per CTA size (where the quantizers' time goes).
+// per CTA size each pass alone and the one-pass cluster kernel at each cluster size (where the
+// quantizers' time goes).
 llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vector<int> &dims) {
   namespace dq = device::quantize;
   constexpr QuantFormat kFormats[] = {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead};
@@ -193,12 +194,42 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
         auto encode_ms = medianMs(eng, [&] { return encode->launch(le, args); });
         if (!encode_ms)
           return encode_ms.takeError();
-        passes.push_back(llvm::json::Object{{"format", toString(f)},
-                                            {"threads", threads},
-                                            {"amax_ms", *amax_ms},
-                                            {"amax_tb_s", in_bytes / *amax_ms / 1e9},
-                                            {"encode_ms", *encode_ms},
-                                            {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / *encode_ms / 1e9}});
+        llvm::json::Object pass{{"format", toString(f)},
+                                {"threads", threads},
+                                {"amax_ms", *amax_ms},
+                                {"amax_tb_s", in_bytes / *amax_ms / 1e9},
+                                {"encode_ms", *encode_ms},
+                                {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / *encode_ms / 1e9}};
+        // The one-pass cluster kernel at each cluster size whose slices fit a CTA.
+        llvm::json::Array clusters;
+        for (int ctas = 2; entries.size() == 3 && ctas <= dq::kQuantizeClusterMaxCtas; ctas *= 2) {
+          runtime::LaunchConfig lc;
+          lc.grid = {unsigned(ctas), unsigned(pb * ph), 1};
+          lc.block = {unsigned(threads), 1, 1};
+          lc.cluster = {unsigned(ctas), 1, 1};
+          const int64_t slice = dq::quantizeClusterSliceBytes(ps, d, 2, ctas);
+          if (slice > eng.device().max_shared_per_block_optin - 1024)
+            continue;
+          lc.dynamic_shared_bytes = unsigned(slice);
+          auto cluster = eng.kernel(qs, entries[2].name);
+          if (!cluster)
+            return cluster.takeError();
+          auto resident = cluster->maxActiveClusters(lc);
+          if (!resident)
+            return resident.takeError();
+          if (*resident < 1)
+            continue;
+          auto cluster_ms = medianMs(eng, [&] { return cluster->launch(lc, args); });
+          if (!cluster_ms)
+            return cluster_ms.takeError();
+          llvm::json::Object c = rate(f, in_bytes, *cluster_ms);
+          c["ctas"] = ctas;
+          c["slice_kib"] = double(slice) / 1024;
+          c["resident_clusters"] = *resident;
+          clusters.push_back(std::move(c));
+        }
+        pass["cluster"] = std::move(clusters);
+        passes.push_back(std::move(pass));
       }
     }
     shapes.push_back(llvm::json::Object{{"shape", llvm::json::Array{pb, ph, ps, d}},

@@ -1,9 +1,21 @@
-// The quantizer family: two entry points (amax pass, encode pass) over one config struct
-// (templates/fa4jit/quantize/kernels.cuh has the instantiation contract).
+// The quantizer family: the amax and encode passes over one config struct, and where the target
+// has clusters and the format needs the head's maximum before it encodes, the one-pass cluster
+// kernel beside them (templates/fa4jit/quantize/kernels.cuh has the instantiation contract).
 #include <sstream>
+#include <vector>
 
 #include "emit_common.h"
+#include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/spec_io.h"
+
+namespace fa4jit {
+
+bool quantizeHasClusterPass(const KernelSpec &spec) {
+  const bool has_clusters = spec.target == Target::Sm90a || spec.target == Target::Sm100a;
+  return spec.family == KernelFamily::Quantize && has_clusters && spec.quantize.format != QuantFormat::Mxfp4;
+}
+
+} // namespace fa4jit
 
 namespace fa4jit::detail {
 
@@ -20,10 +32,13 @@ llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const Dimensi
      << "static_assert(QuantizeTraits<" << cfg << ">::kThreads == " << threads
      << ", \"generator and template disagree on threads\");\n"
      << "} // namespace\n} // namespace " << ns << "\n";
-  const struct {
+  struct Pass {
     const char *suffix, *pass;
-  } passes[] = {{"_amax", "amaxPass"}, {"_encode", "encodePass"}};
-  for (const auto &p : passes) {
+  };
+  std::vector<Pass> passes = {{"_amax", "amaxPass"}, {"_encode", "encodePass"}};
+  if (quantizeHasClusterPass(spec))
+    passes.push_back({kQuantizeClusterSuffix, "clusterPass"});
+  for (const Pass &p : passes) {
     const std::string entry = k.name + p.suffix;
     os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
        << entry << "(const " << ns << "::" << split.params_type << " params) {\n"

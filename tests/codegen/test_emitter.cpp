@@ -73,6 +73,30 @@ TEST_CASE("quantizer source matches the golden structure", "[codegen][emitter]")
   CHECK(!fileCheck(emit(m), "quantize_nvfp4_d128.check", /*quiet=*/true));
 }
 
+TEST_CASE("quantizers have the one-pass cluster kernel where the target has clusters and the format needs it",
+          "[codegen][emitter]") {
+  const auto suffixes = [](const KernelSpec &s) {
+    llvm::Expected<EmittedKernel> k = emitKernel(s);
+    REQUIRE(static_cast<bool>(k));
+    std::vector<std::string> out;
+    for (const EntryPoint &e : k->entries)
+      out.push_back(e.name.substr(k->name.size()));
+    return out;
+  };
+  const std::vector<std::string> two = {"_amax", "_encode"};
+  const std::vector<std::string> three = {"_amax", "_encode", kQuantizeClusterSuffix};
+  for (Target t : {Target::Sm90a, Target::Sm100a}) {
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == three);
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::E4m3Rows, 64, t)) == three);
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Fp8PerHead, 256, t, QuantInput::F16)) == three);
+    // MXFP4 V^T's codes depend on each block alone: one pass without a cluster.
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Mxfp4, 128, t)) == two);
+  }
+  // No clusters before sm_90.
+  for (Target t : {Target::Sm80, Target::Sm89})
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == two);
+}
+
 TEST_CASE("attention source matches the golden structure", "[codegen][emitter]") {
   if (!attentionTemplatesAvailable()) {
     llvm::Expected<EmittedKernel> k = emitKernel(affineDirectP());

@@ -60,10 +60,26 @@ HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
   return out;
 }
 
+// An engine that always runs the amax and encode passes, beside gpuEngine(), which runs the
+// one-pass cluster kernel wherever a head fits it: both must give the host's bits.
+Engine &twoPassEngine() {
+  static std::unique_ptr<Engine> engine = [] {
+    EngineOptions options;
+    options.quantize_passes = runtime::QuantizePasses::Two;
+    auto e = Engine::create(options);
+    if (!e)
+      FAIL("cannot create the fa4jit engine: " << llvm::toString(e.takeError()));
+    return std::move(*e);
+  }();
+  return *engine;
+}
+const char *passesName(const Engine &engine) { return runtime::quantizePassesName(engine.config().quantize_passes); }
+std::vector<Engine *> bothEngines() { return {&gpuEngine(), &twoPassEngine()}; }
+
 // in_caller_memory: the operand lives in one block of memory the test owns (Engine::quantizedIn),
 // with guard bytes after it that the quantizer must leave alone.
-void checkFormat(QuantFormat format, const Case &c, uint64_t seed, bool in_caller_memory = false) {
-  INFO("format " << toString(format) << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim
+void checkFormat(Engine &engine, QuantFormat format, const Case &c, uint64_t seed, bool in_caller_memory = false) {
+  INFO(passesName(engine) << ": format " << toString(format) << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim
                  << " sigma " << c.sigma << " seed " << seed << (in_caller_memory ? " in caller memory" : ""));
   std::mt19937_64 rng(seed);
   const std::size_t n = std::size_t(c.batch) * c.heads * c.seqlen * c.head_dim;
@@ -75,13 +91,12 @@ void checkFormat(QuantFormat format, const Case &c, uint64_t seed, bool in_calle
   std::vector<uint8_t> guard(need + kGuard, 0xAB);
   runtime::DeviceBuffer block = upload(guard.data(), guard.size());
   llvm::Expected<QuantizedTensor> q = in_caller_memory
-                                          ? gpuEngine().quantizedIn(format, c.batch, c.heads, c.seqlen, c.head_dim,
-                                                                    block.address(), need)
-                                          : gpuEngine().quantize(tx, format, "x", nullptr,
-                                                                 codeShiftOf(format, c.head_dim));
+                                          ? engine.quantizedIn(format, c.batch, c.heads, c.seqlen, c.head_dim,
+                                                               block.address(), need)
+                                          : engine.quantize(tx, format, "x", nullptr, codeShiftOf(format, c.head_dim));
   REQUIRE_OK(q);
   if (in_caller_memory) {
-    REQUIRE_SUCCESS(gpuEngine().quantize(tx, format, *q, "x", nullptr, codeShiftOf(format, c.head_dim)));
+    REQUIRE_SUCCESS(engine.quantize(tx, format, *q, "x", nullptr, codeShiftOf(format, c.head_dim)));
     auto after = download<uint8_t>(block, guard.size());
     CHECK(std::count(after.begin() + need, after.end(), 0xAB) == std::ptrdiff_t(kGuard));
   }
@@ -118,9 +133,11 @@ TEST_CASE("GPU quantizers match the host formats bit for bit", "[gpu][quantize]"
       {1, 1, 1, 64, 1.0f},      {2, 3, 77, 128, 1.0f},  {1, 2, 300, 256, 3.0f},
       {2, 2, 129, 128, 1e-30f}, {1, 4, 1000, 64, 1e4f}, {1, 1, 4096, 128, 1.0f},
   };
-  for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows})
-    for (const Case &c : cases)
-      checkFormat(f, c, seed + c.seqlen);
+  // (One pass: clusters of 1 to 16 CTAs, some left without rows at D 256 and S 300.)
+  for (Engine *engine : bothEngines())
+    for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows})
+      for (const Case &c : cases)
+        checkFormat(*engine, f, c, seed + c.seqlen);
   // E4M3 rows without their shift, or another format with one: refused.
   std::vector<uint16_t> ones(64, 0x3F80);
   runtime::DeviceBuffer dx = upload(ones.data(), ones.size() * 2);
@@ -132,40 +149,55 @@ TEST_CASE("GPU quantizers match the host formats bit for bit", "[gpu][quantize]"
   }
 }
 
-TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu][quantize]") {
-  std::mt19937_64 rng(freshSeed());
-  constexpr int B = 2, H = 2, S = 50, D = 64;
-  constexpr std::size_t kAt = 1234; // batch 0, head 0, row 19, column 18
+namespace {
+
+// A NaN, Inf or -Inf at (batch 0, head 0, `row`, `col`) of a [B, H, S, D] input: every byte as
+// with 0 in its place, and the row recorded.
+void checkNonFiniteRow(Engine &engine, int B, int H, int S, int D, int row, int col, std::mt19937_64 &rng) {
+  const std::size_t at = std::size_t(row) * D + col;
   for (float bad : {std::nanf(""), INFINITY, -INFINITY}) {
-    INFO("bad value " << bad);
+    INFO(passesName(engine) << ": S " << S << " D " << D << ", bad value " << bad << " at row " << row);
     HostBf16 x = randomBf16(std::size_t(B) * H * S * D, 1.0f, rng);
-    x.bits[kAt] = formats::floatToBF16(bad);
+    x.bits[at] = formats::floatToBF16(bad);
     HostBf16 zeroed = x;
-    zeroed.bits[kAt] = 0;
+    zeroed.bits[at] = 0;
     auto dx = upload(x.bits.data(), x.bits.size() * 2), dz = upload(zeroed.bits.data(), zeroed.bits.size() * 2);
     for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows}) {
       INFO(toString(f));
       const int shift = codeShiftOf(f, D);
-      auto q = gpuEngine().quantize(TensorDesc::contiguous(dx.address(), DType::BF16, B, H, S, D), f, "k", nullptr,
-                                    shift);
+      auto q = engine.quantize(TensorDesc::contiguous(dx.address(), DType::BF16, B, H, S, D), f, "k", nullptr, shift);
       REQUIRE_OK(q);
-      auto z = gpuEngine().quantize(TensorDesc::contiguous(dz.address(), DType::BF16, B, H, S, D), f, "k", nullptr,
-                                    shift);
+      auto z = engine.quantize(TensorDesc::contiguous(dz.address(), DType::BF16, B, H, S, D), f, "k", nullptr, shift);
       REQUIRE_OK(z);
       // Every byte as with 0 in its place: the element left out of every maximum, encoded as 0.
       CHECK(download<uint8_t>(q->payload, q->payload.size()) == download<uint8_t>(z->payload, z->payload.size()));
       if (f != QuantFormat::Fp8PerHead && f != QuantFormat::E4m3Rows) // (FP8 has no scale tensor)
         CHECK(download<uint8_t>(q->scales, q->scales.size()) == download<uint8_t>(z->scales, z->scales.size()));
       CHECK(download<uint32_t>(q->head_scalar, B * H) == download<uint32_t>(z->head_scalar, B * H));
-      // Head 0's first non-finite row is 19 and its mask has bit 19; the clean tensor has none.
-      const auto rows = download<int32_t>(q->nonfinite_rows, B * H + B * H * 2);
-      CHECK(rows[0] == 19);
+      // Head 0's first non-finite row is `row` and its mask has that bit alone; the clean tensor
+      // has none.
+      const int words = (S + 31) / 32;
+      const auto rows = download<int32_t>(q->nonfinite_rows, B * H + B * H * words);
+      CHECK(rows[0] == row);
       for (int bh = 1; bh < B * H; ++bh)
         CHECK(rows[bh] == 0x7FFFFFFF);
-      CHECK(uint32_t(rows[B * H]) == (1u << 19));
-      const auto clean = download<int32_t>(z->nonfinite_rows, B * H);
-      CHECK(clean == std::vector<int32_t>(B * H, 0x7FFFFFFF));
+      for (int w = 0; w < B * H * words; ++w)
+        CHECK(uint32_t(rows[B * H + w]) == (w == row / 32 ? 1u << (row % 32) : 0u));
+      std::vector<int32_t> none(B * H, 0x7FFFFFFF);
+      none.resize(B * H + B * H * words, 0);
+      CHECK(download<int32_t>(z->nonfinite_rows, none.size()) == none);
     }
+  }
+}
+
+} // namespace
+
+TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu][quantize]") {
+  std::mt19937_64 rng(freshSeed());
+  for (Engine *engine : bothEngines()) {
+    checkNonFiniteRow(*engine, 2, 2, 50, 64, 19, 18, rng);
+    // One pass: a cluster of 4 CTAs of 256 rows; the row is in the third.
+    checkNonFiniteRow(*engine, 1, 2, 1000, 128, 700, 5, rng);
   }
 }
 
@@ -174,7 +206,7 @@ TEST_CASE("GPU quantizers write an operand in caller memory in place, and refuse
   const uint64_t seed = freshSeed();
   for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead})
     for (const Case &c : {Case{2, 3, 77, 128, 1.0f}, Case{1, 2, 1000, 64, 3.0f}})
-      checkFormat(f, c, seed + c.seqlen, /*in_caller_memory=*/true);
+      checkFormat(gpuEngine(), f, c, seed + c.seqlen, /*in_caller_memory=*/true);
 
   const std::size_t need = Engine::quantizedBytes(QuantFormat::Nvfp4, 1, 2, 100, 64);
   std::vector<uint8_t> zeros(need, 0);

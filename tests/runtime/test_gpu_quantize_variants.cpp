@@ -1,6 +1,7 @@
 // Quantizer variants the engine's default path does not exercise, bit for bit against the host
 // formats: V^T with Hopper's permuted key order, FP32 input, strided ([B, S, H, D]) and unaligned
-// inputs (the scalar-load path), small CTAs, and uneven amax chunking. Kernels are generated from
+// inputs (the scalar-load path), small CTAs, and uneven amax chunking; and each one-pass kernel
+// against its format's two passes (MXFP4 alone; the others in clusters of every size). Kernels are generated from
 // explicit specs and launched as the params.cuh contract describes.
 #include "gpu_fixture.h"
 
@@ -306,6 +307,139 @@ TEST_CASE("MXFP4 V^T in one pass writes what the two passes write, bit for bit",
     CHECK(one.scalars == two.scalars);
     CHECK(one.rows == two.rows);
     // The planted elements are seen: some head names a first non-finite row.
+    const bool any = std::any_of(two.rows.begin(), two.rows.begin() + c.batch * c.heads,
+                                 [](uint32_t r) { return int32_t(r) != dq::kNoNonFiniteRow; });
+    CHECK(any == (c.nonfinite > 0));
+  }
+}
+
+namespace {
+
+struct ClusterCase {
+  QuantFormat format;
+  QuantInput input;
+  bool permuted;
+  int threads, batch, heads, seqlen, head_dim;
+  bool bshd;     // x stored [B, S, H, D] (head stride D, row stride H * D)
+  int nonfinite; // NaN/Inf elements planted in x
+};
+
+// Runs the quantizer `spec` on x as its two passes (ctas == 0) or as its one-pass cluster kernel
+// with clusters of `ctas` CTAs, into poisoned buffers, and returns everything it wrote.
+PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const runtime::DeviceBuffer &x, int ctas) {
+  const int B = c.batch, H = c.heads, S = c.seqlen, D = c.head_dim;
+  const int f = static_cast<int>(c.format);
+  llvm::Expected<EmittedKernel> k = emitKernel(spec);
+  REQUIRE_OK(k);
+  REQUIRE(k->entries.size() == 3);
+  const std::size_t pb = dq::quantizePayloadBytesPerHead(f, D, S), sb = dq::quantizeScaleBytesPerHead(f, D, S);
+  const std::size_t rows_bytes = std::size_t(dq::nonfiniteRowsBytes(B * H, S));
+  const int chunks = dq::quantizeDefaultAmaxChunks(B, H, S);
+  std::vector<uint8_t> poison(std::max({pb, sb, rows_bytes, std::size_t(4 * chunks)}) * B * H + 64, 0x5A);
+  auto payload = upload(poison.data(), pb * B * H);
+  auto scales = upload(poison.data(), sb ? sb * B * H : 16);
+  auto scalar = upload(poison.data(), 4 * B * H);
+  auto rows = upload(poison.data(), rows_bytes);
+  auto partial = upload(poison.data(), 4 * std::size_t(B) * H * chunks);
+
+  dq::QuantizeParams p{};
+  p.x = x.address();
+  p.payload = payload.address(), p.scales = sb ? scales.address() : 0, p.head_scalar = scalar.address();
+  p.nonfinite_rows = rows.address(), p.amax_partial = partial.address();
+  p.x_batch_stride = int64_t(H) * S * D;
+  p.x_head_stride = c.bshd ? D : int64_t(S) * D;
+  p.x_row_stride = c.bshd ? int64_t(H) * D : D;
+  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
+  void *args[] = {&p};
+  runtime::LaunchConfig l;
+  l.block = {unsigned(c.threads), 1, 1};
+  if (ctas == 0) {
+    auto amax = gpuEngine().kernel(spec, k->entries[0].name);
+    REQUIRE_OK(amax);
+    l.grid = {unsigned(chunks), unsigned(B * H), 1};
+    REQUIRE_SUCCESS(amax->launch(l, args));
+    auto encode = gpuEngine().kernel(spec, k->entries[1].name);
+    REQUIRE_OK(encode);
+    const dq::Grid3 g = dq::quantizeEncodeGrid(f, D, c.threads, B, H, S);
+    l.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
+    REQUIRE_SUCCESS(encode->launch(l, args));
+  } else {
+    auto cluster = gpuEngine().kernel(spec, k->entries[2].name);
+    REQUIRE_OK(cluster);
+    const int esize = c.input == QuantInput::F32 ? 4 : 2;
+    l.grid = {unsigned(ctas), unsigned(B * H), 1};
+    l.cluster = {unsigned(ctas), 1, 1};
+    l.dynamic_shared_bytes = unsigned(dq::quantizeClusterSliceBytes(S, D, esize, ctas));
+    REQUIRE_SUCCESS(cluster->launch(l, args));
+  }
+  PassOutputs out;
+  out.payload = download<uint8_t>(payload, pb * B * H);
+  if (sb)
+    out.scales = download<uint8_t>(scales, sb * B * H);
+  out.scalars = download<uint32_t>(scalar, B * H);
+  out.rows = download<uint32_t>(rows, rows_bytes / 4);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit for bit", "[gpu][quantize]") {
+  if (gpuEngine().target() != Target::Sm90a && gpuEngine().target() != Target::Sm100a)
+    FAIL("this device has no thread-block clusters (sm_90a or sm_100a expected)");
+  const uint64_t seed = freshSeed();
+  const ClusterCase cases[] = {
+      // format                 input             perm   thr  B  H  S     D    bshd   nonfinite
+      {QuantFormat::Nvfp4,      QuantInput::Bf16, false, 256, 2, 3, 1000, 128, false, 0},
+      {QuantFormat::Nvfp4,      QuantInput::F32,  false, 128, 1, 2, 300,  64,  true,  3},
+      {QuantFormat::Nvfp4,      QuantInput::F16,  false, 512, 1, 2, 700,  256, false, 2},
+      {QuantFormat::E4m3Rows,   QuantInput::Bf16, false, 256, 2, 2, 513,  128, true,  1},
+      {QuantFormat::E4m3Rows,   QuantInput::F32,  false, 64,  1, 1, 129,  64,  false, 0},
+      {QuantFormat::Fp8PerHead, QuantInput::Bf16, true,  256, 1, 3, 1000, 128, false, 4},
+      {QuantFormat::Fp8PerHead, QuantInput::F16,  false, 128, 2, 1, 77,   256, true,  0},
+      {QuantFormat::Fp8PerHead, QuantInput::F32,  true,  256, 1, 2, 2000, 64,  false, 1},
+  };
+  for (const ClusterCase &c : cases) {
+    KernelSpec spec = defaultQuantizeSpec(c.format, c.head_dim, gpuEngine().target(), c.input, c.permuted);
+    spec.quantize.threads = c.threads;
+    std::mt19937_64 rng(seed + c.seqlen);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const std::size_t n = std::size_t(c.batch) * c.heads * c.seqlen * c.head_dim;
+    const int esize = c.input == QuantInput::F32 ? 4 : 2;
+    std::vector<uint8_t> host(n * esize);
+    const float specials[] = {NAN, INFINITY, -INFINITY};
+    std::vector<float> x(n);
+    const int binades = c.input == QuantInput::F16 ? 16 : 24; // (FP16 stays below its largest, 65504)
+    for (float &e : x)
+      e = normal(rng) * std::ldexp(1.0f, int(rng() % binades) - binades / 2);
+    for (int i = 0; i < c.nonfinite; ++i)
+      x[rng() % n] = specials[i % 3];
+    for (std::size_t i = 0; i < n; ++i) {
+      if (c.input == QuantInput::F32) {
+        std::memcpy(&host[i * 4], &x[i], 4);
+      } else if (c.input == QuantInput::F16) {
+        const _Float16 h = static_cast<_Float16>(x[i]);
+        std::memcpy(&host[i * 2], &h, 2);
+      } else {
+        const uint16_t bits = formats::floatToBF16(x[i]);
+        std::memcpy(&host[i * 2], &bits, 2);
+      }
+    }
+    auto dx = upload(host.data(), host.size());
+    const PassOutputs two = runRowsOrFp8(spec, c, dx, 0);
+    // Every cluster size whose slices fit a CTA's shared memory (portable sizes: up to 8).
+    for (int ctas = 1; ctas <= 8; ctas *= 2) {
+      if (dq::quantizeClusterSliceBytes(c.seqlen, c.head_dim, esize, ctas) > 200 * 1024)
+        continue;
+      INFO(toString(c.format) << " input " << esize << " bytes, permuted " << c.permuted << " threads " << c.threads
+                              << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim
+                              << " bshd " << c.bshd << " nonfinite " << c.nonfinite << ", cluster of " << ctas
+                              << " seed " << seed);
+      const PassOutputs one = runRowsOrFp8(spec, c, dx, ctas);
+      CHECK(one.payload == two.payload);
+      CHECK(one.scales == two.scales);
+      CHECK(one.scalars == two.scalars);
+      CHECK(one.rows == two.rows);
+    }
     const bool any = std::any_of(two.rows.begin(), two.rows.begin() + c.batch * c.heads,
                                  [](uint32_t r) { return int32_t(r) != dq::kNoNonFiniteRow; });
     CHECK(any == (c.nonfinite > 0));

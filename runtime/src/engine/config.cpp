@@ -64,7 +64,18 @@ llvm::Expected<spdlog::level::level_enum> parseLogLevel(llvm::StringRef value) {
   return badValue("FA4JIT_LOG_LEVEL", value, "trace, debug, info, warn, error, critical or off");
 }
 
+llvm::Expected<QuantizePasses> parseQuantizePasses(llvm::StringRef value) {
+  const std::string v = value.lower();
+  if (v == "auto")
+    return QuantizePasses::Auto;
+  if (v == "two")
+    return QuantizePasses::Two;
+  return badValue("FA4JIT_QUANTIZE_PASSES", value, "auto or two");
+}
+
 } // namespace
+
+const char *quantizePassesName(QuantizePasses passes) { return passes == QuantizePasses::Two ? "two" : "auto"; }
 
 const char *tuneModeName(TuneMode mode) {
   switch (mode) {
@@ -169,6 +180,12 @@ llvm::Expected<RuntimeConfig> loadConfig(const EnvLookup &lookup) {
     if (!on)
       return on.takeError();
     config.nonfinite = *on ? NonFinitePolicy::Check : NonFinitePolicy::Propagate;
+  }
+  if (auto passes = nonEmpty(lookup, "FA4JIT_QUANTIZE_PASSES")) {
+    llvm::Expected<QuantizePasses> parsed = parseQuantizePasses(*passes);
+    if (!parsed)
+      return parsed.takeError();
+    config.quantize_passes = *parsed;
   }
   if (auto dir = *repro_dir)
     config.repro_dir = *dir;

@@ -51,6 +51,8 @@ llvm::Expected<std::unique_ptr<Engine>> Engine::create(const EngineOptions &opti
   }
   if (options.nonfinite)
     config.nonfinite = *options.nonfinite;
+  if (options.quantize_passes)
+    config.quantize_passes = *options.quantize_passes;
   logging::logger().set_level(config.log_level); // (FA4JIT_LOG_LEVEL, or the caller's config)
   // The JIT and its cache first: they need no device, so what they report (an unusable cache
   // directory, say) reaches the log even on a machine where no GPU is found next.

@@ -3,6 +3,7 @@
 // NonFinitePolicy applied to what the passes recorded.
 #include "fa4jit/runtime/engine.h"
 
+#include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
@@ -124,9 +125,10 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (!compiled)
     return compiled.takeError();
   const auto &entries = (*compiled)->emitted.entries;
-  if (entries.size() != 2)
-    return fail(llvm::formatv("quantizer {0} has {1} entry points, expected 2", (*compiled)->emitted.name,
-                              entries.size()));
+  const std::size_t expected_entries = quantizeHasClusterPass(spec) ? 3 : 2;
+  if (entries.size() != expected_entries)
+    return fail(llvm::formatv("quantizer {0} has {1} entry points, expected {2}", (*compiled)->emitted.name,
+                              entries.size(), expected_entries));
   const int threads = entries[0].threads;
 
   const int f = static_cast<int>(out.format);
@@ -143,6 +145,25 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   runtime::LaunchConfig launch;
   launch.block = {unsigned(threads), 1, 1};
   launch.stream = stream;
+
+  // One pass where the head fits a cluster's shared memory: x is read once.
+  if (entries.size() == 3 && config_.quantize_passes == runtime::QuantizePasses::Auto) {
+    auto ctas = clusterPassCtas(spec, entries[2].name, x, S, D, threads);
+    if (!ctas)
+      return ctas.takeError();
+    if (*ctas > 0) {
+      auto clusterKernel = kernel(spec, entries[2].name);
+      if (!clusterKernel)
+        return clusterKernel.takeError();
+      launch.grid = {unsigned(*ctas), unsigned(B * H), 1};
+      launch.cluster = {unsigned(*ctas), 1, 1};
+      launch.dynamic_shared_bytes =
+          static_cast<unsigned>(dq::quantizeClusterSliceBytes(S, D, runtime::elementBytes(x.dtype), *ctas));
+      if (auto err = clusterKernel->launch(launch, args))
+        return err;
+      return checkNonFinite(out, what, stream);
+    }
+  }
 
   auto encodeKernel = kernel(spec, entries[1].name);
   if (!encodeKernel)
@@ -174,6 +195,32 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (auto err = encodeKernel->launch(launch, args))
     return err;
   return checkNonFinite(out, what, stream);
+}
+
+llvm::Expected<int> Engine::clusterPassCtas(const KernelSpec &spec, const std::string &entry, const TensorDesc &x,
+                                            int seqlen, int head_dim, int threads) {
+  namespace dq = device::quantize;
+  // The cluster kernel reads x by 16-byte vectors only (cluster_pass.cuh).
+  const std::uint64_t bytes = runtime::elementBytes(x.dtype);
+  if (((x.data | static_cast<std::uint64_t>(x.stride[0]) * bytes | static_cast<std::uint64_t>(x.stride[1]) * bytes |
+        static_cast<std::uint64_t>(x.stride[2]) * bytes) &
+       15u) != 0)
+    return 0;
+  const int ctas = dq::quantizeClusterCtas(seqlen, head_dim, static_cast<int>(bytes));
+  if (ctas <= 8) // (0: no cluster fits; up to 8: a portable cluster, which every sm_90 device holds)
+    return ctas;
+  // A cluster of more than 8 CTAs is non-portable: only where the device holds one.
+  auto k = kernel(spec, entry);
+  if (!k)
+    return k.takeError();
+  runtime::LaunchConfig config;
+  config.block = {unsigned(threads), 1, 1};
+  config.cluster = {unsigned(ctas), 1, 1};
+  config.dynamic_shared_bytes = static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
+  auto resident = k->maxActiveClusters(config);
+  if (!resident)
+    return resident.takeError();
+  return *resident > 0 ? ctas : 0;
 }
 
 llvm::Error Engine::checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream) {

@@ -99,6 +99,20 @@ llvm::Error Kernel::allowDynamicShared(unsigned bytes) {
   return needOptIn ? setMaxDynamicSharedMemory(static_cast<int>(bytes)) : llvm::Error::success();
 }
 
+llvm::Error Kernel::allowClusterSize(unsigned ctas) {
+  constexpr unsigned kPortableClusterCtas = 8;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ctas <= kPortableClusterCtas || non_portable_cluster_set_)
+    return llvm::Error::success();
+  CudaDriver &driver = module_->driver_;
+  if (llvm::Error e = driver.check(driver.api().cuFuncSetAttribute(static_cast<CUfunction>(function_),
+                                                                   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                                   "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)"))
+    return error(llvm::toString(std::move(e)) + " for kernel " + info_.name);
+  non_portable_cluster_set_ = true;
+  return llvm::Error::success();
+}
+
 namespace {
 // The launch attribute of a thread-block cluster of these dimensions.
 CUlaunchAttribute clusterDimension(const Dim3 &cluster) {
@@ -120,8 +134,10 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
     if (c.clusters >= 0 && c.threads == threads && c.cluster == cluster && c.shared == config.dynamic_shared_bytes)
       return c.clusters;
   }
-  // (the occupancy of a kernel not yet allowed its shared memory would be 0)
+  // (the occupancy of a kernel not yet allowed its shared memory or cluster size would be 0)
   if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
+    return e;
+  if (llvm::Error e = allowClusterSize(cluster))
     return e;
   CUlaunchConfig launch{};
   launch.gridDimX = config.cluster.x, launch.gridDimY = config.cluster.y, launch.gridDimZ = config.cluster.z;
@@ -157,6 +173,8 @@ llvm::Error Kernel::launch(const LaunchConfig &config, llvm::ArrayRef<void *> ar
                                info_.static_shared_bytes, device.max_shared_per_block_optin,
                                device.name));
   if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
+    return e;
+  if (llvm::Error e = allowClusterSize(config.cluster.x * config.cluster.y * config.cluster.z))
     return e;
 
   CUlaunchConfig launch{};

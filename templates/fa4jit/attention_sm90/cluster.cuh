@@ -6,7 +6,7 @@
 // CTAs have released it: each consumer warp arrives on its own CTA's empty mbarrier and on the
 // peer's (through the cluster's shared window), and each producer, before it exits, waits for the
 // last release of every stage, so that no arrive ever targets a CTA that has finished.
-#include "fa4jit/common.cuh"
+#include "fa4jit/cluster.cuh"
 
 namespace fa4jit::device::attention_sm90 {
 
@@ -14,20 +14,6 @@ constexpr int kClusterCtas = 2;
 constexpr uint16_t kClusterMask = 0x3u; // multicast to both CTAs of the cluster
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-FA4JIT_DEVICE int clusterCtaRank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return static_cast<int>(r);
-}
-
-// Every thread of both CTAs: the mbarriers each initialized are visible to the other before
-// either sends a multicast or a remote arrive.
-FA4JIT_DEVICE void clusterSync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n"
-               "barrier.cluster.wait.acquire.aligned;\n" ::
-                   : "memory");
-}
-
 // Arrive on the mbarrier at the same offset of CTA `rank` of the cluster (`bar`: this CTA's
 // shared-window address of it), with the default (CTA-scope) release, as CUTLASS's cluster
 // barriers: what it orders is the consumer's wgmma reads of the stage, complete before it. The

@@ -10,44 +10,21 @@ namespace fa4jit::device::quantize {
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
-// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
-// block T::kThreads.
-template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
-  using T = QuantizeTraits<C>;
-  const int bh = blockIdx.y;
-  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
-  const int first_row = walk.first_row, blk = walk.blk;
-  const bool vec_ok = walk.vec_ok;
-  const auto blockOffset = [=](int row) { return walk.offset(row); };
-  BlockVectors<T> next{};
-  if (vec_ok && first_row < p.seqlen)
-    loadBlockVectors<T>(p, blockOffset(first_row), next);
-  const HeadAmax head = headAmax<T>(p, bh);
+// One 16-element block's E4M3 codes under the head's global scale. Shared by the two-pass and the
+// cluster encode.
+template <int kCodeShift> struct E4m3RowEncoder {
+  float g, d, r, cap;
+  bool by_reciprocal;
   // g exactly as NVFP4's, then d = g * 2^shift (exact: g <= FLT_MAX / 2688).
-  const float g = nvfp4GlobalScale(head.amax);
-  const float d = __fmul_rn(g, exp2Int(T::kCodeShift));
-  const bool by_reciprocal = quotientByReciprocalOk(d); // (the E4M3 codes of the exact quotients, formats.cuh)
-  const float r = __frcp_rn(d);
-  // Quotients are capped at 17/16 of the nominal largest, 6 * 448 * 2^-shift: only a subnormal g
-  // reaches the cap, and the codes stay within FP16 scores' bound (NUMERICS.md §1.4).
-  const float cap = __fmul_rn(exp2Int(-T::kCodeShift), 2856.0f);
-  uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
-
-  for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
-    const int row = first_row + t * T::kRowsPerCta;
-    if (row >= p.seqlen)
-      break;
-    float v[16];
-    if (vec_ok) {
-      unpackBlockVectors<T>(next, v);
-      const int following = row + T::kRowsPerCta;
-      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
-        loadBlockVectors<T>(p, blockOffset(following), next);
-    } else {
-      loadRun<T, 16>(p, blockOffset(row), false, v);
-    }
-    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
-      zeroNonFinite(v);
+  FA4JIT_DEVICE explicit E4m3RowEncoder(float head_amax)
+      : g(nvfp4GlobalScale(head_amax)), d(__fmul_rn(g, exp2Int(kCodeShift))), r(__frcp_rn(d)),
+        // Quotients are capped at 17/16 of the nominal largest, 6 * 448 * 2^-shift: only a
+        // subnormal g reaches the cap, and the codes stay within FP16 scores' bound (NUMERICS.md
+        // §1.4).
+        cap(__fmul_rn(exp2Int(-kCodeShift), 2856.0f)),
+        by_reciprocal(quotientByReciprocalOk(d)) {} // (the E4M3 codes of the exact quotients, formats.cuh)
+  // The block's 16 codes, element i in byte i; v is overwritten.
+  FA4JIT_DEVICE uint4 operator()(float (&v)[16]) const {
     if (by_reciprocal) { // (one branch around each loop: a select per element spilled on sm_100a)
 #pragma unroll
       for (int i = 0; i < 16; ++i)
@@ -65,12 +42,46 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
     for (int i = 0; i < 4; ++i)
       w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
              (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
-    *reinterpret_cast<uint4 *>(payload + static_cast<int64_t>(row) * T::kHeadDim + blk * 16) =
-        make_uint4(w[0], w[1], w[2], w[3]);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+  }
+};
+
+// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
+// block T::kThreads.
+template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  const int bh = blockIdx.y;
+  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
+  const int first_row = walk.first_row, blk = walk.blk;
+  const bool vec_ok = walk.vec_ok;
+  const auto blockOffset = [=](int row) { return walk.offset(row); };
+  BlockVectors<T> next{};
+  if (vec_ok && first_row < p.seqlen)
+    loadBlockVectors<T>(p, blockOffset(first_row), next);
+  const HeadAmax head = headAmax<T>(p, bh);
+  const E4m3RowEncoder<T::kCodeShift> encoder(head.amax);
+  uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
+
+  for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
+    const int row = first_row + t * T::kRowsPerCta;
+    if (row >= p.seqlen)
+      break;
+    float v[16];
+    if (vec_ok) {
+      unpackBlockVectors<T>(next, v);
+      const int following = row + T::kRowsPerCta;
+      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
+        loadBlockVectors<T>(p, blockOffset(following), next);
+    } else {
+      loadRun<T, 16>(p, blockOffset(row), false, v);
+    }
+    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
+      zeroNonFinite(v);
+    *reinterpret_cast<uint4 *>(payload + static_cast<int64_t>(row) * T::kHeadDim + blk * 16) = encoder(v);
   }
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0)
-      reinterpret_cast<float *>(p.head_scalar)[bh] = g;
+      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
     writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
   }
 }

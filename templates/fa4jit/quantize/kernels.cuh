@@ -1,9 +1,12 @@
 #pragma once
-// The two passes of a quantizer, as the generated instantiation file calls them:
-//   extern "C" __global__ void <name>_amax(QuantizeParams p)   { amaxPass<Config>(p); }
-//   extern "C" __global__ void <name>_encode(QuantizeParams p) { encodePass<Config>(p); }
-// params.cuh describes the launches and the output layouts.
+// The passes of a quantizer, as the generated instantiation file calls them:
+//   extern "C" __global__ void <name>_amax(QuantizeParams p)    { amaxPass<Config>(p); }
+//   extern "C" __global__ void <name>_encode(QuantizeParams p)  { encodePass<Config>(p); }
+// and, on sm_90 and later for NVFP4 rows, E4M3 rows and FP8 V^T, the one-pass alternative:
+//   extern "C" __global__ void <name>_cluster(QuantizeParams p) { clusterPass<Config>(p); }
+// params.cuh describes the launches and the output layouts, cluster_pass.cuh the cluster's.
 #include "fa4jit/quantize/amax.cuh"
+#include "fa4jit/quantize/cluster_pass.cuh"
 #include "fa4jit/quantize/e4m3_rows.cuh"
 #include "fa4jit/quantize/nvfp4.cuh"
 #include "fa4jit/quantize/vt_fp8.cuh"

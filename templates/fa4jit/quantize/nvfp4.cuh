@@ -43,6 +43,40 @@ FA4JIT_DEVICE float nvfp4GlobalScale(float amax) {
   return g > 0.0f ? g : 1.0f;
 }
 
+// One 16-element block's NVFP4 encoding (docs/NUMERICS.md §1) under the head's global scale: its
+// UE4M3 scale and 8 payload bytes. Shared by the two-pass and the cluster encode. Every division
+// is §1's, in FP32 with one rounding (__fdiv_rn / __fmul_rn keep that under --use_fast_math too).
+struct Nvfp4BlockEncoder {
+  float g, six_g;
+  FA4JIT_DEVICE explicit Nvfp4BlockEncoder(float head_amax)
+      : g(nvfp4GlobalScale(head_amax)), six_g(__fmul_rn(6.0f, g)) {}
+  // The block's scale byte; its codes into `codes` (element 2i in the low nibble of byte i).
+  FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], uint2 &codes) const {
+    float amax_b = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      amax_b = fmaxf(amax_b, fabsf(v[i]));
+    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToUE4M3(__fdiv_rn(amax_b, six_g));
+    // s_b * g can underflow to 0 for a subnormal g: such blocks hold code 0, as on the host.
+    const float denom = __fmul_rn(ue4m3ToFloat(s), g);
+    uint32_t w[2] = {0u, 0u};
+    if (quotientByReciprocalOk(denom)) { // (the E2M1 codes of the exact quotients, formats.cuh)
+      const float r = __frcp_rn(denom);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        w[i / 4] |= finiteFloatsToE2M1x2(quotientByReciprocal(v[2 * i], denom, r),
+                                         quotientByReciprocal(v[2 * i + 1], denom, r))
+                    << (8 * (i % 4));
+    } else if (denom != 0.0f) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        w[i / 4] |= finiteFloatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)) << (8 * (i % 4));
+    }
+    codes = make_uint2(w[0], w[1]);
+    return s;
+  }
+};
+
 // What one thread of a row-major encode pass (NVFP4, E4M3 rows) reads: its 16-element block `blk`
 // of rows first_row, first_row + kRowsPerCta, ... (kNvfp4TilesPerCta of them) of head bh.
 struct RowBlockWalk {
@@ -77,10 +111,7 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   if (vec_ok && first_row < p.seqlen)
     loadBlockVectors<T>(p, blockOffset(first_row), next);
   const HeadAmax head = headAmax<T>(p, bh);
-  // Every division below is docs/NUMERICS.md §1's, in FP32 with one rounding (__fdiv_rn /
-  // __fmul_rn keep that under --use_fast_math too).
-  const float g = nvfp4GlobalScale(head.amax);
-  const float six_g = __fmul_rn(6.0f, g);
+  const Nvfp4BlockEncoder encoder(head.amax);
   uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * (T::kHeadDim / 2);
@@ -105,32 +136,14 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     }
     if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
       zeroNonFinite(v);
-    float amax_b = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      amax_b = fmaxf(amax_b, fabsf(v[i]));
-    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToUE4M3(__fdiv_rn(amax_b, six_g));
-    // s_b * g can underflow to 0 for a subnormal g: such blocks hold code 0, as on the host.
-    const float denom = __fmul_rn(ue4m3ToFloat(s), g);
-    uint32_t w[2] = {0u, 0u};
-    if (quotientByReciprocalOk(denom)) { // (the E2M1 codes of the exact quotients, formats.cuh)
-      const float r = __frcp_rn(denom);
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        w[i / 4] |= finiteFloatsToE2M1x2(quotientByReciprocal(v[2 * i], denom, r),
-                                         quotientByReciprocal(v[2 * i + 1], denom, r))
-                    << (8 * (i % 4));
-    } else if (denom != 0.0f) {
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        w[i / 4] |= finiteFloatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)) << (8 * (i % 4));
-    }
-    *reinterpret_cast<uint2 *>(payload + static_cast<int64_t>(row) * (T::kHeadDim / 2) + blk * 8) = make_uint2(w[0], w[1]);
+    uint2 codes;
+    const uint8_t s = encoder(v, codes);
+    *reinterpret_cast<uint2 *>(payload + static_cast<int64_t>(row) * (T::kHeadDim / 2) + blk * 8) = codes;
     sf[sf_off] = s;
   }
   if (blockIdx.x == 0) {
     if (threadIdx.x == 0)
-      reinterpret_cast<float *>(p.head_scalar)[bh] = g;
+      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
     writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
   }
 }

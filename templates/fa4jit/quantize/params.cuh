@@ -159,4 +159,28 @@ FA4JIT_HD constexpr int quantizeDefaultAmaxChunks(int batch, int heads, int seql
   return c < 1 ? 1 : (c > most ? most : c);
 }
 
+// The one-pass quantizer (cluster_pass.cuh) of NVFP4 rows, E4M3 rows and FP8 V^T: a cluster of
+// `ctas` CTAs per head, each staging whole 128-row tiles of x in shared memory.
+FA4JIT_HD constexpr int quantizeClusterRowsPerCta(int seqlen, int ctas) {
+  return ceilDiv(ceilDiv(seqlen, 128), ctas) * 128;
+}
+FA4JIT_HD constexpr int64_t quantizeClusterSliceBytes(int seqlen, int head_dim, int elem_bytes, int ctas) {
+  return static_cast<int64_t>(quantizeClusterRowsPerCta(seqlen, ctas)) * head_dim * elem_bytes;
+}
+// Clusters of up to 16 CTAs: more than 8 is non-portable on sm_90, so the engine launches 16 only
+// where the device can hold such a cluster.
+constexpr int kQuantizeClusterMaxCtas = 16;
+// A slice of at most 64 KiB: three CTAs share an SM, so one copies its slice in while another
+// encodes. With one CTA per SM the copy and the encode alternate and the memory idles meanwhile.
+constexpr int64_t kQuantizeClusterSliceBytes = 64 * 1024;
+// The cluster size for one head: the fewest CTAs, a power of two up to `max_ctas`, whose slices fit
+// kQuantizeClusterSliceBytes; 0 where none does (the two passes run).
+FA4JIT_HD constexpr int quantizeClusterCtas(int seqlen, int head_dim, int elem_bytes,
+                                           int max_ctas = kQuantizeClusterMaxCtas) {
+  for (int ctas = 1; ctas <= max_ctas; ctas *= 2)
+    if (quantizeClusterSliceBytes(seqlen, head_dim, elem_bytes, ctas) <= kQuantizeClusterSliceBytes)
+      return ctas;
+  return 0;
+}
+
 } // namespace fa4jit::device::quantize

@@ -7,38 +7,20 @@ namespace fa4jit::device::quantize {
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 
-// grid quantizeEncodeGrid (x over groups of kVtTilesPerCta key tiles, y over head-dim tiles,
-// z = batch * heads), block T::kThreads.
-template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
-  using T = QuantizeTraits<C>;
-  __shared__ float tile[T::kDims][T::kTilePitch];
-  const int bh = blockIdx.z;
-  const int d0 = blockIdx.y * T::kDims;
-  const int64_t skp = quantizePaddedKeys(p.seqlen);
-  const int first_k = blockIdx.x * kVtTilesPerCta * kVtKeyTile;
-  const bool vec_ok = vectorLoadsOk<T>(p);
-
-  // s_v = amax / 448 in FP32 (1 when that is 0), then one division per element as the host does
-  // (by reciprocal and correction where that gives the same codes).
-  // The first tile's loads are issued before the head's maximum is reduced: both latencies overlap.
-  VtTileVectors<T> next{};
-  if (vec_ok)
-    loadVtTileVectors<T>(p, bh, first_k, d0, next);
-  const HeadAmax head = headAmax<T>(p, bh);
-  float s_v = __fdiv_rn(head.amax, 448.0f);
-  if (!(s_v > 0.0f))
-    s_v = 1.0f;
-  if (blockIdx.x == 0 && blockIdx.y == 0) {
-    if (threadIdx.x == 0)
-      reinterpret_cast<float *>(p.head_scalar)[bh] = s_v;
-    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+// One (head-dim row, 32-key block)'s E4M3 codes under the head's s_v = amax / 448 in FP32 (1 when
+// that is 0): one division per element as the host does (by reciprocal and correction where that
+// gives the same codes). Shared by the two-pass and the cluster encode.
+struct Fp8VtEncoder {
+  float s_v, r;
+  bool by_reciprocal;
+  FA4JIT_DEVICE explicit Fp8VtEncoder(float head_amax) : s_v(__fdiv_rn(head_amax, 448.0f)) {
+    if (!(s_v > 0.0f))
+      s_v = 1.0f;
+    r = __frcp_rn(s_v);
+    by_reciprocal = quotientByReciprocalOk(s_v); // (the E4M3 codes of the exact quotients, formats.cuh)
   }
-  const bool by_reciprocal = quotientByReciprocalOk(s_v); // (the E4M3 codes of the exact quotients, formats.cuh)
-  const float r = __frcp_rn(s_v);
-  const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
-  const int blk = static_cast<int>(threadIdx.x) / T::kDims;
-  bool nonfinite = false; // (the amax pass records the rows)
-  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
+  // The 32 codes in stored key order, keys 0-15 in `lo`, 16-31 in `hi`; v is overwritten.
+  FA4JIT_DEVICE void operator()(float (&v)[32], uint4 &lo, uint4 &hi) const {
     if (by_reciprocal) {
 #pragma unroll
       for (int i = 0; i < 32; ++i)
@@ -53,10 +35,43 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
     for (int i = 0; i < 8; ++i)
       w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
              (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
+    lo = make_uint4(w[0], w[1], w[2], w[3]);
+    hi = make_uint4(w[4], w[5], w[6], w[7]);
+  }
+};
+
+// grid quantizeEncodeGrid (x over groups of kVtTilesPerCta key tiles, y over head-dim tiles,
+// z = batch * heads), block T::kThreads.
+template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  __shared__ float tile[T::kDims][T::kTilePitch];
+  const int bh = blockIdx.z;
+  const int d0 = blockIdx.y * T::kDims;
+  const int64_t skp = quantizePaddedKeys(p.seqlen);
+  const int first_k = blockIdx.x * kVtTilesPerCta * kVtKeyTile;
+  const bool vec_ok = vectorLoadsOk<T>(p);
+
+  // The first tile's loads are issued before the head's maximum is reduced: both latencies overlap.
+  VtTileVectors<T> next{};
+  if (vec_ok)
+    loadVtTileVectors<T>(p, bh, first_k, d0, next);
+  const HeadAmax head = headAmax<T>(p, bh);
+  const Fp8VtEncoder encoder(head.amax);
+  if (blockIdx.x == 0 && blockIdx.y == 0) {
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.s_v;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
+  const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
+  const int blk = static_cast<int>(threadIdx.x) / T::kDims;
+  bool nonfinite = false; // (the amax pass records the rows)
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
+    uint4 lo, hi;
+    encoder(v, lo, hi);
     uint8_t *dst =
         reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
-    reinterpret_cast<uint4 *>(dst)[0] = make_uint4(w[0], w[1], w[2], w[3]);
-    reinterpret_cast<uint4 *>(dst)[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    reinterpret_cast<uint4 *>(dst)[0] = lo;
+    reinterpret_cast<uint4 *>(dst)[1] = hi;
   });
 }
 

@@ -22,13 +22,21 @@ struct EntryPoint {
 
 struct EmittedKernel {
   std::string name;                // kernelName(spec)
-  std::vector<EntryPoint> entries; // in launch order (quantizers: the amax pass, then the encode pass)
+  std::vector<EntryPoint> entries; // in launch order (quantizers: the amax pass, the encode pass, then
+                                   // the one-pass cluster kernel where there is one)
   std::string source;              // the instantiation file, compile with --std=c++17 -I<templates root>
 };
 
 // Validates the spec, then generates. Same spec, same bytes: no time stamps, no addresses, no
 // environment. Errors name the spec field (validation) or the missing template.
 llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec);
+
+// The quantizers' one-pass kernel (templates/fa4jit/quantize/cluster_pass.cuh): the suffix of its
+// entry point, which follows the two passes' where quantizeHasClusterPass(spec). It exists on the
+// targets with thread-block clusters (sm_90a, sm_100a) for the formats whose codes need the head's
+// maximum before any is written (NVFP4 and E4M3 rows, FP8 V^T); MXFP4 V^T is one pass without it.
+inline constexpr const char *kQuantizeClusterSuffix = "_cluster";
+bool quantizeHasClusterPass(const KernelSpec &spec);
 
 // Whether the attention templates (fa4jit/attention/kernel.cuh) are embedded in this build.
 bool attentionTemplatesAvailable();

@@ -10,6 +10,8 @@
 //   FA4JIT_LOG_LEVEL          trace | debug | info | warn | error | critical | off
 //   FA4JIT_CHECK_FINITE       1/true/yes/on: a NaN or Inf input is an error (the forward then
 //                             synchronizes); default off: it propagates to the rows it reaches
+//   FA4JIT_QUANTIZE_PASSES    auto | two: the quantizers' one-pass cluster kernel where a head
+//                             fits it (default auto), or always the amax and encode passes
 //   FA4JIT_REPRO_DIR          where failed compiles leave a reproducer (default <cache dir>/repro)
 //   NVRTC_APPEND_FLAGS        NVRTC's own: read here only so that it enters the cache key
 #include "fa4jit/cache/cache_config.h"
@@ -39,11 +41,23 @@ enum class NonFinitePolicy {
   Check,
 };
 
+// How the quantizers of NVFP4 rows, E4M3 rows and FP8 V^T run (templates/fa4jit/quantize): the
+// same bits either way.
+enum class QuantizePasses {
+  // The one-pass cluster kernel where the device has clusters, x allows 16-byte loads and a head
+  // fits the cluster's shared memory (x read once); the two passes elsewhere.
+  Auto,
+  // Always the amax pass, then the encode pass (x read twice): for comparisons and tests.
+  Two,
+};
+const char *quantizePassesName(QuantizePasses passes);
+
 struct RuntimeConfig {
   cache::CacheConfig cache;
   TuneMode tune = TuneMode::Off;
   spdlog::level::level_enum log_level = spdlog::level::warn;
   NonFinitePolicy nonfinite = NonFinitePolicy::Propagate;
+  QuantizePasses quantize_passes = QuantizePasses::Auto;
   std::string repro_dir; // empty when no directory could be derived
   // NVRTC_APPEND_FLAGS (read by NVRTC itself behind our options): part of every cache key, so a
   // kernel compiled with extra flags is never served to a process without them, or vice versa.

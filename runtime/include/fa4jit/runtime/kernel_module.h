@@ -49,6 +49,8 @@ private:
   // Opts the kernel in to `bytes` of dynamic shared memory where that is above the default 48 KiB
   // and above what it was allowed so far.
   llvm::Error allowDynamicShared(unsigned bytes);
+  // Opts the kernel in to clusters of more than 8 CTAs (non-portable) where `ctas` needs it.
+  llvm::Error allowClusterSize(unsigned ctas);
   friend class KernelModule;
   Kernel(KernelModule *module, void *function, CubinKernelInfo info)
       : module_(module), function_(function), info_(std::move(info)) {}
@@ -56,6 +58,7 @@ private:
   void *function_; // CUfunction
   CubinKernelInfo info_;
   int max_dynamic_shared_set_ = 48 * 1024;
+  bool non_portable_cluster_set_ = false;
   struct ClusterOccupancy {
     unsigned threads = 0, cluster = 0, shared = 0;
     int clusters = -1;
