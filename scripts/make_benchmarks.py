@@ -264,6 +264,97 @@ def e4m3_qk_section(run_dir):
     return out
 
 
+def quantize_cluster_section(run_dir):
+    """The one-pass cluster quantizers against the two passes, from their own run folder: run.json,
+    `fa4jit jit-bench --json` with the default passes (jit.json) and with FA4JIT_QUANTIZE_PASSES=two
+    (jit_two.json), `fa4jit bench --json` both ways (bench_auto.jsonl, bench_two.jsonl) and
+    scripts/bench_sdpa.py (sdpa.jsonl) of the same call."""
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    files = meta.get("files", {})
+
+    def jit(name):
+        with open(os.path.join(run_dir, files.get(name, name + ".json")), encoding="utf-8") as f:
+            text = f.read()
+        return json.loads(text[text.index("{"):]).get("quantize", {})
+
+    one, two = jit("jit"), jit("jit_two")
+    sdpa_rows = load(os.path.join(run_dir, files.get("sdpa", "sdpa.jsonl")))
+    sdpa = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa_rows if r.get("kind") == "sdpa"}
+    ceil = next((r for r in sdpa_rows if r.get("kind") == "ceiling"), {})
+    out = ["", "## One-pass quantizers", ""]
+    out.append(wrap(
+        f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}), its own "
+        "run. NVFP4 and E4M3 Q/K and FP8 V need the head's maximum before any code: the two passes read x "
+        "twice (the max, then the encode), the one-pass kernel once (a cluster of CTAs holds the head in "
+        "shared memory). `fa4jit jit-bench`: each quantizer's `Engine::quantize` call at `fa4jit bench`'s 4k-key "
+        "shapes, milliseconds and the bandwidth it reaches (BF16 read once plus the codes written) as a fraction "
+        f"of the device copy of the same run ({one.get('copy_tb_s', 0):.2f} TB/s, read plus write)."))
+    out.append("")
+    out.append("| D | format | two passes ms | one pass ms | two passes × copy | one pass × copy |")
+    out.append("|---|---|---|---|---|---|")
+    two_calls = {(tuple(sh["shape"]), c["format"]): c for sh in two.get("bench_shapes", []) for c in sh["calls"]}
+    for sh in one.get("bench_shapes", []):
+        for c in sh["calls"]:
+            t = two_calls.get((tuple(sh["shape"]), c["format"]))
+            if not t:
+                continue
+            out.append(f"| {sh['shape'][3]} | {c['format']} | {t['ms']:.4f} | {c['ms']:.4f} | "
+                       f"{t['fraction_of_copy']:.2f} | {c['fraction_of_copy']:.2f} |")
+    out.append("")
+    sizes = sorted({c["ctas"] for sh in one.get("bench_shapes", []) for p in sh["passes"]
+                    for c in p.get("cluster", [])})
+    if sizes:
+        out.append(wrap("The one-pass kernel alone (256 threads) at each cluster size whose slices fit a CTA's shared "
+                        "memory, × copy (the engine takes the fewest CTAs whose slices stay within 64 KiB):"))
+        out.append("")
+        out.append("| D | format | " + " | ".join(f"{n} CTAs" for n in sizes) + " |")
+        out.append("|---|---|" + "---|" * len(sizes))
+        for sh in one.get("bench_shapes", []):
+            for p in sh["passes"]:
+                if p["threads"] != 256 or not p.get("cluster"):
+                    continue
+                by = {c["ctas"]: c for c in p["cluster"]}
+                cells = [f"{by[n]['fraction_of_copy']:.2f} ({by[n]['slice_kib']:.0f} KiB)" if n in by else "-"
+                         for n in sizes]
+                out.append(f"| {sh['shape'][3]} | {p['format']} | " + " | ".join(cells) + " |")
+        out.append("")
+
+    def bench(name):
+        rows = load(os.path.join(run_dir, files.get(name, name + ".jsonl")))
+        return {(r["route"], r["head_dim"], r["seqlen"], r["causal"]): r for r in rows if r.get("kind") == "fa4jit"}
+
+    b1, b2 = bench("bench_auto"), bench("bench_two")
+    out.append(wrap("The call from BF16 (`fa4jit bench`, TFLOP/s and × cuDNN BF16 SDPA of the same run) with the "
+                    "two passes and with the one-pass kernels, the kernel alone, and the share of the kernel's "
+                    "speed the call keeps:"))
+    out.append("")
+    out.append("| D | keys | causal | route | cuDNN | two passes | one pass | kernel | kept, two / one pass |")
+    out.append("|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(b1, key=lambda k: (k[1], k[2], k[3], k[0])):
+        route, d, s, c = key
+        r1, r2 = b1[key], b2.get(key)
+        base = sdpa.get((d, s, c), {}).get("cudnn_tflops")
+        if not r2 or not base:
+            continue
+        out.append(f"| {d} | {keys_label(s)} | {c} | {route} | {base:.0f} | "
+                   f"{r2['e2e_tflops']:.0f} ({r2['e2e_tflops'] / base:.2f}x) | "
+                   f"{r1['e2e_tflops']:.0f} ({r1['e2e_tflops'] / base:.2f}x) | {r1['tflops']:.0f} | "
+                   f"{r2['e2e_tflops'] / r2['tflops']:.2f} / {r1['e2e_tflops'] / r1['tflops']:.2f} |")
+    out.append("")
+    if ceil:
+        out.append(wrap(f"Ceilings of the run: copy {ceil.get('copy_tb_s', 0):.2f} TB/s, BF16 GEMM "
+                        f"{ceil.get('bf16_gemm_tflops', 0):.0f} TFLOP/s, FP8 GEMM "
+                        f"{ceil.get('fp8_gemm_tflops', 0):.0f} TFLOP/s."))
+        out.append("")
+    args = meta.get("bench_args", "")
+    out.extend(notes_and_command(meta, "BIN=.device-carry; for p in auto two; do FA4JIT_QUANTIZE_PASSES=$p "
+                                       "\"$BIN/fa4jit\" jit-bench --head-dim 64,128,256 --json > jit_$p.json; "
+                                       f"FA4JIT_QUANTIZE_PASSES=$p \"$BIN/fa4jit\" bench {args} --json > bench_$p.jsonl; "
+                                       "done; python3 scripts/bench_sdpa.py --head-dim 128 --seqlen 4096,16384 > sdpa.jsonl"))
+    return out
+
+
 def notes_and_command(meta, command):
     """A run folder's notes, then the command that reproduces it."""
     out = []
@@ -303,7 +394,7 @@ def backward_variants_table(run_dir, meta):
     return out
 
 
-def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=None):
+def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=None, quantize_dir=None):
     meta, ours, sdpa, gpu, run_log = read_run(run_dir)
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
@@ -582,6 +673,8 @@ def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=Non
         out.extend(decode_section(decode_dir))
     if e4m3_qk_dir and os.path.exists(os.path.join(e4m3_qk_dir, "run.json")):
         out.extend(e4m3_qk_section(e4m3_qk_dir))
+    if quantize_dir and os.path.exists(os.path.join(quantize_dir, "run.json")):
+        out.extend(quantize_cluster_section(quantize_dir))
     text = "\n".join(out) + "\n"
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
@@ -599,8 +692,10 @@ def main():
                     help="run folder of scripts/bench_decode.py (default docs/benchmarks/decode)")
     ap.add_argument("--e4m3-qk-run", default=os.path.join(REPO, "docs", "benchmarks", "e4m3_qk"),
                     help="run folder of the E4M3 Q/K presets (default docs/benchmarks/e4m3_qk)")
+    ap.add_argument("--quantize-run", default=os.path.join(REPO, "docs", "benchmarks", "quantize"),
+                    help="run folder of the one-pass quantizers (default docs/benchmarks/quantize)")
     args = ap.parse_args()
-    build(args.run, args.out, args.backward_run, args.decode_run, args.e4m3_qk_run)
+    build(args.run, args.out, args.backward_run, args.decode_run, args.e4m3_qk_run, args.quantize_run)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ namespace fa4jit::device::quantize {
 template <class T> constexpr int kVectorsPerRow = T::kHeadDim / T::kVec;
 
 // Copies rows [first, end) of head bh into the slice (row r at slice row r - first) with 16-byte
-// asynchronous copies, zeroes the slice's rows from end - first to `rows` (keys past S then read as
-// 0, which is what V^T's padding keys encode to), and waits for the CTA.
+// asynchronous copies and waits for the CTA. For V^T it zeroes the slice's rows from end - first to
+// `rows`: keys past S then read as 0, which is what V^T's padding keys encode to (the row-major
+// encodes never read rows past S).
 template <class T>
 FA4JIT_DEVICE void stageSlice(const QuantizeParams &p, int bh, int first, int end, int rows, uint4 *slice) {
   const uint8_t *x = reinterpret_cast<const uint8_t *>(p.x);
@@ -37,8 +38,9 @@ FA4JIT_DEVICE void stageSlice(const QuantizeParams &p, int bh, int first, int en
                  : "memory");
   }
   asm volatile("cp.async.commit_group;\n" ::: "memory");
-  for (int i = n + static_cast<int>(threadIdx.x); i < rows * kVectorsPerRow<T>; i += T::kThreads)
-    slice[i] = make_uint4(0u, 0u, 0u, 0u);
+  if constexpr (!T::kRowMajor)
+    for (int i = n + static_cast<int>(threadIdx.x); i < rows * kVectorsPerRow<T>; i += T::kThreads)
+      slice[i] = make_uint4(0u, 0u, 0u, 0u);
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
 }
