@@ -208,6 +208,20 @@ struct PassOutputs {
   std::vector<uint32_t> scalars, rows;
 };
 
+// A one-pass kernel against its format's two passes: every byte they wrote.
+void checkSameOutputs(const PassOutputs &one, const PassOutputs &two) {
+  CHECK(one.payload == two.payload);
+  CHECK(one.scales == two.scales);
+  CHECK(one.scalars == two.scalars);
+  CHECK(one.rows == two.rows);
+}
+
+// Whether some head of the outputs names a first non-finite row.
+bool anyNonFiniteHead(const PassOutputs &out, int heads) {
+  return std::any_of(out.rows.begin(), out.rows.begin() + heads,
+                     [](uint32_t r) { return int32_t(r) != dq::kNoNonFiniteRow; });
+}
+
 // Runs the MXFP4 quantizer `spec` on x (dense [B, H, S, D] from element `offset`) either as its two
 // passes or as its encode pass alone with sync words, into poisoned buffers, and returns
 // everything it wrote.
@@ -301,15 +315,9 @@ TEST_CASE("MXFP4 V^T in one pass writes what the two passes write, bit for bit",
     }
     auto dx = upload(host.data(), host.size());
     const PassOutputs two = runMxfp4(spec, c, dx, false);
-    const PassOutputs one = runMxfp4(spec, c, dx, true);
-    CHECK(one.payload == two.payload);
-    CHECK(one.scales == two.scales);
-    CHECK(one.scalars == two.scalars);
-    CHECK(one.rows == two.rows);
+    checkSameOutputs(runMxfp4(spec, c, dx, true), two);
     // The planted elements are seen: some head names a first non-finite row.
-    const bool any = std::any_of(two.rows.begin(), two.rows.begin() + c.batch * c.heads,
-                                 [](uint32_t r) { return int32_t(r) != dq::kNoNonFiniteRow; });
-    CHECK(any == (c.nonfinite > 0));
+    CHECK(anyNonFiniteHead(two, c.batch * c.heads) == (c.nonfinite > 0));
   }
 }
 
@@ -434,14 +442,8 @@ TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit 
                               << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim
                               << " bshd " << c.bshd << " nonfinite " << c.nonfinite << ", cluster of " << ctas
                               << " seed " << seed);
-      const PassOutputs one = runRowsOrFp8(spec, c, dx, ctas);
-      CHECK(one.payload == two.payload);
-      CHECK(one.scales == two.scales);
-      CHECK(one.scalars == two.scalars);
-      CHECK(one.rows == two.rows);
+      checkSameOutputs(runRowsOrFp8(spec, c, dx, ctas), two);
     }
-    const bool any = std::any_of(two.rows.begin(), two.rows.begin() + c.batch * c.heads,
-                                 [](uint32_t r) { return int32_t(r) != dq::kNoNonFiniteRow; });
-    CHECK(any == (c.nonfinite > 0));
+    CHECK(anyNonFiniteHead(two, c.batch * c.heads) == (c.nonfinite > 0));
   }
 }

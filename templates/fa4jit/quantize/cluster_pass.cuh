@@ -221,7 +221,7 @@ template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
   } else {
     // FP8 V^T: one thread per (head-dim row, 32-key block), kDims rows x 128 keys at a time; the
     // slice's padding keys are staged as 0.
-    const Fp8VtEncoder encoder(head.amax);
+    const Fp8VtEncoder<T> encoder(head.amax);
     if (clusterCtaRank() == 0 && threadIdx.x == 0) {
       reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.s_v;
       firstNonFiniteRow(p)[bh] = head.first_row;
@@ -237,12 +237,7 @@ template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
           v[pos] = stagedElement<T>(slice, k0 - first + blk * 32 + vtKeyAt(pos, T::kPermuted), d);
         if (head.nonfinite)
           zeroNonFinite(v);
-        uint4 lo, hi;
-        encoder(v, lo, hi);
-        uint8_t *dst =
-            reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
-        reinterpret_cast<uint4 *>(dst)[0] = lo;
-        reinterpret_cast<uint4 *>(dst)[1] = hi;
+        encoder(v, p, bh, d, k0 + blk * 32);
       }
   }
   clusterWait();

@@ -10,7 +10,7 @@ namespace fa4jit::device::quantize {
 // One (head-dim row, 32-key block)'s E4M3 codes under the head's s_v = amax / 448 in FP32 (1 when
 // that is 0): one division per element as the host does (by reciprocal and correction where that
 // gives the same codes). Shared by the two-pass and the cluster encode.
-struct Fp8VtEncoder {
+template <class T> struct Fp8VtEncoder {
   float s_v, r;
   bool by_reciprocal;
   FA4JIT_DEVICE explicit Fp8VtEncoder(float head_amax) : s_v(__fdiv_rn(head_amax, 448.0f)) {
@@ -19,8 +19,9 @@ struct Fp8VtEncoder {
     r = __frcp_rn(s_v);
     by_reciprocal = quotientByReciprocalOk(s_v); // (the E4M3 codes of the exact quotients, formats.cuh)
   }
-  // The 32 codes in stored key order, keys 0-15 in `lo`, 16-31 in `hi`; v is overwritten.
-  FA4JIT_DEVICE void operator()(float (&v)[32], uint4 &lo, uint4 &hi) const {
+  // Writes the 32 codes of one (head-dim row d, 32-key block at key k) of head bh, in stored key
+  // order, to V^T [D, Skp]; v is overwritten.
+  FA4JIT_DEVICE void operator()(float (&v)[32], const QuantizeParams &p, int bh, int d, int k) const {
     if (by_reciprocal) {
 #pragma unroll
       for (int i = 0; i < 32; ++i)
@@ -35,8 +36,10 @@ struct Fp8VtEncoder {
     for (int i = 0; i < 8; ++i)
       w[i] = static_cast<uint32_t>(floatsToE4M3x2(v[4 * i], v[4 * i + 1])) |
              (static_cast<uint32_t>(floatsToE4M3x2(v[4 * i + 2], v[4 * i + 3])) << 16);
-    lo = make_uint4(w[0], w[1], w[2], w[3]);
-    hi = make_uint4(w[4], w[5], w[6], w[7]);
+    uint4 *dst = reinterpret_cast<uint4 *>(reinterpret_cast<uint8_t *>(p.payload) +
+                                           (static_cast<int64_t>(bh) * T::kHeadDim + d) * quantizePaddedKeys(p.seqlen) + k);
+    dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+    dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
   }
 };
 
@@ -47,7 +50,6 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   __shared__ float tile[T::kDims][T::kTilePitch];
   const int bh = blockIdx.z;
   const int d0 = blockIdx.y * T::kDims;
-  const int64_t skp = quantizePaddedKeys(p.seqlen);
   const int first_k = blockIdx.x * kVtTilesPerCta * kVtKeyTile;
   const bool vec_ok = vectorLoadsOk<T>(p);
 
@@ -56,7 +58,7 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   if (vec_ok)
     loadVtTileVectors<T>(p, bh, first_k, d0, next);
   const HeadAmax head = headAmax<T>(p, bh);
-  const Fp8VtEncoder encoder(head.amax);
+  const Fp8VtEncoder<T> encoder(head.amax);
   if (blockIdx.x == 0 && blockIdx.y == 0) {
     if (threadIdx.x == 0)
       reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.s_v;
@@ -66,12 +68,7 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
   bool nonfinite = false; // (the amax pass records the rows)
   forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
-    uint4 lo, hi;
-    encoder(v, lo, hi);
-    uint8_t *dst =
-        reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * skp + k0 + blk * 32;
-    reinterpret_cast<uint4 *>(dst)[0] = lo;
-    reinterpret_cast<uint4 *>(dst)[1] = hi;
+    encoder(v, p, bh, d, k0 + blk * 32);
   });
 }
 
