@@ -389,6 +389,22 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
   return out;
 }
 
+// Whether the device holds one cluster of `ctas` CTAs of the cluster kernel of `spec` for c.
+bool holdsCluster(const KernelSpec &spec, const ClusterCase &c, int ctas) {
+  llvm::Expected<EmittedKernel> k = emitKernel(spec);
+  REQUIRE_OK(k);
+  auto cluster = gpuEngine().kernel(spec, k->entries.at(2).name);
+  REQUIRE_OK(cluster);
+  runtime::LaunchConfig l;
+  l.block = {unsigned(c.threads), 1, 1};
+  l.cluster = {unsigned(ctas), 1, 1};
+  l.dynamic_shared_bytes = unsigned(
+      dq::quantizeClusterSliceBytes(c.seqlen, c.head_dim, c.input == QuantInput::F32 ? 4 : 2, ctas));
+  auto resident = cluster->maxActiveClusters(l);
+  REQUIRE_OK(resident);
+  return *resident > 0;
+}
+
 } // namespace
 
 TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit for bit", "[gpu][quantize]") {
@@ -398,6 +414,8 @@ TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit 
   const ClusterCase cases[] = {
       // format                 input             perm   thr  B  H  S     D    bshd   nonfinite
       {QuantFormat::Nvfp4,      QuantInput::Bf16, false, 256, 2, 3, 1000, 128, false, 0},
+      {QuantFormat::Nvfp4,      QuantInput::Bf16, false, 256, 1, 2, 4096, 128, false, 2}, // (16 CTAs of 64 KiB)
+      {QuantFormat::Fp8PerHead, QuantInput::Bf16, true,  256, 1, 2, 4096, 128, false, 1},
       {QuantFormat::Nvfp4,      QuantInput::F32,  false, 128, 1, 2, 300,  64,  true,  3},
       {QuantFormat::Nvfp4,      QuantInput::F16,  false, 512, 1, 2, 700,  256, false, 2},
       {QuantFormat::E4m3Rows,   QuantInput::Bf16, false, 256, 2, 2, 513,  128, true,  1},
@@ -434,9 +452,12 @@ TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit 
     }
     auto dx = upload(host.data(), host.size());
     const PassOutputs two = runRowsOrFp8(spec, c, dx, 0);
-    // Every cluster size whose slices fit a CTA's shared memory (portable sizes: up to 8).
-    for (int ctas = 1; ctas <= 8; ctas *= 2) {
+    // Every cluster size whose slices fit a CTA's shared memory, 16 (non-portable) where the
+    // device holds such a cluster, as the engine launches it.
+    for (int ctas = 1; ctas <= dq::kQuantizeClusterMaxCtas; ctas *= 2) {
       if (dq::quantizeClusterSliceBytes(c.seqlen, c.head_dim, esize, ctas) > 200 * 1024)
+        continue;
+      if (ctas > 8 && !holdsCluster(spec, c, ctas))
         continue;
       INFO(toString(c.format) << " input " << esize << " bytes, permuted " << c.permuted << " threads " << c.threads
                               << " B" << c.batch << " H" << c.heads << " S" << c.seqlen << " D" << c.head_dim

@@ -5,6 +5,7 @@
 
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/heuristics.h"
+#include "fa4jit/logging/log.h"
 #include "fa4jit/quantize/params.cuh"
 #include "fa4jit/runtime/forward_validate.h"
 
@@ -207,19 +208,25 @@ llvm::Expected<int> Engine::clusterPassCtas(const KernelSpec &spec, const std::s
        15u) != 0)
     return 0;
   const int ctas = dq::quantizeClusterCtas(seqlen, head_dim, static_cast<int>(bytes));
-  if (ctas <= 8) // (0: no cluster fits; up to 8: a portable cluster, which every sm_90 device holds)
+  if (ctas <= 1)
     return ctas;
-  // A cluster of more than 8 CTAs is non-portable: only where the device holds one.
+  // Only where the device holds such a cluster: more than 8 CTAs is non-portable, and MPS or a
+  // partition of the GPU may hold fewer SMs than a cluster. The answer is remembered per kernel;
+  // a device that cannot answer gets the two passes.
   auto k = kernel(spec, entry);
   if (!k)
     return k.takeError();
   runtime::LaunchConfig config;
   config.block = {unsigned(threads), 1, 1};
   config.cluster = {unsigned(ctas), 1, 1};
-  config.dynamic_shared_bytes = static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
+  config.dynamic_shared_bytes =
+      static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
   auto resident = k->maxActiveClusters(config);
-  if (!resident)
-    return resident.takeError();
+  if (!resident) {
+    logging::logger().debug("quantizer {}: no cluster of {} CTAs ({}); the two passes run", entry, ctas,
+                            llvm::toString(resident.takeError()));
+    return 0;
+  }
   return *resident > 0 ? ctas : 0;
 }
 

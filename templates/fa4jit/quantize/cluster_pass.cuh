@@ -23,7 +23,7 @@ template <class T> constexpr int kVectorsPerRow = T::kHeadDim / T::kVec;
 // Copies rows [first, end) of head bh into the slice (row r at slice row r - first) with 16-byte
 // asynchronous copies and waits for the CTA. For V^T it zeroes the slice's rows from end - first to
 // `rows`: keys past S then read as 0, which is what V^T's padding keys encode to (the row-major
-// encodes never read rows past S).
+// encodes discard what they read of rows past S).
 template <class T>
 FA4JIT_DEVICE void stageSlice(const QuantizeParams &p, int bh, int first, int end, int rows, uint4 *slice) {
   const uint8_t *x = reinterpret_cast<const uint8_t *>(p.x);
@@ -100,7 +100,8 @@ struct ClusterHead {
 
 // The head's maximum and first non-finite row from every CTA's slice result; every thread of every
 // CTA of the cluster calls it. Warp 0 reads one CTA's record per lane through the cluster's
-// shared window. Ends with this CTA's arrival at the cluster barrier that clusterWait completes.
+// shared window (so a cluster holds at most 32 CTAs; the engine launches up to 16). Ends with this
+// CTA's arrival at the cluster barrier that clusterWait completes.
 FA4JIT_DEVICE ClusterHead exchangeSliceResults(float m, bool bad, int first_row, int ctas) {
   __shared__ uint32_t record[2]; // this CTA's max |x| bits (sign bit: a NaN or Inf), first such row
   __shared__ ClusterHead head;
