@@ -33,16 +33,14 @@ llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const Dimensi
      << ", \"generator and template disagree on threads\");\n"
      << "} // namespace\n} // namespace " << ns << "\n";
   struct Pass {
-    const char *suffix, *pass, *bounds_tail;
+    const char *suffix, *pass;
   };
-  std::vector<Pass> passes = {{"_amax", "amaxPass", ""}, {"_encode", "encodePass", ""}};
-  // The cluster kernel runs one CTA per SM where its two slice buffers fill shared memory: saying so
-  // lets ptxas keep the FP8 V^T encode in registers (without it, it spilled at 64-80 registers).
+  std::vector<Pass> passes = {{"_amax", "amaxPass"}, {"_encode", "encodePass"}};
   if (quantizeHasClusterPass(spec))
-    passes.push_back({kQuantizeClusterSuffix, "clusterPass", ", 1"});
+    passes.push_back({kQuantizeClusterSuffix, "clusterPass"});
   for (const Pass &p : passes) {
     const std::string entry = k.name + p.suffix;
-    os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << p.bounds_tail << ")\n"
+    os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"
        << entry << "(const " << ns << "::" << split.params_type << " params) {\n"
        << "  " << ns << "::" << p.pass << "<" << ns << "::" << cfg << ">(params);\n}\n";
     k.entries.push_back({entry, threads, 0});

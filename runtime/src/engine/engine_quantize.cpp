@@ -149,15 +149,18 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
 
   // One pass where the head fits a cluster's shared memory: x is read once.
   if (entries.size() == 3 && config_.quantize_passes == runtime::QuantizePasses::Auto) {
-    runtime::LaunchConfig cluster_launch = launch;
-    auto planned = planClusterPass(spec, entries[2].name, x, B * H, S, D, cluster_launch);
-    if (!planned)
-      return planned.takeError();
-    if (*planned) {
+    auto ctas = clusterPassCtas(spec, entries[2].name, x, S, D, threads);
+    if (!ctas)
+      return ctas.takeError();
+    if (*ctas > 0) {
       auto clusterKernel = kernel(spec, entries[2].name);
       if (!clusterKernel)
         return clusterKernel.takeError();
-      if (auto err = clusterKernel->launch(cluster_launch, args))
+      launch.grid = {unsigned(*ctas), unsigned(B * H), 1};
+      launch.cluster = {unsigned(*ctas), 1, 1};
+      launch.dynamic_shared_bytes =
+          static_cast<unsigned>(dq::quantizeClusterSliceBytes(S, D, runtime::elementBytes(x.dtype), *ctas));
+      if (auto err = clusterKernel->launch(launch, args))
         return err;
       return checkNonFinite(out, what, stream);
     }
@@ -195,43 +198,36 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   return checkNonFinite(out, what, stream);
 }
 
-llvm::Expected<bool> Engine::planClusterPass(const KernelSpec &spec, const std::string &entry, const TensorDesc &x,
-                                             int heads, int seqlen, int head_dim, runtime::LaunchConfig &launch) {
+llvm::Expected<int> Engine::clusterPassCtas(const KernelSpec &spec, const std::string &entry, const TensorDesc &x,
+                                            int seqlen, int head_dim, int threads) {
   namespace dq = device::quantize;
   // The cluster kernel reads x by 16-byte vectors only (cluster_pass.cuh).
   const std::uint64_t bytes = runtime::elementBytes(x.dtype);
   if (((x.data | static_cast<std::uint64_t>(x.stride[0]) * bytes | static_cast<std::uint64_t>(x.stride[1]) * bytes |
         static_cast<std::uint64_t>(x.stride[2]) * bytes) &
        15u) != 0)
-    return false;
+    return 0;
   const int ctas = dq::quantizeClusterCtas(seqlen, head_dim, static_cast<int>(bytes));
-  if (ctas == 0)
-    return false;
-  const unsigned slice =
-      static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
+  if (ctas <= 1)
+    return ctas;
   // Only where the device holds such a cluster: more than 8 CTAs is non-portable, and MPS or a
-  // partition of the GPU may hold fewer SMs than a cluster. The answers are remembered per kernel;
+  // partition of the GPU may hold fewer SMs than a cluster. The answer is remembered per kernel;
   // a device that cannot answer gets the two passes.
   auto k = kernel(spec, entry);
   if (!k)
     return k.takeError();
-  launch.cluster = {unsigned(ctas), 1, 1};
-  const auto resident = [&](unsigned shared) -> int {
-    launch.dynamic_shared_bytes = shared;
-    auto n = k->maxActiveClusters(launch);
-    if (n)
-      return *n;
-    logging::logger().debug("quantizer {}: no cluster of {} CTAs with {} bytes of shared memory ({})", entry, ctas,
-                            shared, llvm::toString(n.takeError()));
+  runtime::LaunchConfig config;
+  config.block = {unsigned(threads), 1, 1};
+  config.cluster = {unsigned(ctas), 1, 1};
+  config.dynamic_shared_bytes =
+      static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
+  auto resident = k->maxActiveClusters(config);
+  if (!resident) {
+    logging::logger().debug("quantizer {}: no cluster of {} CTAs ({}); the two passes run", entry, ctas,
+                            llvm::toString(resident.takeError()));
     return 0;
-  };
-  const int one_buffer = resident(slice);
-  if (one_buffer < 1)
-    return false;
-  const int clusters = dq::quantizeClusterCount(heads, one_buffer, heads > one_buffer ? resident(2 * slice) : 0);
-  launch.grid = {unsigned(ctas), unsigned(clusters), 1};
-  launch.dynamic_shared_bytes = clusters < heads ? 2 * slice : slice;
-  return true;
+  }
+  return *resident > 0 ? ctas : 0;
 }
 
 llvm::Error Engine::checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream) {

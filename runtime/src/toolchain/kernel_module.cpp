@@ -130,9 +130,9 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
   const unsigned cluster = config.cluster.x * config.cluster.y * config.cluster.z;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const ClusterOccupancy &c : cluster_occupancy_)
-      if (c.threads == threads && c.cluster == cluster && c.shared == config.dynamic_shared_bytes)
-        return c.clusters;
+    const ClusterOccupancy &c = cluster_occupancy_;
+    if (c.clusters >= 0 && c.threads == threads && c.cluster == cluster && c.shared == config.dynamic_shared_bytes)
+      return c.clusters;
   }
   // (the occupancy of a kernel not yet allowed its shared memory or cluster size would be 0)
   if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
@@ -154,9 +154,7 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
     return error(llvm::toString(std::move(e)) + fmt::format(" for kernel {0} (cluster {1}x{2}x{3})", info_.name,
                                                              config.cluster.x, config.cluster.y, config.cluster.z));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (cluster_occupancy_.size() == kRememberedOccupancies)
-    cluster_occupancy_.erase(cluster_occupancy_.begin());
-  cluster_occupancy_.push_back({threads, cluster, config.dynamic_shared_bytes, clusters});
+  cluster_occupancy_ = {threads, cluster, config.dynamic_shared_bytes, clusters};
   return clusters;
 }
 

@@ -1,16 +1,13 @@
 #pragma once
 // The one-pass quantizer of the formats whose codes need the head's maximum before any is written:
-// NVFP4 and E4M3 rows (the global scale g) and FP8 V^T (s_v). A cluster of CTAs quantizes one head
-// at a time: each CTA copies a slice of whole 128-row tiles of x into shared memory (x is read
-// once), reduces the slice's max |x| and non-finite rows, the CTAs exchange those through the
-// cluster's shared window, and each encodes its slice from shared memory, bit-identical to the two
-// passes. A cluster may quantize several heads, blockIdx.y, blockIdx.y + gridDim.y, ...: then each
-// CTA has two slice buffers, and the next head's copy is in flight while one head encodes.
-//   <name>_cluster  grid (ctas, clusters), cluster (ctas, 1, 1), block T::kThreads, dynamic shared
-//                   memory quantizeClusterSliceBytes(seqlen, head_dim, element bytes, ctas), twice
-//                   that where clusters < batch * heads; x must allow 16-byte vector loads
-//                   (vectorLoadsOk), which the engine checks before it chooses this pass.
-//                   amax_chunks and amax_partial are unused.
+// NVFP4 and E4M3 rows (the global scale g) and FP8 V^T (s_v). One cluster of CTAs per head: each
+// CTA copies a slice of whole 128-row tiles of x into shared memory (x is read once), reduces the
+// slice's max |x| and non-finite rows, the CTAs exchange those through the cluster's shared window,
+// and each encodes its slice from shared memory, bit-identical to the two passes.
+//   <name>_cluster  grid (ctas, batch * heads), cluster (ctas, 1, 1), block T::kThreads, dynamic
+//                   shared memory quantizeClusterSliceBytes(seqlen, head_dim, element bytes, ctas);
+//                   x must allow 16-byte vector loads (vectorLoadsOk), which the engine checks
+//                   before it chooses this pass. amax_chunks and amax_partial are unused.
 // Clusters exist from sm_90 on; the generator emits this entry point there only.
 #include "fa4jit/cluster.cuh"
 #include "fa4jit/quantize/e4m3_rows.cuh"
@@ -23,12 +20,12 @@ namespace fa4jit::device::quantize {
 
 template <class T> constexpr int kVectorsPerRow = T::kHeadDim / T::kVec;
 
-// Starts copying rows [first, end) of head bh into the slice (row r at slice row r - first) with
-// 16-byte asynchronous copies (waitForSlice completes them). For V^T it zeroes the slice's rows from
-// end - first to `rows`: keys past S then read as 0, which is what V^T's padding keys encode to (the
-// row-major encodes discard what they read of rows past S).
+// Copies rows [first, end) of head bh into the slice (row r at slice row r - first) with 16-byte
+// asynchronous copies and waits for the CTA. For V^T it zeroes the slice's rows from end - first to
+// `rows`: keys past S then read as 0, which is what V^T's padding keys encode to (the row-major
+// encodes discard what they read of rows past S).
 template <class T>
-FA4JIT_DEVICE void startSlice(const QuantizeParams &p, int bh, int first, int end, int rows, uint4 *slice) {
+FA4JIT_DEVICE void stageSlice(const QuantizeParams &p, int bh, int first, int end, int rows, uint4 *slice) {
   const uint8_t *x = reinterpret_cast<const uint8_t *>(p.x);
   const int64_t head = headOffset(p, bh);
   const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(slice));
@@ -44,10 +41,6 @@ FA4JIT_DEVICE void startSlice(const QuantizeParams &p, int bh, int first, int en
   if constexpr (!T::kRowMajor)
     for (int i = n + static_cast<int>(threadIdx.x); i < rows * kVectorsPerRow<T>; i += T::kThreads)
       slice[i] = make_uint4(0u, 0u, 0u, 0u);
-}
-
-// Waits for this thread's copies, then for the CTA's.
-FA4JIT_DEVICE void waitForSlice() {
   asm volatile("cp.async.wait_group 0;\n" ::: "memory");
   __syncthreads();
 }
@@ -106,16 +99,12 @@ struct ClusterHead {
 };
 
 // The head's maximum and first non-finite row from every CTA's slice result; every thread of every
-// CTA of the cluster calls it, once per head. Warp 0 reads one CTA's record per lane through the
-// cluster's shared window (so a cluster holds at most 32 CTAs; the engine launches up to 16). The
-// records alternate between two buffers: a CTA writes head i + 1's record only after the cluster
-// barrier of head i + 1, which its peers reach only once they have read head i's, and a head i + 2
-// record can overwrite head i's buffer only past the barrier of head i + 2. The kernel ends with a
-// cluster barrier, so that no CTA exits while a peer reads its last record.
-FA4JIT_DEVICE ClusterHead exchangeSliceResults(float m, bool bad, int first_row, int ctas, int parity) {
-  __shared__ uint32_t records[2][2]; // per parity: max |x| bits (sign bit: a NaN or Inf), first such row
+// CTA of the cluster calls it. Warp 0 reads one CTA's record per lane through the cluster's
+// shared window (so a cluster holds at most 32 CTAs; the engine launches up to 16). Ends with this
+// CTA's arrival at the cluster barrier that clusterWait completes.
+FA4JIT_DEVICE ClusterHead exchangeSliceResults(float m, bool bad, int first_row, int ctas) {
+  __shared__ uint32_t record[2]; // this CTA's max |x| bits (sign bit: a NaN or Inf), first such row
   __shared__ ClusterHead head;
-  uint32_t *record = records[parity];
   if (threadIdx.x == 0) {
     record[0] = floatAsBits(m) | (bad ? 0x80000000u : 0u);
     record[1] = static_cast<uint32_t>(first_row);
@@ -143,6 +132,7 @@ FA4JIT_DEVICE ClusterHead exchangeSliceResults(float m, bool bad, int first_row,
     if (lane == 0)
       head = {a, any, row};
   }
+  clusterArrive();
   __syncthreads();
   return head;
 }
@@ -155,18 +145,22 @@ template <class T> struct RowEncoderOf<T, false> {
   using type = E4m3RowEncoder<T::kCodeShift>;
 };
 
-// The slice's max |x| and non-finite rows (its words of the row bitmask), exchanged with the
-// cluster's other CTAs: the head's maximum and first non-finite row. Every thread of every CTA of
-// the cluster calls it.
-template <class T>
-FA4JIT_DEVICE ClusterHead reduceSlice(const QuantizeParams &p, int bh, int first, int end, const uint4 *slice,
-                                      int ctas, int parity) {
+template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  static_assert(T::kFormat != Format::Mxfp4, "MXFP4 V^T runs in one pass without a cluster (vt_mxfp4.cuh)");
+  extern __shared__ uint4 slice[];
   __shared__ int slice_first_bad;
+  const int ctas = clusterCtaCount();
+  const int bh = blockIdx.y;
+  const int rows = quantizeClusterRowsPerCta(p.seqlen, ctas);
+  const int first = clusterCtaRank() * rows; // (a multiple of 128: whole words of the row bitmask)
+  const int end = first < p.seqlen ? (first + rows < p.seqlen ? first + rows : p.seqlen) : first;
+  stageSlice<T>(p, bh, first, end, rows, slice);
+
   float m;
   bool bad;
   sliceAmax<T>(slice, (end - first) * kVectorsPerRow<T>, m, bad);
-  // The slice's words of the row bitmask (first is a multiple of 128: whole words): zeros, unless a
-  // row held a NaN or Inf.
+  // The slice's words of the row bitmask: zeros, unless a row held a NaN or Inf.
   if (threadIdx.x == 0)
     slice_first_bad = kNoNonFiniteRow;
   __syncthreads();
@@ -183,14 +177,8 @@ FA4JIT_DEVICE ClusterHead reduceSlice(const QuantizeParams &p, int bh, int first
       atomicMin(&slice_first_bad, w * kRowsPerMaskWord + __ffs(static_cast<int>(bits)) - 1);
   }
   __syncthreads();
-  return exchangeSliceResults(m, bad, slice_first_bad, ctas, parity);
-}
+  const ClusterHead head = exchangeSliceResults(m, bad, slice_first_bad, ctas);
 
-// Encodes the slice (this CTA's rows [first, first + rows) of head bh) under the head's maximum,
-// and from CTA 0 of the cluster the head's scalar and first non-finite row.
-template <class T>
-FA4JIT_DEVICE void encodeSlice(const QuantizeParams &p, int bh, int first, int rows, const uint4 *slice,
-                               const ClusterHead &head) {
   if constexpr (T::kRowMajor) {
     // One thread per 16-element block, kRowsPerCta rows at a time; NVFP4 also writes the scale
     // bytes of the last 128-row atom's padding rows (0).
@@ -253,35 +241,7 @@ FA4JIT_DEVICE void encodeSlice(const QuantizeParams &p, int bh, int first, int r
         encoder(v, p, bh, d, k0 + blk * 32);
       }
   }
-}
-
-template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
-  using T = QuantizeTraits<C>;
-  static_assert(T::kFormat != Format::Mxfp4, "MXFP4 V^T runs in one pass without a cluster (vt_mxfp4.cuh)");
-  extern __shared__ uint4 slices[];
-  const int ctas = clusterCtaCount();
-  const int heads = p.batch * p.heads;
-  const int rows = quantizeClusterRowsPerCta(p.seqlen, ctas);
-  const int first = clusterCtaRank() * rows;
-  const int end = first < p.seqlen ? (first + rows < p.seqlen ? first + rows : p.seqlen) : first;
-  // Heads blockIdx.y, blockIdx.y + gridDim.y, ...: the same for every CTA of the cluster, so every
-  // cluster barrier is reached by all of them. The second buffer exists where gridDim.y < heads.
-  const int buffer_vectors = rows * kVectorsPerRow<T>;
-  int bh = blockIdx.y;
-  if (bh < heads)
-    startSlice<T>(p, bh, first, end, rows, slices);
-#pragma unroll 1
-  for (int i = 0; bh < heads; ++i, bh += gridDim.y) {
-    const uint4 *slice = slices + (i & 1) * buffer_vectors;
-    waitForSlice();
-    const ClusterHead head = reduceSlice<T>(p, bh, first, end, slice, ctas, i & 1);
-    // The next head's copy is in flight while this one encodes (its buffer's last reader, the
-    // encode two heads back, finished before waitForSlice's barrier).
-    if (bh + static_cast<int>(gridDim.y) < heads)
-      startSlice<T>(p, bh + gridDim.y, first, end, rows, slices + ((i + 1) & 1) * buffer_vectors);
-    encodeSlice<T>(p, bh, first, rows, slice, head);
-  }
-  clusterSync();
+  clusterWait();
 }
 
 #endif // CUDA compilers, sm_90 and later

@@ -173,14 +173,6 @@ constexpr int kQuantizeClusterMaxCtas = 16;
 // A slice of at most 64 KiB: three CTAs share an SM, so one copies its slice in while another
 // encodes. With one CTA per SM the copy and the encode alternate and the memory idles meanwhile.
 constexpr int64_t kQuantizeClusterSliceBytes = 64 * 1024;
-// Clusters of the one-pass kernel for `heads` heads, given how many the device holds at once with
-// one slice buffer per CTA and with two: one per head where they all fit in one wave; otherwise as
-// many as it holds with two buffers, each quantizing every gridDim.y-th head while the next one's
-// copy is in flight (the copy and the encode of one CTA overlap); one per head in waves where two
-// buffers do not fit.
-FA4JIT_HD constexpr int quantizeClusterCount(int heads, int resident_one_buffer, int resident_two_buffers) {
-  return heads <= resident_one_buffer || resident_two_buffers < 1 ? heads : resident_two_buffers;
-}
 // The cluster size for one head: the fewest CTAs, a power of two up to `max_ctas`, whose slices fit
 // kQuantizeClusterSliceBytes; 0 where none does (the two passes run).
 FA4JIT_HD constexpr int quantizeClusterCtas(int seqlen, int head_dim, int elem_bytes,

@@ -14,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <vector>
 
 namespace fa4jit::runtime {
 
@@ -43,8 +42,7 @@ public:
   llvm::Error launch(const LaunchConfig &config, llvm::ArrayRef<void *> args);
   // How many clusters of config.cluster can be resident on the device at once with this block and
   // shared memory (cuOccupancyMaxActiveClusters; the grid is ignored): a persistent grid of
-  // clusters larger than this would run a second wave. The last few (block, cluster, shared) are
-  // remembered.
+  // clusters larger than this would run a second wave. Remembered per (block, cluster, shared).
   llvm::Expected<int> maxActiveClusters(const LaunchConfig &config);
 
 private:
@@ -64,10 +62,7 @@ private:
   struct ClusterOccupancy {
     unsigned threads = 0, cluster = 0, shared = 0;
     int clusters = -1;
-  };
-  // The last few answers (a launcher may ask about two shared-memory sizes per call).
-  static constexpr std::size_t kRememberedOccupancies = 4;
-  std::vector<ClusterOccupancy> cluster_occupancy_;
+  } cluster_occupancy_;
   std::mutex mutex_;
 };
 
