@@ -267,8 +267,8 @@ def e4m3_qk_section(run_dir):
 def quantize_cluster_section(run_dir):
     """The one-pass cluster quantizers against the two passes, from their own run folder: run.json,
     `fa4jit jit-bench --json` with the default passes (jit.json) and with FA4JIT_QUANTIZE_PASSES=two
-    (jit_two.json), `fa4jit bench --json` both ways (bench_auto.jsonl, bench_two.jsonl) and
-    scripts/bench_sdpa.py (sdpa.jsonl) of the same call."""
+    (jit_two.json), `fa4jit bench --json` both ways (bench_auto.jsonl, bench_two.jsonl) and, where
+    the run kept it, scripts/bench_sdpa.py of the same call (sdpa.jsonl)."""
     with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
         meta = json.load(f)
     files = meta.get("files", {})
@@ -279,7 +279,8 @@ def quantize_cluster_section(run_dir):
         return json.loads(text[text.index("{"):]).get("quantize", {})
 
     one, two = jit("jit"), jit("jit_two")
-    sdpa_rows = load(os.path.join(run_dir, files.get("sdpa", "sdpa.jsonl")))
+    sdpa_file = os.path.join(run_dir, files.get("sdpa", "sdpa.jsonl"))
+    sdpa_rows = load(sdpa_file) if os.path.exists(sdpa_file) else []
     sdpa = {(r["head_dim"], r["seqlen"], r["causal"]): r for r in sdpa_rows if r.get("kind") == "sdpa"}
     ceil = next((r for r in sdpa_rows if r.get("kind") == "ceiling"), {})
     out = ["", "## One-pass quantizers", ""]
@@ -325,22 +326,28 @@ def quantize_cluster_section(run_dir):
         return {(r["route"], r["head_dim"], r["seqlen"], r["causal"]): r for r in rows if r.get("kind") == "fa4jit"}
 
     b1, b2 = bench("bench_auto"), bench("bench_two")
-    out.append(wrap("The call from BF16 (`fa4jit bench`, TFLOP/s and × cuDNN BF16 SDPA of the same run) with the "
-                    "two passes and with the one-pass kernels, the kernel alone, and the share of the kernel's "
-                    "speed the call keeps:"))
+    out.append(wrap("The call from BF16 (`fa4jit bench`, milliseconds) with the two passes and with the one-pass "
+                    "kernels, the kernel alone (one median of each binary run; they differ by the run-to-run spread), "
+                    "what quantizing Q, K and V adds (call minus kernel), and the share of the kernel's speed the "
+                    "call keeps" + (", with × cuDNN BF16 SDPA of the same run:" if sdpa else ":")))
     out.append("")
-    out.append("| D | keys | causal | route | cuDNN | two passes | one pass | kernel | kept, two / one pass |")
-    out.append("|---|---|---|---|---|---|---|---|---|")
+    ratio_head = " | one pass × cuDNN" if sdpa else ""
+    out.append("| D | keys | causal | route | call, two passes | call, one pass | kernel | quantization, two / one "
+               "| kept, two / one" + ratio_head + " |")
+    out.append("|---" * (9 + (1 if sdpa else 0)) + "|")
     for key in sorted(b1, key=lambda k: (k[1], k[2], k[3], k[0])):
         route, d, s, c = key
         r1, r2 = b1[key], b2.get(key)
-        base = sdpa.get((d, s, c), {}).get("cudnn_tflops")
-        if not r2 or not base:
+        if not r2:
             continue
-        out.append(f"| {d} | {keys_label(s)} | {c} | {route} | {base:.0f} | "
-                   f"{r2['e2e_tflops']:.0f} ({r2['e2e_tflops'] / base:.2f}x) | "
-                   f"{r1['e2e_tflops']:.0f} ({r1['e2e_tflops'] / base:.2f}x) | {r1['tflops']:.0f} | "
-                   f"{r2['e2e_tflops'] / r2['tflops']:.2f} / {r1['e2e_tflops'] / r1['tflops']:.2f} |")
+        q2, q1 = r2["e2e_ms"] - r2["ms"], r1["e2e_ms"] - r1["ms"]
+        ratio = ""
+        if sdpa:
+            base = sdpa.get((d, s, c), {}).get("cudnn_tflops")
+            ratio = f" | {r1['e2e_tflops'] / base:.2f}" if base else " | -"
+        out.append(f"| {d} | {keys_label(s)} | {c} | {route} | {r2['e2e_ms']:.3f} | {r1['e2e_ms']:.3f} | "
+                   f"{r1['ms']:.3f} | {q2:.3f} / {q1:.3f} | {r2['ms'] / r2['e2e_ms']:.2f} / "
+                   f"{r1['ms'] / r1['e2e_ms']:.2f}{ratio} |")
     out.append("")
     if ceil:
         out.append(wrap(f"Ceilings of the run: copy {ceil.get('copy_tb_s', 0):.2f} TB/s, BF16 GEMM "
@@ -348,10 +355,11 @@ def quantize_cluster_section(run_dir):
                         f"{ceil.get('fp8_gemm_tflops', 0):.0f} TFLOP/s."))
         out.append("")
     args = meta.get("bench_args", "")
-    out.extend(notes_and_command(meta, "BIN=.device-carry; for p in auto two; do FA4JIT_QUANTIZE_PASSES=$p "
-                                       "\"$BIN/fa4jit\" jit-bench --head-dim 64,128,256 --json > jit_$p.json; "
-                                       f"FA4JIT_QUANTIZE_PASSES=$p \"$BIN/fa4jit\" bench {args} --json > bench_$p.jsonl; "
-                                       "done; python3 scripts/bench_sdpa.py --head-dim 128 --seqlen 4096,16384 > sdpa.jsonl"))
+    out.extend(notes_and_command(meta, "BIN=.device-carry; J=\"jit-bench --head-dim 64,128,256 --json\"\n"
+                                       f"B=\"bench {args} --json\"\n"
+                                       "$BIN/fa4jit $J > jit.json; FA4JIT_QUANTIZE_PASSES=two $BIN/fa4jit $J > jit_two.json\n"
+                                       "$BIN/fa4jit $B > bench_auto.jsonl; FA4JIT_QUANTIZE_PASSES=two $BIN/fa4jit $B > bench_two.jsonl\n"
+                                       "python3 scripts/bench_sdpa.py --head-dim 128 --seqlen 4096,16384 > sdpa.jsonl"))
     return out
 
 
