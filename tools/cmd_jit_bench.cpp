@@ -202,31 +202,33 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
                                 {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / *encode_ms / 1e9}};
         // The one-pass cluster kernel at each cluster size whose slices fit a CTA.
         llvm::json::Array clusters;
-        for (int ctas = 2; entries.size() == 3 && ctas <= dq::kQuantizeClusterMaxCtas; ctas *= 2) {
-          runtime::LaunchConfig lc;
-          lc.grid = {unsigned(ctas), unsigned(pb * ph), 1};
-          lc.block = {unsigned(threads), 1, 1};
-          lc.cluster = {unsigned(ctas), 1, 1};
-          const int64_t slice = dq::quantizeClusterSliceBytes(ps, d, 2, ctas);
-          if (slice > eng.device().max_shared_per_block_optin - 1024)
-            continue;
-          lc.dynamic_shared_bytes = unsigned(slice);
+        if (entries.size() == 3) {
           auto cluster = eng.kernel(qs, entries[2].name);
           if (!cluster)
             return cluster.takeError();
-          auto resident = cluster->maxActiveClusters(lc);
-          if (!resident)
-            return resident.takeError();
-          if (*resident < 1)
-            continue;
-          auto cluster_ms = medianMs(eng, [&] { return cluster->launch(lc, args); });
-          if (!cluster_ms)
-            return cluster_ms.takeError();
-          llvm::json::Object c = rate(f, in_bytes, *cluster_ms);
-          c["ctas"] = ctas;
-          c["slice_kib"] = double(slice) / 1024;
-          c["resident_clusters"] = *resident;
-          clusters.push_back(std::move(c));
+          for (int ctas = 2; ctas <= dq::kQuantizeClusterMaxCtas; ctas *= 2) {
+            const int64_t slice = dq::quantizeClusterSliceBytes(ps, d, 2, ctas);
+            if (slice > eng.device().max_shared_per_block_optin - 1024)
+              continue;
+            runtime::LaunchConfig lc;
+            lc.grid = {unsigned(ctas), unsigned(pb * ph), 1};
+            lc.block = {unsigned(threads), 1, 1};
+            lc.cluster = {unsigned(ctas), 1, 1};
+            lc.dynamic_shared_bytes = unsigned(slice);
+            auto resident = cluster->maxActiveClusters(lc);
+            if (!resident)
+              return resident.takeError();
+            if (*resident < 1)
+              continue;
+            auto cluster_ms = medianMs(eng, [&] { return cluster->launch(lc, args); });
+            if (!cluster_ms)
+              return cluster_ms.takeError();
+            llvm::json::Object c = rate(f, in_bytes, *cluster_ms);
+            c["ctas"] = ctas;
+            c["slice_kib"] = double(slice) / 1024;
+            c["resident_clusters"] = *resident;
+            clusters.push_back(std::move(c));
+          }
         }
         pass["cluster"] = std::move(clusters);
         passes.push_back(std::move(pass));

@@ -24,6 +24,31 @@ llvm::Error fail(const std::string &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+// The launch of the quantizer's one-pass kernel `k` into `launch` (its block already set): one
+// cluster per head, of the size params.cuh decides. False where it cannot run (no cluster's shared
+// memory holds a head, or the device holds no such cluster: more than 8 CTAs is non-portable, and
+// MPS or a partition of the GPU may hold fewer SMs than a cluster); the two passes run instead. The
+// device's answers are remembered per kernel, and one that cannot answer gets the two passes.
+bool planClusterPass(runtime::Kernel &k, int heads, int seqlen, int head_dim, int elem_bytes,
+                     runtime::LaunchConfig &launch) {
+  namespace dq = device::quantize;
+  const int ctas = dq::quantizeClusterCtas(seqlen, head_dim, elem_bytes);
+  if (ctas == 0)
+    return false;
+  launch.grid = {unsigned(ctas), unsigned(heads), 1};
+  launch.cluster = {unsigned(ctas), 1, 1};
+  launch.dynamic_shared_bytes = static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, elem_bytes, ctas));
+  if (ctas == 1)
+    return true;
+  auto resident = k.maxActiveClusters(launch);
+  if (!resident) {
+    logging::logger().debug("quantizer {}: no cluster of {} CTAs ({}); the two passes run", k.name(), ctas,
+                            llvm::toString(resident.takeError()));
+    return false;
+  }
+  return *resident > 0;
+}
+
 llvm::Error checkQuantizeInput(const TensorDesc &x, QuantFormat format, const char *what) {
   if (format == QuantFormat::Bf16)
     return fail(llvm::formatv("{0}: bf16 is not a quantized format", what));
@@ -148,19 +173,15 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   launch.stream = stream;
 
   // One pass where the head fits a cluster's shared memory: x is read once.
-  if (entries.size() == 3 && config_.quantize_passes == runtime::QuantizePasses::Auto) {
-    auto ctas = clusterPassCtas(spec, entries[2].name, x, S, D, threads);
-    if (!ctas)
-      return ctas.takeError();
-    if (*ctas > 0) {
-      auto clusterKernel = kernel(spec, entries[2].name);
-      if (!clusterKernel)
-        return clusterKernel.takeError();
-      launch.grid = {unsigned(*ctas), unsigned(B * H), 1};
-      launch.cluster = {unsigned(*ctas), 1, 1};
-      launch.dynamic_shared_bytes =
-          static_cast<unsigned>(dq::quantizeClusterSliceBytes(S, D, runtime::elementBytes(x.dtype), *ctas));
-      if (auto err = clusterKernel->launch(launch, args))
+  const int elem_bytes = runtime::elementBytes(x.dtype);
+  if (entries.size() == 3 && config_.quantize_passes == runtime::QuantizePasses::Auto &&
+      dq::quantizeVectorLoadsOk(p, elem_bytes)) { // (the cluster kernel reads x by 16-byte vectors only)
+    auto clusterKernel = kernel(spec, entries[2].name);
+    if (!clusterKernel)
+      return clusterKernel.takeError();
+    runtime::LaunchConfig cluster_launch = launch;
+    if (planClusterPass(*clusterKernel, B * H, S, D, elem_bytes, cluster_launch)) {
+      if (auto err = clusterKernel->launch(cluster_launch, args))
         return err;
       return checkNonFinite(out, what, stream);
     }
@@ -196,38 +217,6 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (auto err = encodeKernel->launch(launch, args))
     return err;
   return checkNonFinite(out, what, stream);
-}
-
-llvm::Expected<int> Engine::clusterPassCtas(const KernelSpec &spec, const std::string &entry, const TensorDesc &x,
-                                            int seqlen, int head_dim, int threads) {
-  namespace dq = device::quantize;
-  // The cluster kernel reads x by 16-byte vectors only (cluster_pass.cuh).
-  const std::uint64_t bytes = runtime::elementBytes(x.dtype);
-  if (((x.data | static_cast<std::uint64_t>(x.stride[0]) * bytes | static_cast<std::uint64_t>(x.stride[1]) * bytes |
-        static_cast<std::uint64_t>(x.stride[2]) * bytes) &
-       15u) != 0)
-    return 0;
-  const int ctas = dq::quantizeClusterCtas(seqlen, head_dim, static_cast<int>(bytes));
-  if (ctas <= 1)
-    return ctas;
-  // Only where the device holds such a cluster: more than 8 CTAs is non-portable, and MPS or a
-  // partition of the GPU may hold fewer SMs than a cluster. The answer is remembered per kernel;
-  // a device that cannot answer gets the two passes.
-  auto k = kernel(spec, entry);
-  if (!k)
-    return k.takeError();
-  runtime::LaunchConfig config;
-  config.block = {unsigned(threads), 1, 1};
-  config.cluster = {unsigned(ctas), 1, 1};
-  config.dynamic_shared_bytes =
-      static_cast<unsigned>(dq::quantizeClusterSliceBytes(seqlen, head_dim, static_cast<int>(bytes), ctas));
-  auto resident = k->maxActiveClusters(config);
-  if (!resident) {
-    logging::logger().debug("quantizer {}: no cluster of {} CTAs ({}); the two passes run", entry, ctas,
-                            llvm::toString(resident.takeError()));
-    return 0;
-  }
-  return *resident > 0 ? ctas : 0;
 }
 
 llvm::Error Engine::checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream) {

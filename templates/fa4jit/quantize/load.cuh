@@ -61,14 +61,10 @@ FA4JIT_DEVICE int64_t headOffset(const QuantizeParams &p, int bh) {
   return static_cast<int64_t>(bh / p.heads) * p.x_batch_stride + static_cast<int64_t>(bh % p.heads) * p.x_head_stride;
 }
 
-// 16-byte vector loads are legal when the base and every stride keep 16-byte alignment (column
-// offsets are multiples of the vector by construction). Otherwise the scalar path runs: slower,
-// same values.
+// Whether x allows 16-byte vector loads (params.cuh). Otherwise the scalar path runs: slower, same
+// values.
 template <class T> FA4JIT_DEVICE bool vectorLoadsOk(const QuantizeParams &p) {
-  constexpr int64_t b = T::kElemBytes;
-  return ((p.x | static_cast<uint64_t>(p.x_batch_stride * b) | static_cast<uint64_t>(p.x_head_stride * b) |
-           static_cast<uint64_t>(p.x_row_stride * b)) &
-          15u) == 0;
+  return quantizeVectorLoadsOk(p, T::kElemBytes);
 }
 
 // kN consecutive elements of x from element offset `off` (kN a multiple of the vector width).

@@ -58,6 +58,16 @@ struct QuantizeParams {
 static_assert(sizeof(QuantizeParams) == 7 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
 static_assert(alignof(QuantizeParams) == 8, "QuantizeParams alignment changed");
 
+// 16-byte vector loads of x are legal when its base and every stride keep 16-byte alignment (column
+// offsets are multiples of the vector by construction); elem_bytes is x's element size. The device
+// passes take the scalar path otherwise, and the engine the two passes instead of the cluster kernel.
+FA4JIT_HD constexpr bool quantizeVectorLoadsOk(const QuantizeParams &p, int elem_bytes) {
+  const uint64_t b = static_cast<uint64_t>(elem_bytes);
+  return ((p.x | static_cast<uint64_t>(p.x_batch_stride) * b | static_cast<uint64_t>(p.x_head_stride) * b |
+           static_cast<uint64_t>(p.x_row_stride) * b) &
+          15u) == 0;
+}
+
 // Rows of one word of the non-finite row bitmask.
 constexpr int kRowsPerMaskWord = 32;
 constexpr int32_t kNoNonFiniteRow = 0x7FFFFFFF;

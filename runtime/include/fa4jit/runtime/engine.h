@@ -343,11 +343,6 @@ private:
   // The Check policy on what the quantizer recorded in out.nonfinite_rows (waits for the stream);
   // nothing under Propagate.
   llvm::Error checkNonFinite(const engine_detail::QuantizedOperand &out, const char *what, void *stream);
-  // The cluster size of the quantizer's one-pass kernel (entry point `entry` of `spec`) for x: 0
-  // where it cannot run (x not 16-byte aligned, no cluster's shared memory holds a head, or the
-  // device holds no cluster of the size needed), and the two passes run instead.
-  llvm::Expected<int> clusterPassCtas(const KernelSpec &spec, const std::string &entry, const TensorDesc &x,
-                                      int seqlen, int head_dim, int threads);
   // The attention spec of a BF16-input forward (tuned, heuristic or args.spec).
   llvm::Expected<KernelSpec> forwardSpec(const ForwardArgs &args) const;
   // A workspace the caller passed to forward().
