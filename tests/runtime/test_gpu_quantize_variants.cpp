@@ -37,6 +37,15 @@ struct Outputs {
   std::vector<uint32_t> scalars;
 };
 
+// x's shape [B, H, S, D] in the params, stored [B, H, S, D] or, with bshd, [B, S, H, D] (head stride
+// D, row stride H * D).
+void setShape(dq::QuantizeParams &p, int B, int H, int S, int D, bool bshd) {
+  p.x_batch_stride = int64_t(H) * S * D;
+  p.x_head_stride = bshd ? D : int64_t(S) * D;
+  p.x_row_stride = bshd ? int64_t(H) * D : D;
+  p.batch = B, p.heads = H, p.seqlen = S;
+}
+
 // Runs both passes of `spec` on x (as floats, exactly representable in the input type).
 Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float> &x_logical) {
   const int B = v.batch, H = v.heads, S = v.seqlen, D = v.head_dim;
@@ -85,10 +94,8 @@ Outputs runGpu(const KernelSpec &spec, const Variant &v, const std::vector<float
   p.head_scalar = scalar.address();
   p.amax_partial = partial.address();
   p.nonfinite_rows = flags.address();
-  p.x_batch_stride = int64_t(H) * S * D;
-  p.x_head_stride = v.bshd ? D : int64_t(S) * D;
-  p.x_row_stride = v.bshd ? int64_t(H) * D : D;
-  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = v.chunks;
+  setShape(p, B, H, S, D, v.bshd);
+  p.amax_chunks = v.chunks;
   void *args[] = {&p};
   runtime::LaunchConfig l1;
   l1.grid = {unsigned(v.chunks), unsigned(B * H), 1};
@@ -247,8 +254,8 @@ PassOutputs runMxfp4(const KernelSpec &spec, const OnePassCase &c, const runtime
   p.x = x.address() + std::size_t(c.offset) * (c.fp32 ? 4 : 2);
   p.payload = payload.address(), p.scales = scales.address(), p.head_scalar = scalar.address();
   p.nonfinite_rows = rows.address(), p.amax_partial = partial.address();
-  p.x_batch_stride = int64_t(H) * S * D, p.x_head_stride = int64_t(S) * D, p.x_row_stride = D;
-  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
+  setShape(p, B, H, S, D, /*bshd=*/false);
+  p.amax_chunks = chunks;
   p.sync = one_pass ? sync.address() : 0;
   void *args[] = {&p};
   runtime::LaunchConfig l;
@@ -354,10 +361,8 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
   p.x = x.address();
   p.payload = payload.address(), p.scales = sb ? scales.address() : 0, p.head_scalar = scalar.address();
   p.nonfinite_rows = rows.address(), p.amax_partial = partial.address();
-  p.x_batch_stride = int64_t(H) * S * D;
-  p.x_head_stride = c.bshd ? D : int64_t(S) * D;
-  p.x_row_stride = c.bshd ? int64_t(H) * D : D;
-  p.batch = B, p.heads = H, p.seqlen = S, p.amax_chunks = chunks;
+  setShape(p, B, H, S, D, c.bshd);
+  p.amax_chunks = chunks;
   void *args[] = {&p};
   runtime::LaunchConfig l;
   l.block = {unsigned(c.threads), 1, 1};
