@@ -47,16 +47,20 @@ FA4JIT_DEVICE float nvfp4GlobalScale(float amax) {
 // UE4M3 scale and 8 payload bytes. Shared by the two-pass and the cluster encode. Every division
 // is §1's, in FP32 with one rounding (__fdiv_rn / __fmul_rn keep that under --use_fast_math too).
 struct Nvfp4BlockEncoder {
-  float g, six_g;
+  float g, six_g, six_g_reciprocal;
+  bool scale_by_reciprocal; // (the block scale's quotient by reciprocal, exact there: formats.cuh)
   FA4JIT_DEVICE explicit Nvfp4BlockEncoder(float head_amax)
-      : g(nvfp4GlobalScale(head_amax)), six_g(__fmul_rn(6.0f, g)) {}
+      : g(nvfp4GlobalScale(head_amax)), six_g(__fmul_rn(6.0f, g)), six_g_reciprocal(__frcp_rn(six_g)),
+        scale_by_reciprocal(quotientByReciprocalOk(six_g)) {}
   // The block's scale byte; its codes into `codes` (element 2i in the low nibble of byte i).
   FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], uint2 &codes) const {
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
       amax_b = fmaxf(amax_b, fabsf(v[i]));
-    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToUE4M3(__fdiv_rn(amax_b, six_g));
+    const float s_quotient = scale_by_reciprocal ? quotientByReciprocal(amax_b, six_g, six_g_reciprocal)
+                                                 : __fdiv_rn(amax_b, six_g);
+    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToUE4M3(s_quotient);
     // s_b * g can underflow to 0 for a subnormal g: such blocks hold code 0, as on the host.
     const float denom = __fmul_rn(ue4m3ToFloat(s), g);
     uint32_t w[2] = {0u, 0u};
