@@ -138,23 +138,25 @@ FA4JIT_HD float quotientByReciprocal(float x, float s, float r) {
 
 // ---- E2M1 (FP4): sign in bit 3, magnitude code 0..7 = {0, .5, 1, 1.5, 2, 3, 4, 6} -------------
 // Magnitude code of |x| for x not NaN: round to nearest even on the grid, |x| > 5 (±Inf included)
-// saturating to 6. Below 1 the grid is every multiple of 0.5, which adding 2^22 (whose ulp is 0.5)
-// rounds to with FP32's own ties-to-even; from 1 it is one mantissa bit, rounded on the FP32 bits
-// as roundMagnitudeRne does (a carry bumps the exponent, so 1.75 gives 2). About nine operations
-// where comparing against the seven midpoints costs about twice that: the FP4 quantizers are bound
-// by instruction issue, not memory (`fa4jit jit-bench`, passes).
+// saturating to 6. The grid steps by 0.5 below 2, by 1 up to 4 and by 2 up to 6, so the code is
+// RNE(2y) below 2, RNE(y) + 2 up to 4 and RNE(y / 2) + 4 up to 6 (y = |x|); each line lies below
+// the others on its own interval, so the code is the least of the three and 7. Adding
+// M = 1.5 * 2^23 (whose ulp is 1) makes FP32's own rounding the RNE to an integer, left in the low
+// bits. Three FMA-pipe operations and three minima: the FP4 quantizers are bound by instruction
+// issue, not memory (`fa4jit jit-bench`, passes), and this spares the integer pipe the bit
+// arithmetic of rounding on the FP32 fields (a host test compares both on every FP32 input).
 FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) {
+  constexpr float kMagic = 0x1.8p23f;
 #if defined(__CUDA_ARCH__)
-  const float y = fminf(fabsf(x), 6.0f);
-  const uint32_t below_one = floatAsBits(__fadd_rn(y, 0x1p22f)) - 0x4A800000u;
+  const float y = fabsf(x);
+  const float fine = __fmaf_rn(y, 2.0f, kMagic), unit = __fadd_rn(y, kMagic + 2.0f),
+              coarse = __fmaf_rn(y, 0.5f, kMagic + 4.0f);
+  return floatAsBits(fminf(fminf(fine, unit), fminf(coarse, kMagic + 7.0f))) & 7u;
 #else
-  const float y = std::fmin(std::fabs(x), 6.0f);
-  const uint32_t below_one = floatAsBits(y + 0x1p22f) - 0x4A800000u;
+  const float y = std::fabs(x);
+  const float fine = std::fma(y, 2.0f, kMagic), unit = y + (kMagic + 2.0f), coarse = std::fma(y, 0.5f, kMagic + 4.0f);
+  return floatAsBits(std::fmin(std::fmin(fine, unit), std::fmin(coarse, kMagic + 7.0f))) & 7u;
 #endif
-  const uint32_t b = floatAsBits(y);
-  // 1.0 (0x3F800000) is code 2: (b >> 22) is 254 there, so the bias taken off is 252 << 22.
-  const uint32_t from_one = (b - (252u << 22) + 0x1FFFFFu + ((b >> 22) & 1u)) >> 22;
-  return y < 1.0f ? below_one : from_one;
 }
 
 FA4JIT_HD uint8_t floatToE2M1Soft(float x) {
