@@ -144,7 +144,7 @@ FA4JIT_HD float quotientByReciprocal(float x, float s, float r) {
 // M = 1.5 * 2^23 (whose ulp is 1) makes FP32's own rounding the RNE to an integer, left in the low
 // bits. Three FMA-pipe operations and three minima: the FP4 quantizers are bound by instruction
 // issue, not memory (`fa4jit jit-bench`, passes), and this spares the integer pipe the bit
-// arithmetic of rounding on the FP32 fields (a host test compares both on every FP32 input).
+// arithmetic of rounding on the FP32 fields (the twin test checks it against the reference codes).
 FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) {
   constexpr float kMagic = 0x1.8p23f;
 #if defined(__CUDA_ARCH__)

@@ -47,6 +47,18 @@ TEST_CASE("The quantizers' E2M1 pair encoder equals the general one on every non
   CHECK(bad == 0);
 }
 
+TEST_CASE("E2M1 magnitude codes equal the reference for every FP32 value from 2^-4 to 8", "[formats][twin]") {
+  // Every rounding midpoint of the grid (0.25 to 5) and the saturation at 6 lie in this range;
+  // below it every code is 0, above it 7 (the structured inputs above cover both).
+  long bad = 0;
+  for (uint32_t u = 0x3D800000u; u < 0x41000000u; ++u) {
+    const float x = fa4jit::test::floatOf(u);
+    bad += dev::e2m1MagnitudeCode(x) != (fa4jit::test::refE2M1(x) & 0x7u);
+    bad += dev::e2m1MagnitudeCode(-x) != (fa4jit::test::refE2M1(x) & 0x7u);
+  }
+  CHECK(bad == 0);
+}
+
 TEST_CASE("Device decoders equal the host library for every pattern", "[formats][twin]") {
   const auto same = [](float a, float b) {
     return (std::isnan(a) && std::isnan(b)) || fa4jit::test::bitsOf(a) == fa4jit::test::bitsOf(b);
