@@ -91,6 +91,28 @@ FA4JIT_HD uint32_t bytePerm(uint32_t x, uint32_t y, uint32_t s) {
 #endif
 }
 
+// PRMT in its default mode, bit 3 of each selector nibble included: where it is set, the output
+// byte is bit 7 of the selected byte replicated (0x00 or 0xFF), which moves sign bits by whole
+// bytes. (bytePerm follows __byte_perm, which defines 3-bit selectors, so its callers never set it.)
+FA4JIT_HD uint32_t bytePermSignReplicating(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+  return r;
+#else
+  const uint64_t bytes = (static_cast<uint64_t>(y) << 32) | x;
+  uint32_t r = 0;
+  for (int n = 0; n < 4; ++n) {
+    const uint32_t nibble = (s >> (4 * n)) & 0xFu;
+    uint32_t byte = static_cast<uint32_t>((bytes >> (8 * (nibble & 7u))) & 0xFFu);
+    if (nibble & 8u)
+      byte = (byte & 0x80u) != 0u ? 0xFFu : 0x00u;
+    r |= byte << (8 * n);
+  }
+  return r;
+#endif
+}
+
 // ---- software rounding to a small float format ------------------------------------------------
 // Magnitude code of |x| (FP32 bits `u`, sign clear, finite, at most the format's max) rounded to
 // nearest-even in a format with `kMant` mantissa bits, exponent bias `kBias`, subnormals and no
@@ -159,6 +181,59 @@ FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) {
 #endif
 }
 
+// ---- Eight E2M1 codes in one word (the FP4 quantizers' software path) --------------------------
+// e2m1MagnitudeCode's three roundings with the magic 2^23 (not 1.5 * 2^23: the magnitudes are not
+// negative), so that the FP32 result's bits 0..22 are the code alone and only exponent bits lie
+// above. Then an integer multiply-add joins two codes into a byte (the upper code's exponent bits
+// move above bit 26 and out of the word) and another two bytes into a half word: the FMA pipe
+// packs, and the ALU keeps only the three minima per element.
+FA4JIT_HD float e2m1MagnitudeCodeField(float x) {
+  constexpr float kMagic = 0x1p23f;
+#if defined(__CUDA_ARCH__)
+  const float y = fabsf(x);
+  const float fine = __fmaf_rn(y, 2.0f, kMagic), unit = __fadd_rn(y, kMagic + 2.0f),
+              coarse = __fmaf_rn(y, 0.5f, kMagic + 4.0f);
+  return fminf(fminf(fine, unit), fminf(coarse, kMagic + 7.0f));
+#else
+  const float y = std::fabs(x);
+  const float fine = std::fma(y, 2.0f, kMagic), unit = y + (kMagic + 2.0f), coarse = std::fma(y, 0.5f, kMagic + 4.0f);
+  return std::fmin(std::fmin(fine, unit), std::fmin(coarse, kMagic + 7.0f));
+#endif
+}
+
+// Magnitude codes of x[0..7] (not NaN), code n in bits 4n..4n+2, sign bits clear.
+FA4JIT_HD uint32_t e2m1Magnitudes8(const float (&x)[8]) {
+  uint32_t pair[4];
+  for (int i = 0; i < 4; ++i) // bits 0..7: code 2i, code 2i + 1
+    pair[i] = floatAsBits(e2m1MagnitudeCodeField(x[2 * i + 1])) * 16u + floatAsBits(e2m1MagnitudeCodeField(x[2 * i]));
+  // bits 0..15: pairs 0, 1 (and 2, 3); what lies above bit 15 is dropped by the PRMT
+  const uint32_t lo = pair[1] * 256u + pair[0], hi = pair[3] * 256u + pair[2];
+  return bytePerm(lo, hi, 0x5410u);
+}
+
+// E2M1's sign bits (bit 4n+3) of eight elements given as 16-bit floats (BF16 or FP16), two per
+// word, element 2j in the low half of w[j]: four PRMTs gather the sign bits as whole bytes, one
+// select keeps the even elements' in low nibbles and the odd elements' in high nibbles. A quotient
+// by a positive scale has its dividend's sign, so the payload takes the signs of the input.
+FA4JIT_HD uint32_t e2m1SignsOfHalves8(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t w3) {
+  // bytes 1, 3 of each word replicated from their sign bits: elements 0..3, then 4..7
+  const uint32_t s03 = bytePermSignReplicating(w0, w1, 0xFDB9u), s47 = bytePermSignReplicating(w2, w3, 0xFDB9u);
+  const uint32_t even = bytePerm(s03, s47, 0x6420u), odd = bytePerm(s03, s47, 0x7531u);
+  return ((even & 0x0F0F0F0Fu) | (odd & 0xF0F0F0F0u)) & 0x88888888u;
+}
+
+// The same for eight FP32 values (sign bit 7 of byte 3): PRMTs gather the even elements' and the
+// odd elements' as bytes.
+FA4JIT_HD uint32_t e2m1SignsOfFloats8(const float (&x)[8]) {
+  uint32_t pair[4]; // bytes 0, 1: the signs of elements n and n + 2 (n = 0, 1, 4, 5)
+  for (int i = 0; i < 4; ++i) {
+    const int n = (i / 2) * 4 + i % 2;
+    pair[i] = bytePermSignReplicating(floatAsBits(x[n]), floatAsBits(x[n + 2]), 0xFBu);
+  }
+  const uint32_t even = bytePerm(pair[0], pair[2], 0x5410u), odd = bytePerm(pair[1], pair[3], 0x5410u);
+  return ((even & 0x0F0F0F0Fu) | (odd & 0xF0F0F0F0u)) & 0x88888888u;
+}
+
 FA4JIT_HD uint8_t floatToE2M1Soft(float x) {
   const uint32_t u = floatAsBits(x);
   if ((u & 0x7FFFFFFFu) > 0x7F800000u) // NaN: positive max, as the PTX conversion does
@@ -188,6 +263,27 @@ FA4JIT_HD uint32_t finiteFloatsToE2M1x2(float lo, float hi) {
 #else
   const uint32_t sign_lo = (floatAsBits(lo) >> 28) & 0x8u, sign_hi = (floatAsBits(hi) >> 24) & 0x80u;
   return sign_lo | e2m1MagnitudeCode(lo) | sign_hi | (e2m1MagnitudeCode(hi) << 4);
+#endif
+}
+
+// Eight values known not to be NaN, code n in bits 4n..4n+3 (the payload's order); `signs` holds
+// their sign bits at bits 4n + 3 (e2m1SignsOfHalves8 or e2m1SignsOfFloats8).
+FA4JIT_HD uint32_t finiteFloatsToE2M1x8(const float (&x)[8], uint32_t signs) {
+#if FA4JIT_HAS_PTX_E2M1
+  (void)signs;
+  uint32_t w = 0u;
+  for (int i = 0; i < 4; ++i)
+    w |= finiteFloatsToE2M1x2(x[2 * i], x[2 * i + 1]) << (8 * i);
+  return w;
+#else
+  return e2m1Magnitudes8(x) | signs;
+#endif
+}
+FA4JIT_HD uint32_t finiteFloatsToE2M1x8(const float (&x)[8]) {
+#if FA4JIT_HAS_PTX_E2M1
+  return finiteFloatsToE2M1x8(x, 0u);
+#else
+  return finiteFloatsToE2M1x8(x, e2m1SignsOfFloats8(x));
 #endif
 }
 
@@ -256,6 +352,20 @@ FA4JIT_HD float e4m3ToFloat(uint8_t bits) {
   return bitsAsFloat(sign | ((e + 120u) << 23) | (m << 20));
 }
 
+// The same for every pattern but the NaN codes 0x7F / 0xFF: on sm_89+ two conversions (E4M3 to
+// FP16 and FP16 to FP32, both exact) instead of the branches of the field arithmetic.
+FA4JIT_HD float e4m3ToFloatNotNan(uint8_t bits) {
+#if FA4JIT_HAS_PTX_E4M3
+  uint32_t h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<uint16_t>(bits)));
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(static_cast<uint16_t>(h2 & 0xFFFFu)));
+  return f;
+#else
+  return e4m3ToFloat(bits);
+#endif
+}
+
 // ---- UE4M3: the NVFP4 block scale (E4M3 without a sign) ----------------------------------------
 // Negative inputs and -0 give 0 (a scale is never negative; the sign bit is not stored); NaN gives
 // the NaN pattern 0x7F; otherwise as E4M3 (RNE, satfinite at 448).
@@ -313,6 +423,14 @@ FA4JIT_HD int64_t scaleFactorOffset(int r, int j, int scale_cols) {
   const int64_t atoms_per_row_block = (scale_cols + 3) / 4;
   const int64_t atom = static_cast<int64_t>(r / 128) * atoms_per_row_block + j / 4;
   return atom * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (j % 4);
+}
+
+// The same for a row-major encoder's own (non-negative) row and block: unsigned, so the divisions
+// are shifts (the signed form costs a dozen integer instructions per 16-element block).
+template <int kScaleCols> FA4JIT_HD int64_t scaleFactorOffsetOf(uint32_t r, uint32_t j) {
+  constexpr uint32_t kAtomsPerRowBlock = (kScaleCols + 3) / 4;
+  const uint64_t atom = static_cast<uint64_t>(r / 128u) * kAtomsPerRowBlock + j / 4u;
+  return static_cast<int64_t>(atom * 512u + (r % 32u) * 16u + ((r % 128u) / 32u) * 4u + (j % 4u));
 }
 
 FA4JIT_HD int64_t scaleFactorBytes(int rows, int scale_cols) {

@@ -55,8 +55,76 @@ TEST_CASE("E2M1 magnitude codes equal the reference for every FP32 value from 2^
     const float x = fa4jit::test::floatOf(u);
     bad += dev::e2m1MagnitudeCode(x) != (fa4jit::test::refE2M1(x) & 0x7u);
     bad += dev::e2m1MagnitudeCode(-x) != (fa4jit::test::refE2M1(x) & 0x7u);
+    // the packing form: the code alone in bits 0..22, exponent bits above
+    bad += (fa4jit::test::bitsOf(dev::e2m1MagnitudeCodeField(-x)) & 0x7FFFFFu) != (fa4jit::test::refE2M1(x) & 0x7u);
   }
   CHECK(bad == 0);
+}
+
+namespace {
+// Eight reference codes, code n in bits 4n..4n+3.
+uint32_t refE2M1x8(const float (&x)[8]) {
+  uint32_t w = 0u;
+  for (int n = 0; n < 8; ++n)
+    w |= static_cast<uint32_t>(fa4jit::test::refE2M1(x[n])) << (4 * n);
+  return w;
+}
+
+// An FP16 pattern's value (not NaN).
+float fp16ToFloat(uint32_t bits) {
+  const int e = static_cast<int>((bits >> 10) & 31u), m = static_cast<int>(bits & 1023u);
+  const double v = e == 31 ? HUGE_VAL : (e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25));
+  return static_cast<float>((bits & 0x8000u) ? -v : v);
+}
+} // namespace
+
+TEST_CASE("Eight-code packing equals eight single encodes on every non-NaN input", "[formats][twin]") {
+  // A window of the last eight structured values, every other one negated, so each value meets
+  // both signs and every nibble position.
+  long bad = 0, visited = 0;
+  float window[8] = {};
+  fa4jit::test::forEachStructuredFloat([&](float x) {
+    if (std::isnan(x))
+      return;
+    ++visited;
+    for (int n = 7; n > 0; --n)
+      window[n] = window[n - 1];
+    window[0] = visited % 2 ? x : -x;
+    bad += dev::finiteFloatsToE2M1x8(window) != refE2M1x8(window);
+  });
+  CHECK(visited > 5000000);
+  CHECK(bad == 0);
+}
+
+TEST_CASE("Eight-code packing takes the signs of 16-bit inputs from their words", "[formats][twin]") {
+  // Every BF16 and every FP16 magnitude but NaN, eight consecutive ones per word group with every
+  // pattern of signs; a quotient by a positive scale has its input's sign, so the words' signs are
+  // the codes' signs.
+  for (const bool fp16 : {false, true}) {
+    INFO((fp16 ? "fp16" : "bf16"));
+    long bad = 0, visited = 0;
+    for (uint32_t first = 0; first < 0x10000u; first += 8) {
+      uint32_t words[4];
+      float x[8];
+      for (int n = 0; n < 8; ++n) {
+        // (the group's index bits pick the signs: every sign pattern over the eight elements)
+        const uint32_t bits = (first + n) ^ ((((first / 8) >> n) & 1u) << 15);
+        const bool nan = fp16 ? (bits & 0x7FFFu) > 0x7C00u : (bits & 0x7FFFu) > 0x7F80u;
+        const uint32_t use = nan ? bits & 0x8000u : bits; // (NaN never reaches the encoder: a signed 0)
+        x[n] = fp16 ? fp16ToFloat(use) : dev::bf16ToFloat(static_cast<uint16_t>(use));
+        if (n % 2 == 0)
+          words[n / 2] = use;
+        else
+          words[n / 2] |= use << 16;
+      }
+      ++visited;
+      const uint32_t signs = dev::e2m1SignsOfHalves8(words[0], words[1], words[2], words[3]);
+      bad += signs != dev::e2m1SignsOfFloats8(x);
+      bad += dev::finiteFloatsToE2M1x8(x, signs) != refE2M1x8(x);
+    }
+    CHECK(visited == 0x2000);
+    CHECK(bad == 0);
+  }
 }
 
 TEST_CASE("Device decoders equal the host library for every pattern", "[formats][twin]") {
@@ -99,6 +167,12 @@ TEST_CASE("exp2Int and bytePerm behave as their definitions", "[formats][twin]")
   CHECK(dev::bytePerm(x, y, 0x7654u) == y);
   CHECK(dev::bytePerm(x, y, 0x0415u) == 0x00441155u);
   CHECK(dev::bytePerm(x, y, 0xFFFF0000u) == 0x00000000u); // upper selector bits ignored
+  // PRMT's sign-replicate flag: bit 7 of the selected byte fills the output byte
+  const uint32_t a = 0x80017F81u, b = 0x00FF7E01u;
+  CHECK(dev::bytePermSignReplicating(a, b, 0x3210u) == a);
+  CHECK(dev::bytePermSignReplicating(a, b, 0xBA98u) == 0xFF0000FFu);
+  CHECK(dev::bytePermSignReplicating(a, b, 0xFEDCu) == 0x00FF0000u);
+  CHECK(dev::bytePermSignReplicating(a, b, 0x4C08u) == 0x010081FFu);
 }
 
 TEST_CASE("SF layout: device and host offsets agree", "[formats][twin]") {

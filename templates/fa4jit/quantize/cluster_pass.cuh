@@ -203,13 +203,20 @@ template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
       if constexpr (T::kFormat == Format::Nvfp4) {
         uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                       static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
-        const int64_t sf_off = scaleFactorOffset(row, blk, T::kBlocksPerRow);
+        const int64_t sf_off = scaleFactorOffsetOf<T::kBlocksPerRow>(uint32_t(row), uint32_t(blk));
         if (row >= p.seqlen) {
           sf[sf_off] = 0;
           continue;
         }
+        uint32_t signs[2];
+        if (T::kInputFp32 || head.nonfinite) { // (the codes' signs from the 16-bit words where none was zeroed)
+          nvfp4SignsOf(v, signs);
+        } else {
+          signs[0] = e2m1SignsOfHalves8(w[0].x, w[0].y, w[0].z, w[0].w);
+          signs[1] = e2m1SignsOfHalves8(w[1].x, w[1].y, w[1].z, w[1].w);
+        }
         uint2 codes;
-        sf[sf_off] = encoder(v, codes);
+        sf[sf_off] = encoder(v, signs, codes);
         *reinterpret_cast<uint2 *>(reinterpret_cast<uint8_t *>(p.payload) +
                                    (static_cast<int64_t>(bh) * p.seqlen + row) * (T::kHeadDim / 2) + blk * 8) = codes;
       } else {

@@ -43,6 +43,18 @@ FA4JIT_DEVICE float nvfp4GlobalScale(float amax) {
   return g > 0.0f ? g : 1.0f;
 }
 
+// The E2M1 sign bits of a block's 16 values, as Nvfp4BlockEncoder takes them.
+FA4JIT_DEVICE void nvfp4SignsOf(const float (&v)[16], uint32_t (&signs)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float half[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      half[i] = v[8 * h + i];
+    signs[h] = e2m1SignsOfFloats8(half);
+  }
+}
+
 // One 16-element block's NVFP4 encoding (docs/NUMERICS.md §1) under the head's global scale: its
 // UE4M3 scale and 8 payload bytes. Shared by the two-pass and the cluster encode. Every division
 // is §1's, in FP32 with one rounding (__fdiv_rn / __fmul_rn keep that under --use_fast_math too).
@@ -53,31 +65,48 @@ struct Nvfp4BlockEncoder {
       : g(nvfp4GlobalScale(head_amax)), six_g(__fmul_rn(6.0f, g)), six_g_reciprocal(__frcp_rn(six_g)),
         scale_by_reciprocal(quotientByReciprocalOk(six_g)) {}
   // The block's scale byte; its codes into `codes` (element 2i in the low nibble of byte i).
-  FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], uint2 &codes) const {
+  // `signs`: the codes' sign bits, bit 4n + 3 of word n / 8 for element n (a quotient by the
+  // positive scale has its element's sign), from the input's 16-bit words where the caller has them.
+  FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], const uint32_t (&signs)[2], uint2 &codes) const {
     float amax_b = 0.0f;
 #pragma unroll
     for (int i = 0; i < 16; ++i)
       amax_b = fmaxf(amax_b, fabsf(v[i]));
     const float s_quotient = scale_by_reciprocal ? quotientByReciprocal(amax_b, six_g, six_g_reciprocal)
                                                  : __fdiv_rn(amax_b, six_g);
-    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToUE4M3(s_quotient);
+    // (s_quotient is not negative and not NaN: UE4M3 is E4M3's conversion there)
+    const uint8_t s = amax_b == 0.0f ? uint8_t(0) : floatToE4M3(s_quotient);
     // s_b * g can underflow to 0 for a subnormal g: such blocks hold code 0, as on the host.
-    const float denom = __fmul_rn(ue4m3ToFloat(s), g);
+    const float denom = __fmul_rn(e4m3ToFloatNotNan(s), g);
     uint32_t w[2] = {0u, 0u};
     if (quotientByReciprocalOk(denom)) { // (the E2M1 codes of the exact quotients, formats.cuh)
       const float r = __frcp_rn(denom);
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        w[i / 4] |= finiteFloatsToE2M1x2(quotientByReciprocal(v[2 * i], denom, r),
-                                         quotientByReciprocal(v[2 * i + 1], denom, r))
-                    << (8 * (i % 4));
+      for (int h = 0; h < 2; ++h) {
+        float q[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          q[i] = quotientByReciprocal(v[8 * h + i], denom, r);
+        w[h] = finiteFloatsToE2M1x8(q, signs[h]);
+      }
     } else if (denom != 0.0f) {
 #pragma unroll
-      for (int i = 0; i < 8; ++i)
-        w[i / 4] |= finiteFloatsToE2M1x2(__fdiv_rn(v[2 * i], denom), __fdiv_rn(v[2 * i + 1], denom)) << (8 * (i % 4));
+      for (int h = 0; h < 2; ++h) {
+        float q[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          q[i] = __fdiv_rn(v[8 * h + i], denom);
+        w[h] = finiteFloatsToE2M1x8(q, signs[h]);
+      }
     }
     codes = make_uint2(w[0], w[1]);
     return s;
+  }
+  // The signs taken from the values themselves.
+  FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], uint2 &codes) const {
+    uint32_t signs[2];
+    nvfp4SignsOf(v, signs);
+    return (*this)(v, signs, codes);
   }
 };
 
@@ -125,23 +154,34 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     if (row >= padded_rows) // (whole tiles: kRowsPerCta divides 128)
       break;
     float v[16];
+    uint32_t signs[2] = {0u, 0u};
+    bool word_signs = false; // (the codes' signs from the 16-bit words, before the next load reuses them)
     if (vec_ok) {
       unpackBlockVectors<T>(next, v);
+      if constexpr (!T::kInputFp32) {
+        signs[0] = e2m1SignsOfHalves8(next[0].x, next[0].y, next[0].z, next[0].w);
+        signs[1] = e2m1SignsOfHalves8(next[1].x, next[1].y, next[1].z, next[1].w);
+        word_signs = true;
+      }
       const int following = row + T::kRowsPerCta;
       if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
         loadBlockVectors<T>(p, blockOffset(following), next);
     } else if (row < p.seqlen) {
       loadRun<T, 16>(p, blockOffset(row), false, v);
     }
-    const int64_t sf_off = scaleFactorOffset(row, blk, T::kBlocksPerRow);
+    const int64_t sf_off = scaleFactorOffsetOf<T::kBlocksPerRow>(uint32_t(row), uint32_t(blk));
     if (row >= p.seqlen) {
       sf[sf_off] = 0; // padding rows of the last 128-row scale atom
       continue;
     }
-    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
+    if (head.nonfinite) { // (uniform over the CTA; the common case skips the test per element)
       zeroNonFinite(v);
+      word_signs = false; // (a zeroed element's code is +0)
+    }
+    if (!word_signs)
+      nvfp4SignsOf(v, signs);
     uint2 codes;
-    const uint8_t s = encoder(v, codes);
+    const uint8_t s = encoder(v, signs, codes);
     *reinterpret_cast<uint2 *>(payload + static_cast<int64_t>(row) * (T::kHeadDim / 2) + blk * 8) = codes;
     sf[sf_off] = s;
   }

@@ -95,10 +95,15 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
     cta_amax = fmaxf(cta_amax, amax_b);
     const int e = mxBlockExponent(amax_b);
     const float inv = exp2Int(-e); // exact power of two: the codes see x * 2^-e unrounded
-    uint32_t w[4] = {0u, 0u, 0u, 0u};
+    uint32_t w[4];
 #pragma unroll
-    for (int i = 0; i < 16; ++i)
-      w[i / 4] |= finiteFloatsToE2M1x2(__fmul_rn(v[2 * i], inv), __fmul_rn(v[2 * i + 1], inv)) << (8 * (i % 4));
+    for (int j = 0; j < 4; ++j) {
+      float x[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        x[i] = __fmul_rn(v[8 * j + i], inv);
+      w[j] = finiteFloatsToE2M1x8(x);
+    }
     *reinterpret_cast<uint4 *>(payload_row + (k0 + blk * 32) / 2) = make_uint4(w[0], w[1], w[2], w[3]);
     sf[scaleFactorOffset(d, k0 / 32 + blk, scale_cols)] = exponentToUE8M0(e);
     zeroVtScalePadding<T>(sf, k0, scale_cols);
