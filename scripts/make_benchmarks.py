@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes docs/BENCHMARKS.md from one benchmark run folder (default docs/benchmarks/h200).
+"""Writes docs/BENCHMARKS.md from one benchmark run folder (default docs/benchmarks/forward).
 
 The folder holds what scripts/device_check.sh's `run` and `bench` steps produce on the GPU
 machine, plus a small run.json that says which run it is:
@@ -690,8 +690,8 @@ def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=Non
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", default=os.path.join(REPO, "docs", "benchmarks", "h200"),
-                    help="run folder (default docs/benchmarks/h200)")
+    ap.add_argument("--run", default=os.path.join(REPO, "docs", "benchmarks", "forward"),
+                    help="run folder (default docs/benchmarks/forward)")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "BENCHMARKS.md"),
                     help="page to write (default docs/BENCHMARKS.md)")
     ap.add_argument("--backward-run", default=os.path.join(REPO, "docs", "benchmarks", "backward"),

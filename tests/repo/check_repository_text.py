@@ -172,7 +172,7 @@ def self_test():
         assert not found, "%r: unexpected %r" % (text, found)
     assert path_findings("docs/perf-data/2026-12-01-session10-call2/bench.jsonl")
     assert path_findings("data/call7/x.log")
-    assert not path_findings("docs/benchmarks/h200/fa4jit.jsonl")
+    assert not path_findings("docs/benchmarks/forward/fa4jit.jsonl")
     readme = [
         "x" * 100,
         "y" * 101,
