@@ -162,31 +162,13 @@ FA4JIT_HD float quotientByReciprocal(float x, float s, float r) {
 // Magnitude code of |x| for x not NaN: round to nearest even on the grid, |x| > 5 (±Inf included)
 // saturating to 6. The grid steps by 0.5 below 2, by 1 up to 4 and by 2 up to 6, so the code is
 // RNE(2y) below 2, RNE(y) + 2 up to 4 and RNE(y / 2) + 4 up to 6 (y = |x|); each line lies below
-// the others on its own interval, so the code is the least of the three and 7. Adding
-// M = 1.5 * 2^23 (whose ulp is 1) makes FP32's own rounding the RNE to an integer, left in the low
-// bits. Three FMA-pipe operations and three minima: the FP4 quantizers are bound by instruction
-// issue, not memory (`fa4jit jit-bench`, passes), and this spares the integer pipe the bit
-// arithmetic of rounding on the FP32 fields (the twin test checks it against the reference codes).
-FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) {
-  constexpr float kMagic = 0x1.8p23f;
-#if defined(__CUDA_ARCH__)
-  const float y = fabsf(x);
-  const float fine = __fmaf_rn(y, 2.0f, kMagic), unit = __fadd_rn(y, kMagic + 2.0f),
-              coarse = __fmaf_rn(y, 0.5f, kMagic + 4.0f);
-  return floatAsBits(fminf(fminf(fine, unit), fminf(coarse, kMagic + 7.0f))) & 7u;
-#else
-  const float y = std::fabs(x);
-  const float fine = std::fma(y, 2.0f, kMagic), unit = y + (kMagic + 2.0f), coarse = std::fma(y, 0.5f, kMagic + 4.0f);
-  return floatAsBits(std::fmin(std::fmin(fine, unit), std::fmin(coarse, kMagic + 7.0f))) & 7u;
-#endif
-}
-
-// ---- Eight E2M1 codes in one word (the FP4 quantizers' software path) --------------------------
-// e2m1MagnitudeCode's three roundings with the magic 2^23 (not 1.5 * 2^23: the magnitudes are not
-// negative), so that the FP32 result's bits 0..22 are the code alone and only exponent bits lie
-// above. Then an integer multiply-add joins two codes into a byte (the upper code's exponent bits
-// move above bit 26 and out of the word) and another two bytes into a half word: the FMA pipe
-// packs, and the ALU keeps only the three minima per element.
+// the others on its own interval, so the code is the least of the three and 7. Adding M = 2^23
+// (whose ulp is 1 from M on, and y is not negative) makes FP32's own rounding the RNE to an
+// integer: the result's bits 0..22 are the code alone, exponent bits lie above. Three FMA-pipe
+// operations and three minima: the FP4 quantizers are bound by instruction issue, and this spares
+// the integer pipe the bit arithmetic of rounding on the FP32 fields, and leaves the code where
+// integer multiply-adds can pack it (e2m1Magnitudes8; the twin tests check it against the
+// reference codes).
 FA4JIT_HD float e2m1MagnitudeCodeField(float x) {
   constexpr float kMagic = 0x1p23f;
 #if defined(__CUDA_ARCH__)
@@ -201,6 +183,9 @@ FA4JIT_HD float e2m1MagnitudeCodeField(float x) {
 #endif
 }
 
+FA4JIT_HD uint32_t e2m1MagnitudeCode(float x) { return floatAsBits(e2m1MagnitudeCodeField(x)) & 7u; }
+
+// ---- Eight E2M1 codes in one word (the FP4 quantizers' software path) --------------------------
 // Magnitude codes of x[0..7] (not NaN), code n in bits 4n..4n+2, sign bits clear.
 FA4JIT_HD uint32_t e2m1Magnitudes8(const float (&x)[8]) {
   uint32_t pair[4];

@@ -112,13 +112,7 @@ template <class C> FA4JIT_DEVICE int directpFedExponent(float floor_magic) {
 // hardware instruction is the lookup; __byte_perm, which defines selector values as 3 bits, costs
 // a LOP3 (& 0x7777) before every PRMT: 16 per tile and thread.
 FA4JIT_DEVICE uint32_t directpLookup(uint32_t lo, uint32_t hi, uint32_t sel) {
-#if defined(__CUDA_ARCH__)
-  uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(sel));
-  return r;
-#else
-  return bytePerm(lo, hi, sel & 0x7777u);
-#endif
+  return bytePermSignReplicating(lo, hi, sel);
 }
 
 // l += the block's fed values (kSumL), as integers: P_fed = I[c] * u exactly, with I = 2*E2M1 =
