@@ -73,27 +73,9 @@ FA4JIT_HD float exp2Int(int k) {
   return 0.0f;
 }
 
-// __byte_perm semantics (selector nibble n picks byte (s >> 4n) & 7 of the pair {x = bytes 0..3,
-// y = bytes 4..7}); on the device this is one PRMT, the primitive behind all 8-entry byte tables.
-// Callers keep bit 3 of each selector nibble clear: PRMT's default mode reads it as "replicate the
-// sign bit of the selected byte", which this host emulation does not model.
-FA4JIT_HD uint32_t bytePerm(uint32_t x, uint32_t y, uint32_t s) {
-#if defined(__CUDA_ARCH__)
-  return __byte_perm(x, y, s);
-#else
-  const uint64_t bytes = (static_cast<uint64_t>(y) << 32) | x;
-  uint32_t r = 0;
-  for (int n = 0; n < 4; ++n) {
-    const uint32_t sel = (s >> (4 * n)) & 7u;
-    r |= static_cast<uint32_t>((bytes >> (8 * sel)) & 0xFFu) << (8 * n);
-  }
-  return r;
-#endif
-}
-
 // PRMT in its default mode, bit 3 of each selector nibble included: where it is set, the output
 // byte is bit 7 of the selected byte replicated (0x00 or 0xFF), which moves sign bits by whole
-// bytes. (bytePerm follows __byte_perm, which defines 3-bit selectors, so its callers never set it.)
+// bytes.
 FA4JIT_HD uint32_t bytePermSignReplicating(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   uint32_t r;
@@ -110,6 +92,18 @@ FA4JIT_HD uint32_t bytePermSignReplicating(uint32_t x, uint32_t y, uint32_t s) {
     r |= byte << (8 * n);
   }
   return r;
+#endif
+}
+
+// __byte_perm semantics (selector nibble n picks byte (s >> 4n) & 7 of the pair {x = bytes 0..3,
+// y = bytes 4..7}); on the device this is one PRMT, the primitive behind all 8-entry byte tables.
+// Bit 3 of each selector nibble is not part of a selector here (the host emulation masks it off);
+// callers that want PRMT's sign replication call bytePermSignReplicating.
+FA4JIT_HD uint32_t bytePerm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  return bytePermSignReplicating(x, y, s & 0x7777u);
 #endif
 }
 

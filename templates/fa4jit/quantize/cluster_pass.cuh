@@ -209,12 +209,11 @@ template <class C> FA4JIT_DEVICE void clusterPass(const QuantizeParams &p) {
           continue;
         }
         uint32_t signs[2];
-        if (T::kInputFp32 || head.nonfinite) { // (the codes' signs from the 16-bit words where none was zeroed)
+        if constexpr (!T::kInputFp32) // (from the 16-bit words where none was zeroed)
+          if (!head.nonfinite)
+            nvfp4SignsOfWords<T>(w, signs);
+        if (T::kInputFp32 || head.nonfinite)
           nvfp4SignsOf(v, signs);
-        } else {
-          signs[0] = e2m1SignsOfHalves8(w[0].x, w[0].y, w[0].z, w[0].w);
-          signs[1] = e2m1SignsOfHalves8(w[1].x, w[1].y, w[1].z, w[1].w);
-        }
         uint2 codes;
         sf[sf_off] = encoder(v, signs, codes);
         *reinterpret_cast<uint2 *>(reinterpret_cast<uint8_t *>(p.payload) +

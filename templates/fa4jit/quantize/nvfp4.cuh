@@ -55,6 +55,15 @@ FA4JIT_DEVICE void nvfp4SignsOf(const float (&v)[16], uint32_t (&signs)[2]) {
   }
 }
 
+// The same from the block's 16-bit words (BF16/FP16 input), where they still hold the values the
+// codes encode (no element zeroed): a quotient by the positive scale has its element's sign.
+template <class T> FA4JIT_DEVICE void nvfp4SignsOfWords(const BlockVectors<T> &w, uint32_t (&signs)[2]) {
+  static_assert(!T::kInputFp32, "16-bit input only");
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    signs[h] = e2m1SignsOfHalves8(w[h].x, w[h].y, w[h].z, w[h].w);
+}
+
 // One 16-element block's NVFP4 encoding (docs/NUMERICS.md §1) under the head's global scale: its
 // UE4M3 scale and 8 payload bytes. Shared by the two-pass and the cluster encode. Every division
 // is §1's, in FP32 with one rounding (__fdiv_rn / __fmul_rn keep that under --use_fast_math too).
@@ -102,12 +111,6 @@ struct Nvfp4BlockEncoder {
     codes = make_uint2(w[0], w[1]);
     return s;
   }
-  // The signs taken from the values themselves.
-  FA4JIT_DEVICE uint8_t operator()(const float (&v)[16], uint2 &codes) const {
-    uint32_t signs[2];
-    nvfp4SignsOf(v, signs);
-    return (*this)(v, signs, codes);
-  }
 };
 
 // What one thread of a row-major encode pass (NVFP4, E4M3 rows) reads: its 16-element block `blk`
@@ -154,15 +157,12 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     if (row >= padded_rows) // (whole tiles: kRowsPerCta divides 128)
       break;
     float v[16];
-    uint32_t signs[2] = {0u, 0u};
-    bool word_signs = false; // (the codes' signs from the 16-bit words, before the next load reuses them)
+    uint32_t signs[2];
     if (vec_ok) {
       unpackBlockVectors<T>(next, v);
-      if constexpr (!T::kInputFp32) {
-        signs[0] = e2m1SignsOfHalves8(next[0].x, next[0].y, next[0].z, next[0].w);
-        signs[1] = e2m1SignsOfHalves8(next[1].x, next[1].y, next[1].z, next[1].w);
-        word_signs = true;
-      }
+      if constexpr (!T::kInputFp32) // (before the next load reuses the words)
+        if (!head.nonfinite)
+          nvfp4SignsOfWords<T>(next, signs);
       const int following = row + T::kRowsPerCta;
       if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
         loadBlockVectors<T>(p, blockOffset(following), next);
@@ -174,11 +174,9 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
       sf[sf_off] = 0; // padding rows of the last 128-row scale atom
       continue;
     }
-    if (head.nonfinite) { // (uniform over the CTA; the common case skips the test per element)
+    if (head.nonfinite) // (uniform over the CTA; the common case skips the test per element)
       zeroNonFinite(v);
-      word_signs = false; // (a zeroed element's code is +0)
-    }
-    if (!word_signs)
+    if (T::kInputFp32 || !vec_ok || head.nonfinite) // (a zeroed element's code is +0)
       nvfp4SignsOf(v, signs);
     uint2 codes;
     const uint8_t s = encoder(v, signs, codes);
