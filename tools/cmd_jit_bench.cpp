@@ -6,6 +6,7 @@
 #include "cli_values.h"
 #include "subcommands.h"
 
+#include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/heuristics.h"
 #include "fa4jit/codegen/spec_io.h"
 #include "fa4jit/quantize/params.cuh"
@@ -202,8 +203,8 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
                                 {"encode_tb_s", (in_bytes + quantizedBytes(f, in_bytes)) / *encode_ms / 1e9}};
         // The one-pass cluster kernel at each cluster size whose slices fit a CTA.
         llvm::json::Array clusters;
-        if (entries.size() == 3) {
-          auto cluster = eng.kernel(qs, entries[2].name);
+        if (const EntryPoint *cluster_entry = entryWithSuffix((*compiled)->emitted, kQuantizeClusterSuffix)) {
+          auto cluster = eng.kernel(qs, cluster_entry->name);
           if (!cluster)
             return cluster.takeError();
           for (int ctas = 2; ctas <= dq::kQuantizeClusterMaxCtas; ctas *= 2) {
@@ -231,6 +232,38 @@ llvm::Expected<llvm::json::Value> measureQuantizers(Engine &eng, const std::vect
           }
         }
         pass["cluster"] = std::move(clusters);
+        // The pipelined one-pass kernel, its grid all resident (as the engine launches it).
+        if (const EntryPoint *pipelined_entry = entryWithSuffix((*compiled)->emitted, kQuantizePipelinedSuffix)) {
+          auto pipelined = eng.kernel(qs, pipelined_entry->name);
+          if (!pipelined)
+            return pipelined.takeError();
+          runtime::LaunchConfig lp;
+          lp.block = {unsigned(threads), 1, 1};
+          auto per_sm = pipelined->maxActiveBlocksPerSm(lp);
+          if (!per_sm)
+            return per_sm.takeError();
+          dq::QuantizeParams pp = p;
+          pp.amax_chunks = dq::quantizePipelinedGroups(ps, threads, d);
+          const int64_t items = int64_t(pp.amax_chunks) * pb * ph;
+          const int grid = int(std::min<int64_t>(items, int64_t(*per_sm) * eng.device().sm_count));
+          lp.grid = {unsigned(grid), 1, 1};
+          auto sync = runtime::DeviceBuffer::allocate(eng.driver(), std::size_t(dq::quantizeSyncWords(pb * ph)) * 4);
+          if (!sync)
+            return sync.takeError();
+          if (auto e = sync->fill(0)) // (every launch leaves the words zero)
+            return e;
+          pp.sync = sync->address();
+          void *pargs[] = {&pp};
+          auto pipelined_ms = medianMs(eng, [&] { return pipelined->launch(lp, pargs); });
+          if (!pipelined_ms)
+            return pipelined_ms.takeError();
+          llvm::json::Object o = rate(f, in_bytes, *pipelined_ms);
+          o["grid"] = grid;
+          o["lag"] = dq::quantizePipelinedLag(pp.amax_chunks, grid);
+          o["mib_in_flight"] =
+              double(dq::quantizePipelinedBytesInFlight(pp.amax_chunks, grid, threads, d, 2)) / (1 << 20);
+          pass["pipelined"] = std::move(o);
+        }
         passes.push_back(std::move(pass));
       }
     }

@@ -1,18 +1,33 @@
 // The quantizer family: the amax and encode passes over one config struct, and where the target
 // has clusters and the format needs the head's maximum before it encodes, the one-pass cluster
-// kernel beside them (templates/fa4jit/quantize/kernels.cuh has the instantiation contract).
+// kernel beside them, then for NVFP4 and E4M3 rows the pipelined one-pass kernel
+// (templates/fa4jit/quantize/kernels.cuh has the instantiation contract).
 #include <sstream>
 #include <vector>
 
 #include "emit_common.h"
 #include "fa4jit/codegen/emitter.h"
 #include "fa4jit/codegen/spec_io.h"
+#include "fa4jit/quantize/params.cuh"
 
 namespace fa4jit {
 
 bool quantizeHasClusterPass(const KernelSpec &spec) {
   const bool has_clusters = spec.target == Target::Sm90a || spec.target == Target::Sm100a;
   return spec.family == KernelFamily::Quantize && has_clusters && spec.quantize.format != QuantFormat::Mxfp4;
+}
+
+const EntryPoint *entryWithSuffix(const EmittedKernel &kernel, llvm::StringRef suffix) {
+  for (const EntryPoint &e : kernel.entries)
+    if (llvm::StringRef(e.name).endswith(suffix))
+      return &e;
+  return nullptr;
+}
+
+bool quantizeHasPipelinedPass(const KernelSpec &spec) {
+  const QuantFormat f = spec.quantize.format;
+  return spec.family == KernelFamily::Quantize && (f == QuantFormat::Nvfp4 || f == QuantFormat::E4m3Rows) &&
+         device::quantize::quantizePipelinedFits(spec.quantize.threads, spec.quantize.head_dim);
 }
 
 } // namespace fa4jit
@@ -38,6 +53,8 @@ llvm::Expected<EmittedKernel> emitQuantize(const KernelSpec &spec, const Dimensi
   std::vector<Pass> passes = {{"_amax", "amaxPass"}, {"_encode", "encodePass"}};
   if (quantizeHasClusterPass(spec))
     passes.push_back({kQuantizeClusterSuffix, "clusterPass"});
+  if (quantizeHasPipelinedPass(spec))
+    passes.push_back({kQuantizePipelinedSuffix, "pipelinedPass"});
   for (const Pass &p : passes) {
     const std::string entry = k.name + p.suffix;
     os << "\nextern \"C\" __global__ void __launch_bounds__(" << threads << ")\n"

@@ -73,7 +73,8 @@ TEST_CASE("quantizer source matches the golden structure", "[codegen][emitter]")
   CHECK(!fileCheck(emit(m), "quantize_nvfp4_d128.check", /*quiet=*/true));
 }
 
-TEST_CASE("quantizers have the one-pass cluster kernel where the target has clusters and the format needs it",
+TEST_CASE("quantizers have the one-pass cluster kernel where the target has clusters and the format needs it, "
+          "and the pipelined one pass for rows",
           "[codegen][emitter]") {
   const auto suffixes = [](const KernelSpec &s) {
     llvm::Expected<EmittedKernel> k = emitKernel(s);
@@ -84,17 +85,26 @@ TEST_CASE("quantizers have the one-pass cluster kernel where the target has clus
     return out;
   };
   const std::vector<std::string> two = {"_amax", "_encode"};
-  const std::vector<std::string> three = {"_amax", "_encode", kQuantizeClusterSuffix};
+  const std::vector<std::string> cluster = {"_amax", "_encode", kQuantizeClusterSuffix};
+  const std::vector<std::string> rows = {"_amax", "_encode", kQuantizeClusterSuffix, kQuantizePipelinedSuffix};
   for (Target t : {Target::Sm90a, Target::Sm100a}) {
-    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == three);
-    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::E4m3Rows, 64, t)) == three);
-    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Fp8PerHead, 256, t, QuantInput::F16)) == three);
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == rows);
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::E4m3Rows, 64, t)) == rows);
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Fp8PerHead, 256, t, QuantInput::F16)) == cluster);
     // MXFP4 V^T's codes depend on each block alone: one pass without a cluster.
     CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Mxfp4, 128, t)) == two);
   }
-  // No clusters before sm_90.
-  for (Target t : {Target::Sm80, Target::Sm89})
-    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == two);
+  // No clusters before sm_90; the pipelined pass needs none.
+  for (Target t : {Target::Sm80, Target::Sm89}) {
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Nvfp4, 128, t)) == std::vector<std::string>{
+                                                                           "_amax", "_encode", kQuantizePipelinedSuffix});
+    CHECK(suffixes(defaultQuantizeSpec(QuantFormat::Fp8PerHead, 128, t)) == two);
+  }
+  // A row group that splits a word of the non-finite row mask has no pipelined pass (64 threads at
+  // D 256: 16 rows).
+  KernelSpec narrow = defaultQuantizeSpec(QuantFormat::Nvfp4, 256, Target::Sm90a);
+  narrow.quantize.threads = 64;
+  CHECK(suffixes(narrow) == cluster);
 }
 
 TEST_CASE("attention source matches the golden structure", "[codegen][emitter]") {

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <set>
+#include <vector>
 
 namespace dq = fa4jit::device::quantize;
 
@@ -71,4 +72,46 @@ TEST_CASE("encode grids cover every row, key tile and head", "[codegen][quantize
       CHECK(rows % dq::kRowsPerMaskWord == 0);
       CHECK(int64_t(rows) * c >= s);
     }
+}
+
+TEST_CASE("the pipelined quantizer's steps never wait on an item no CTA can reach", "[codegen][quantize]") {
+  // Every CTA of the grid runs its steps in order: reduce its item of step k, then wait until every
+  // group of the head of its item of step k - lag is reduced, then encode it. Played out with CTAs
+  // that take turns until none can move: every item must end encoded.
+  for (int groups : {1, 2, 5, 32, 128, 1000})
+    for (int heads : {1, 3, 16})
+      for (int grid : {1, 2, 7, 64, 396}) {
+        const int lag = dq::quantizePipelinedLag(groups, grid);
+        const long items = long(groups) * heads;
+        std::vector<int> reduced_per_head(heads, 0);
+        std::vector<long> step(grid, 0);
+        std::vector<bool> reduced_this_step(grid, false);
+        long encoded = 0;
+        for (bool moved = true; moved;) {
+          moved = false;
+          for (int c = 0; c < grid; ++c) {
+            const long i = c + step[c] * grid, j = i - long(lag) * grid;
+            if (j >= items)
+              continue; // (done)
+            if (i < items && !reduced_this_step[c]) {
+              ++reduced_per_head[i / groups];
+              reduced_this_step[c] = moved = true;
+            }
+            if (j >= 0 && reduced_per_head[j / groups] < groups)
+              continue; // (waits)
+            encoded += j >= 0;
+            ++step[c];
+            reduced_this_step[c] = false;
+            moved = true;
+          }
+        }
+        INFO("groups " << groups << " heads " << heads << " grid " << grid << " lag " << lag);
+        CHECK(encoded == items);
+      }
+  // The wait bound itself: a head's groups fit within lag steps of the grid.
+  CHECK(dq::quantizePipelinedLag(32, 396) == 1);
+  CHECK(dq::quantizePipelinedLag(1000, 396) == 3);
+  // Row groups hold whole words of the non-finite row mask at the default 256 threads.
+  for (int d : {64, 128, 256})
+    CHECK(dq::quantizePipelinedFits(256, d));
 }

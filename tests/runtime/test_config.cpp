@@ -74,7 +74,10 @@ TEST_CASE("every variable is read", "[config]") {
   CHECK(mustLoad({}).quantize_passes == QuantizePasses::Auto);
   CHECK(mustLoad({{"FA4JIT_QUANTIZE_PASSES", "two"}}).quantize_passes == QuantizePasses::Two);
   CHECK(mustLoad({{"FA4JIT_QUANTIZE_PASSES", "AUTO"}}).quantize_passes == QuantizePasses::Auto);
-  CHECK(std::string(quantizePassesName(QuantizePasses::Two)) == "two");
+  CHECK(mustLoad({{"FA4JIT_QUANTIZE_PASSES", "cluster"}}).quantize_passes == QuantizePasses::Cluster);
+  for (QuantizePasses passes :
+       {QuantizePasses::Auto, QuantizePasses::Cluster, QuantizePasses::Pipelined, QuantizePasses::Two})
+    CHECK(mustLoad({{"FA4JIT_QUANTIZE_PASSES", quantizePassesName(passes)}}).quantize_passes == passes);
 }
 
 TEST_CASE("a bad value is an error that names the variable", "[config]") {
@@ -84,7 +87,7 @@ TEST_CASE("a bad value is an error that names the variable", "[config]") {
   CHECK_THAT(loadError({{"FA4JIT_LOG_LEVEL", "loud"}}), Catch::Contains("FA4JIT_LOG_LEVEL"));
   CHECK_THAT(loadError({{"FA4JIT_CHECK_FINITE", "strict"}}), Catch::Contains("FA4JIT_CHECK_FINITE"));
   CHECK_THAT(loadError({{"FA4JIT_QUANTIZE_PASSES", "one"}}),
-             Catch::Contains("FA4JIT_QUANTIZE_PASSES") && Catch::Contains("auto or two"));
+             Catch::Contains("FA4JIT_QUANTIZE_PASSES") && Catch::Contains("auto, cluster, pipelined or two"));
   // A relative directory would differ per working directory: refused, naming the variable.
   for (const char *var : {"FA4JIT_CACHE_DIR", "FA4JIT_SYSTEM_CACHE_DIR", "FA4JIT_REPRO_DIR"})
     CHECK_THAT(loadError({{var, "relative/cache"}}), Catch::Contains(var) && Catch::Contains("absolute path"));

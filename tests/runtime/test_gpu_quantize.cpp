@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 using namespace fa4jit;
 using namespace fa4jit::testing;
@@ -60,21 +61,28 @@ HostHead referenceHead(QuantFormat format, const float *head, int S, int D) {
   return out;
 }
 
-// An engine that always runs the amax and encode passes, beside gpuEngine(), which runs the
-// one-pass cluster kernel wherever a head fits it: both must give the host's bits.
-Engine &twoPassEngine() {
-  static std::unique_ptr<Engine> engine = [] {
+// Engines that run the one-pass cluster kernel or the pipelined one pass wherever they fit, or
+// always the amax and encode passes, beside gpuEngine() (the cluster kernel, else the pipelined
+// pass, else the two): all must give the host's bits.
+Engine &enginePassing(runtime::QuantizePasses passes) {
+  static std::map<runtime::QuantizePasses, std::unique_ptr<Engine>> engines;
+  std::unique_ptr<Engine> &engine = engines[passes];
+  if (!engine) {
     EngineOptions options;
-    options.quantize_passes = runtime::QuantizePasses::Two;
+    options.quantize_passes = passes;
     auto e = Engine::create(options);
     if (!e)
       FAIL("cannot create the fa4jit engine: " << llvm::toString(e.takeError()));
-    return std::move(*e);
-  }();
+    engine = std::move(*e);
+  }
   return *engine;
 }
 const char *passesName(const Engine &engine) { return runtime::quantizePassesName(engine.config().quantize_passes); }
-std::vector<Engine *> bothEngines() { return {&gpuEngine(), &twoPassEngine()}; }
+std::vector<Engine *> everyPassesEngine() {
+  using runtime::QuantizePasses;
+  return {&gpuEngine(), &enginePassing(QuantizePasses::Cluster), &enginePassing(QuantizePasses::Pipelined),
+          &enginePassing(QuantizePasses::Two)};
+}
 
 // in_caller_memory: the operand lives in one block of memory the test owns (Engine::quantizedIn),
 // with guard bytes after it that the quantizer must leave alone.
@@ -134,7 +142,7 @@ TEST_CASE("GPU quantizers match the host formats bit for bit", "[gpu][quantize]"
       {2, 2, 129, 128, 1e-30f}, {1, 4, 1000, 64, 1e4f}, {1, 1, 4096, 128, 1.0f},
   };
   // (One pass: clusters of 1 to 16 CTAs, some left without rows at D 256 and S 300.)
-  for (Engine *engine : bothEngines())
+  for (Engine *engine : everyPassesEngine())
     for (QuantFormat f : {QuantFormat::Nvfp4, QuantFormat::Mxfp4, QuantFormat::Fp8PerHead, QuantFormat::E4m3Rows})
       for (const Case &c : cases)
         checkFormat(*engine, f, c, seed + c.seqlen);
@@ -194,7 +202,7 @@ void checkNonFiniteRow(Engine &engine, int B, int H, int S, int D, int row, int 
 
 TEST_CASE("GPU quantizers encode NaN and Inf as 0 and record their rows", "[gpu][quantize]") {
   std::mt19937_64 rng(freshSeed());
-  for (Engine *engine : bothEngines()) {
+  for (Engine *engine : everyPassesEngine()) {
     checkNonFiniteRow(*engine, 2, 2, 50, 64, 19, 18, rng);
     // One pass: a cluster of 4 CTAs of 256 rows; the row is in the third.
     checkNonFiniteRow(*engine, 1, 2, 1000, 128, 700, 5, rng);

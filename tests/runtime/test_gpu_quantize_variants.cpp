@@ -339,17 +339,19 @@ struct ClusterCase {
   int nonfinite; // NaN/Inf elements planted in x
 };
 
-// Runs the quantizer `spec` on x as its two passes (ctas == 0) or as its one-pass cluster kernel
-// with clusters of `ctas` CTAs, into poisoned buffers, and returns everything it wrote.
-PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const runtime::DeviceBuffer &x, int ctas) {
+// Runs the quantizer `spec` on x as its two passes (ctas == 0 and pipelined_grid == 0), as its
+// one-pass cluster kernel with clusters of `ctas` CTAs, or as its pipelined one-pass kernel on a
+// grid of `pipelined_grid` CTAs, into poisoned buffers, and returns everything it wrote.
+PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const runtime::DeviceBuffer &x, int ctas,
+                         int pipelined_grid = 0) {
   const int B = c.batch, H = c.heads, S = c.seqlen, D = c.head_dim;
   const int f = static_cast<int>(c.format);
   llvm::Expected<EmittedKernel> k = emitKernel(spec);
   REQUIRE_OK(k);
-  REQUIRE(k->entries.size() == 3);
   const std::size_t pb = dq::quantizePayloadBytesPerHead(f, D, S), sb = dq::quantizeScaleBytesPerHead(f, D, S);
   const std::size_t rows_bytes = std::size_t(dq::nonfiniteRowsBytes(B * H, S));
-  const int chunks = dq::quantizeDefaultAmaxChunks(B, H, S);
+  const int chunks = pipelined_grid > 0 ? dq::quantizePipelinedGroups(S, c.threads, D)
+                                        : dq::quantizeDefaultAmaxChunks(B, H, S);
   std::vector<uint8_t> poison(std::max({pb, sb, rows_bytes, std::size_t(4 * chunks)}) * B * H + 64, 0x5A);
   auto payload = upload(poison.data(), pb * B * H);
   auto scales = upload(poison.data(), sb ? sb * B * H : 16);
@@ -366,7 +368,18 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
   void *args[] = {&p};
   runtime::LaunchConfig l;
   l.block = {unsigned(c.threads), 1, 1};
-  if (ctas == 0) {
+  if (pipelined_grid > 0) {
+    const EntryPoint *entry = entryWithSuffix(*k, kQuantizePipelinedSuffix);
+    REQUIRE(entry != nullptr);
+    auto pipelined = gpuEngine().kernel(spec, entry->name);
+    REQUIRE_OK(pipelined);
+    std::vector<uint32_t> zeros(std::size_t(dq::quantizeSyncWords(B * H)), 0u);
+    auto sync = upload(zeros.data(), zeros.size() * 4);
+    p.sync = sync.address();
+    l.grid = {unsigned(pipelined_grid), 1, 1};
+    REQUIRE_SUCCESS(pipelined->launch(l, args));
+    CHECK(download<uint32_t>(sync, zeros.size()) == zeros); // (left zero for the next launch)
+  } else if (ctas == 0) {
     auto amax = gpuEngine().kernel(spec, k->entries[0].name);
     REQUIRE_OK(amax);
     l.grid = {unsigned(chunks), unsigned(B * H), 1};
@@ -377,7 +390,9 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
     l.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
     REQUIRE_SUCCESS(encode->launch(l, args));
   } else {
-    auto cluster = gpuEngine().kernel(spec, k->entries[2].name);
+    const EntryPoint *entry = entryWithSuffix(*k, kQuantizeClusterSuffix);
+    REQUIRE(entry != nullptr);
+    auto cluster = gpuEngine().kernel(spec, entry->name);
     REQUIRE_OK(cluster);
     const int esize = c.input == QuantInput::F32 ? 4 : 2;
     l.grid = {unsigned(ctas), unsigned(B * H), 1};
@@ -398,7 +413,9 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
 bool holdsCluster(const KernelSpec &spec, const ClusterCase &c, int ctas) {
   llvm::Expected<EmittedKernel> k = emitKernel(spec);
   REQUIRE_OK(k);
-  auto cluster = gpuEngine().kernel(spec, k->entries.at(2).name);
+  const EntryPoint *entry = entryWithSuffix(*k, kQuantizeClusterSuffix);
+  REQUIRE(entry != nullptr);
+  auto cluster = gpuEngine().kernel(spec, entry->name);
   REQUIRE_OK(cluster);
   runtime::LaunchConfig l;
   l.block = {unsigned(c.threads), 1, 1};
@@ -412,7 +429,8 @@ bool holdsCluster(const KernelSpec &spec, const ClusterCase &c, int ctas) {
 
 } // namespace
 
-TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit for bit", "[gpu][quantize]") {
+TEST_CASE("the one-pass cluster and pipelined quantizers write what the two passes write, bit for bit",
+          "[gpu][quantize]") {
   if (gpuEngine().target() != Target::Sm90a && gpuEngine().target() != Target::Sm100a)
     FAIL("this device has no thread-block clusters (sm_90a or sm_100a expected)");
   const uint64_t seed = freshSeed();
@@ -469,6 +487,27 @@ TEST_CASE("the one-pass cluster quantizer writes what the two passes write, bit 
                               << " bshd " << c.bshd << " nonfinite " << c.nonfinite << ", cluster of " << ctas
                               << " seed " << seed);
       checkSameOutputs(runRowsOrFp8(spec, c, dx, ctas), two);
+    }
+    // The pipelined one pass (NVFP4 and E4M3 rows): one CTA (every head's groups in turn), grids
+    // whose steps hold part of a head or several heads, and every CTA the device holds at once.
+    if (c.format != QuantFormat::Fp8PerHead) {
+      llvm::Expected<EmittedKernel> emitted = emitKernel(spec);
+      REQUIRE_OK(emitted);
+      const EntryPoint *entry = entryWithSuffix(*emitted, kQuantizePipelinedSuffix);
+      REQUIRE(entry != nullptr);
+      auto pipelined = gpuEngine().kernel(spec, entry->name);
+      REQUIRE_OK(pipelined);
+      runtime::LaunchConfig l;
+      l.block = {unsigned(c.threads), 1, 1};
+      auto per_sm = pipelined->maxActiveBlocksPerSm(l);
+      REQUIRE_OK(per_sm);
+      const int resident = *per_sm * gpuEngine().device().sm_count;
+      for (int grid : {1, 3, 7, 64, resident}) {
+        INFO(toString(c.format) << " input " << esize << " bytes, threads " << c.threads << " B" << c.batch << " H"
+                                << c.heads << " S" << c.seqlen << " D" << c.head_dim << " bshd " << c.bshd
+                                << " nonfinite " << c.nonfinite << ", pipelined on " << grid << " CTAs, seed " << seed);
+        checkSameOutputs(runRowsOrFp8(spec, c, dx, 0, grid), two);
+      }
     }
     CHECK(anyNonFiniteHead(two, c.batch * c.heads) == (c.nonfinite > 0));
   }

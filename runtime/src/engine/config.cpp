@@ -68,14 +68,30 @@ llvm::Expected<QuantizePasses> parseQuantizePasses(llvm::StringRef value) {
   const std::string v = value.lower();
   if (v == "auto")
     return QuantizePasses::Auto;
+  if (v == "cluster")
+    return QuantizePasses::Cluster;
+  if (v == "pipelined")
+    return QuantizePasses::Pipelined;
   if (v == "two")
     return QuantizePasses::Two;
-  return badValue("FA4JIT_QUANTIZE_PASSES", value, "auto or two");
+  return badValue("FA4JIT_QUANTIZE_PASSES", value, "auto, cluster, pipelined or two");
 }
 
 } // namespace
 
-const char *quantizePassesName(QuantizePasses passes) { return passes == QuantizePasses::Two ? "two" : "auto"; }
+const char *quantizePassesName(QuantizePasses passes) {
+  switch (passes) {
+  case QuantizePasses::Two:
+    return "two";
+  case QuantizePasses::Cluster:
+    return "cluster";
+  case QuantizePasses::Pipelined:
+    return "pipelined";
+  case QuantizePasses::Auto:
+    break;
+  }
+  return "auto";
+}
 
 const char *tuneModeName(TuneMode mode) {
   switch (mode) {

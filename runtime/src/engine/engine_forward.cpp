@@ -167,15 +167,17 @@ llvm::Error Engine::forwardOn(const ForwardArgs &a, const KernelSpec &spec, cons
   q.code_shift = k.code_shift = qk.code_shift;
   auto v = operandAt(workspace, layout.v, engine_detail::valueFormat(spec.attention.route), s.batch, s.heads_kv,
                      s.seqlen_k, s.head_dim);
-  // The counters (V's quantizer sync words among them) are cleared before the first pass that
+  // The counters (the quantizers' sync words among them) are cleared before the first pass that
   // may use them, unless known to be zero; every pass leaves them zero for the next.
   if (!counters_zero)
     if (auto err = driver_.check(driver_.api().cuMemsetD8Async(workspace + layout.counters.offset, 0,
                                                                layout.counters.bytes, static_cast<CUstream>(a.stream)),
                                  "cuMemsetD8Async"))
       return err;
-  v.sync = workspace + layout.counters.offset + layout.quantize_sync_offset;
-  v.sync_zero = true;
+  for (engine_detail::QuantizedOperand *operand : {&q, &k, &v}) { // (one after the other on a.stream)
+    operand->sync = workspace + layout.counters.offset + layout.quantize_sync_offset;
+    operand->sync_zero = true;
+  }
   if (auto err = quantizeOperand(a.q, q, "q", a.stream))
     return err;
   if (auto err = quantizeOperand(a.k, k, "k", a.stream))
@@ -220,23 +222,11 @@ llvm::Error Engine::forward(const QuantizedForwardArgs &a) {
                          workspace_->buffer.address(), counters_zero);
 }
 
-namespace {
-
-// An attention kernel's second entry point by its name suffix (emit_attention.cpp).
-const EntryPoint *widenEntry(const runtime::CompiledKernel &compiled, llvm::StringRef suffix) {
-  for (const EntryPoint &e : compiled.emitted.entries)
-    if (llvm::StringRef(e.name).endswith(suffix))
-      return &e;
-  return nullptr;
-}
-
-} // namespace
-
 // The pass that makes NaN the output rows a non-finite input reaches (attention/nonfinite_rows.cuh),
 // after the attention entry point on the same stream.
 llvm::Error Engine::launchNonFiniteRows(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
                                         device::attention::AttentionParams &p, void *stream) {
-  const EntryPoint *entry = widenEntry(compiled, "_nonfinite_rows");
+  const EntryPoint *entry = entryWithSuffix(compiled.emitted, "_nonfinite_rows");
   if (!entry)
     return fail(llvm::formatv("forward: kernel {0} has no _nonfinite_rows entry point", compiled.emitted.name));
   auto pass = kernel(spec, entry->name);
@@ -255,7 +245,7 @@ llvm::Error Engine::launchNonFiniteRows(const KernelSpec &spec, const runtime::C
 llvm::Error Engine::launchWidening(const KernelSpec &spec, const runtime::CompiledKernel &compiled,
                                    llvm::StringRef suffix, std::array<unsigned, 3> grid,
                                    device::attention::AttentionParams &p, void *stream) {
-  const EntryPoint *entry = widenEntry(compiled, suffix);
+  const EntryPoint *entry = entryWithSuffix(compiled.emitted, suffix);
   if (!entry)
     return fail(llvm::formatv("forward: kernel {0} has no {1} entry point", compiled.emitted.name, suffix));
   auto widen = kernel(spec, entry->name);

@@ -1,6 +1,6 @@
-// Engine::quantize: the GPU quantizer of templates/fa4jit/quantize (per-head amax then encode; for
-// MXFP4 the encode pass alone), into the exchange layouts of docs/NUMERICS.md §1, and the
-// NonFinitePolicy applied to what the passes recorded.
+// Engine::quantize: the GPU quantizer of templates/fa4jit/quantize (per-head amax then encode, or
+// one of the one-pass kernels; for MXFP4 the encode pass alone), into the exchange layouts of
+// docs/NUMERICS.md §1, and the NonFinitePolicy applied to what the passes recorded.
 #include "fa4jit/runtime/engine.h"
 
 #include "fa4jit/codegen/emitter.h"
@@ -47,6 +47,41 @@ bool planClusterPass(runtime::Kernel &k, int heads, int seqlen, int head_dim, in
     return false;
   }
   return *resident > 0;
+}
+
+// Where the pipelined one-pass kernel runs, the grid reads quantizePipelinedBytesInFlight of x
+// between reducing a row group and encoding it; the encode reads them from L2 only if they stay
+// there. Half the L2, so that the codes written meanwhile and the other partition's share leave
+// them in place.
+std::int64_t pipelinedL2Budget(int l2_bytes) {
+  constexpr std::int64_t kUnknownL2 = 16ll << 20; // (a device that does not report its L2)
+  return l2_bytes > 0 ? std::int64_t(l2_bytes) / 2 : kUnknownL2;
+}
+
+// The launch of the pipelined one-pass kernel `k` (its block already set) into `launch` and the
+// row groups per head into `groups`: a grid of CTAs that are all resident at once (its waits need
+// that), at most one per item. False where its bytes in flight would not fit L2 or the device
+// cannot say how many CTAs it holds: the other passes run.
+bool planPipelinedPass(runtime::Kernel &k, const runtime::DeviceInfo &device, int heads_total, int seqlen,
+                       int head_dim, int threads, int elem_bytes, runtime::LaunchConfig &launch, int &groups) {
+  namespace dq = device::quantize;
+  auto per_sm = k.maxActiveBlocksPerSm(launch);
+  if (!per_sm) {
+    logging::logger().debug("quantizer {}: occupancy unknown ({}); the other passes run", k.name(),
+                            llvm::toString(per_sm.takeError()));
+    return false;
+  }
+  groups = dq::quantizePipelinedGroups(seqlen, threads, head_dim);
+  const std::int64_t items = std::int64_t(groups) * heads_total;
+  const std::int64_t resident = std::int64_t(*per_sm) * std::max(device.sm_count, 1);
+  if (resident < 1)
+    return false;
+  const int grid = static_cast<int>(std::min(items, resident));
+  if (dq::quantizePipelinedBytesInFlight(groups, grid, threads, head_dim, elem_bytes) >
+      pipelinedL2Budget(device.l2_bytes))
+    return false;
+  launch.grid = {unsigned(grid), 1, 1};
+  return true;
 }
 
 llvm::Error checkQuantizeInput(const TensorDesc &x, QuantFormat format, const char *what) {
@@ -151,11 +186,13 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   if (!compiled)
     return compiled.takeError();
   const auto &entries = (*compiled)->emitted.entries;
-  const std::size_t expected_entries = quantizeHasClusterPass(spec) ? 3 : 2;
+  const std::size_t expected_entries = 2 + quantizeHasClusterPass(spec) + quantizeHasPipelinedPass(spec);
   if (entries.size() != expected_entries)
     return fail(llvm::formatv("quantizer {0} has {1} entry points, expected {2}", (*compiled)->emitted.name,
                               entries.size(), expected_entries));
   const int threads = entries[0].threads;
+  const EntryPoint *cluster_entry = entryWithSuffix((*compiled)->emitted, kQuantizeClusterSuffix);
+  const EntryPoint *pipelined_entry = entryWithSuffix((*compiled)->emitted, kQuantizePipelinedSuffix);
 
   const int f = static_cast<int>(out.format);
   dq::QuantizeParams p{};
@@ -172,11 +209,22 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   launch.block = {unsigned(threads), 1, 1};
   launch.stream = stream;
 
-  // One pass where the head fits a cluster's shared memory: x is read once.
   const int elem_bytes = runtime::elementBytes(x.dtype);
-  if (entries.size() == 3 && config_.quantize_passes == runtime::QuantizePasses::Auto &&
+  // The sync words of the one-pass kernels: zero at launch, and left zero.
+  const auto clearSync = [&]() -> llvm::Error {
+    if (out.sync_zero)
+      return llvm::Error::success();
+    return driver_.check(driver_.api().cuMemsetD32Async(out.sync, 0, dq::quantizeSyncWords(B * H),
+                                                        static_cast<CUstream>(stream)),
+                         "cuMemsetD32Async");
+  };
+  using runtime::QuantizePasses;
+  const QuantizePasses passes = config_.quantize_passes;
+  // One pass where the head fits a cluster's shared memory: x is read once (the fastest where it
+  // fits: BENCHMARKS.md, "One-pass quantizers").
+  if (cluster_entry && (passes == QuantizePasses::Auto || passes == QuantizePasses::Cluster) &&
       dq::quantizeVectorLoadsOk(p, elem_bytes)) { // (the cluster kernel reads x by 16-byte vectors only)
-    auto clusterKernel = kernel(spec, entries[2].name);
+    auto clusterKernel = kernel(spec, cluster_entry->name);
     if (!clusterKernel)
       return clusterKernel.takeError();
     runtime::LaunchConfig cluster_launch = launch;
@@ -187,6 +235,24 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
     }
   }
 
+  // Else one pass that reads x from memory once and again from L2, where its bytes in flight fit L2.
+  if (pipelined_entry && (passes == QuantizePasses::Auto || passes == QuantizePasses::Pipelined) &&
+      out.sync != 0) {
+    auto pipelinedKernel = kernel(spec, pipelined_entry->name);
+    if (!pipelinedKernel)
+      return pipelinedKernel.takeError();
+    runtime::LaunchConfig pipelined_launch = launch;
+    int groups = 0;
+    if (planPipelinedPass(*pipelinedKernel, device_, B * H, S, D, threads, elem_bytes, pipelined_launch, groups)) {
+      if (auto err = clearSync())
+        return err;
+      p.sync = out.sync;
+      p.amax_chunks = groups;
+      if (auto err = pipelinedKernel->launch(pipelined_launch, args))
+        return err;
+      return checkNonFinite(out, what, stream);
+    }
+  }
   auto encodeKernel = kernel(spec, entries[1].name);
   if (!encodeKernel)
     return encodeKernel.takeError();
@@ -194,11 +260,8 @@ llvm::Error Engine::quantizeOperand(const TensorDesc &x, const engine_detail::Qu
   // MXFP4 needs no amax pass when it has sync words: its encode pass finishes the head's scalar
   // itself, and x is read once (params.cuh).
   if (out.format == QuantFormat::Mxfp4 && out.sync != 0) {
-    if (!out.sync_zero)
-      if (auto err = driver_.check(driver_.api().cuMemsetD32Async(out.sync, 0, dq::quantizeSyncWords(B * H),
-                                                                  static_cast<CUstream>(stream)),
-                                   "cuMemsetD32Async"))
-        return err;
+    if (auto err = clearSync())
+      return err;
     p.sync = out.sync;
     launch.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
     if (auto err = encodeKernel->launch(launch, args))

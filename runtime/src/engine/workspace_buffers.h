@@ -30,7 +30,8 @@ inline QuantizedOperand operandOf(const QuantizedTensor &t) {
   o.batch = t.batch, o.heads = t.heads, o.seqlen = t.seqlen, o.head_dim = t.head_dim;
   o.payload = t.payload.address(), o.scales = t.scales.address(), o.head_scalar = t.head_scalar.address();
   o.nonfinite_rows = t.nonfinite_rows.address(), o.amax_partial = t.amax_partial.address();
-  o.sync = o.amax_partial; // (not known to be zero: the two passes may have written partials there)
+  // (after the partials, not known to be zero: a caller's memory, or a launch that failed)
+  o.sync = o.amax_partial + amaxPartialBytes(t.batch * t.heads, t.seqlen);
   o.code_shift = t.code_shift;
   return o;
 }

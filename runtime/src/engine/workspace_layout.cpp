@@ -23,20 +23,26 @@ Extent place(std::size_t &offset, std::size_t bytes) {
 QuantFormat valueFormat(Route route) { return route == Route::DirectP ? QuantFormat::Mxfp4 : QuantFormat::Fp8PerHead; }
 
 
+std::size_t amaxPartialBytes(int heads_total, int seqlen) {
+  namespace dq = device::quantize;
+  const std::size_t chunks = std::size_t((dq::quantizePaddedKeys(seqlen) + dq::kRowsPerMaskWord - 1) /
+                                         dq::kRowsPerMaskWord);
+  static_assert(dq::kVtKeyTile == 128, "S padded to 128 rows, as the row-major encodes cover");
+  return alignUp(std::size_t(heads_total) * chunks * 4);
+}
+
 std::size_t layOutQuantized(QuantFormat format, int heads_total, int seqlen, int head_dim, std::size_t offset,
                             QuantizedOperandLayout &out) {
   namespace dq = device::quantize;
   const int f = static_cast<int>(format);
   const std::size_t heads = static_cast<std::size_t>(heads_total);
-  // (the amax pass's chunk count depends on batch * heads only through their product)
-  const int chunks = dq::quantizeDefaultAmaxChunks(1, heads_total, seqlen);
   offset = alignUp(offset);
   out.payload = place(offset, heads * dq::quantizePayloadBytesPerHead(f, head_dim, seqlen));
   out.scales = place(offset, heads * dq::quantizeScaleBytesPerHead(f, head_dim, seqlen));
   out.head_scalar = place(offset, heads * 4);
   out.nonfinite_rows = place(offset, dq::nonfiniteRowsBytes(heads_total, seqlen));
-  // (also MXFP4's sync words when a QuantizedTensor's buffers are quantized into: quantizeOperand)
-  out.amax_partial = place(offset, std::max<std::size_t>(heads * chunks, dq::quantizeSyncWords(heads_total)) * 4);
+  out.amax_partial =
+      place(offset, amaxPartialBytes(heads_total, seqlen) + std::size_t(dq::quantizeSyncWords(heads_total)) * 4);
   return offset;
 }
 
@@ -64,7 +70,8 @@ WorkspaceLayout workspaceLayout(const KernelSpec &spec, const ForwardShape &s, b
   l.quantized = with_operands && as.route != Route::Bf16;
   if (l.quantized) {
     l.quantize_sync_offset = counter_bytes;
-    counter_bytes += device::quantize::quantizeSyncWords(static_cast<std::int64_t>(kv_heads)) * sizeof(std::uint32_t);
+    counter_bytes += device::quantize::quantizeSyncWords(static_cast<std::int64_t>(std::max(q_heads, kv_heads))) *
+                     sizeof(std::uint32_t);
   }
   l.counters = place(offset, counter_bytes);
   if (l.quantized) {

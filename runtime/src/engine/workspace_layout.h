@@ -27,8 +27,9 @@ struct ForwardShape {
 
 struct WorkspaceLayout {
   // int32 work_counter[2], uint32 widen_state words (attention/params.cuh), then the sync words
-  // of V's one-pass MXFP4 quantizer (quantize/params.cuh), first so that they stay put when other
-  // parts move; zero before every launch that uses them, and left zero by it.
+  // of the one-pass quantizers (quantize/params.cuh; Q's, K's and V's in turn, on one stream),
+  // first so that they stay put when other parts move; zero before every launch that uses them, and
+  // left zero by it.
   Extent counters;
   std::size_t widen_state_offset = 0;    // inside `counters`
   std::size_t quantize_sync_offset = 0;  // inside `counters` (when `quantized`)
@@ -37,6 +38,11 @@ struct WorkspaceLayout {
   Extent kv_tiles, q_tiles; // widened tile images (empty when the kernel has none)
   std::size_t total = 0;
 };
+
+// Bytes of the amax partials at the start of an operand's amax_partial part: room for the two
+// passes' chunks and the pipelined pass's row groups (at least 32 rows each). The quantizers' sync
+// words follow them (quantizeSyncWords): a QuantizedTensor's own, kept apart from the partials.
+std::size_t amaxPartialBytes(int heads_total, int seqlen);
 
 // The parts of one operand of `format` with `heads_total` = batch * heads heads of `seqlen` rows
 // and head dim `head_dim`, laid out from `offset` on; returns the end.
@@ -52,8 +58,9 @@ struct QuantizedOperand {
   QuantFormat format = QuantFormat::Nvfp4;
   int batch = 0, heads = 0, seqlen = 0, head_dim = 0;
   std::uint64_t payload = 0, scales = 0, head_scalar = 0, nonfinite_rows = 0, amax_partial = 0;
-  // Sync words for the one-pass MXFP4 quantizer (0: none, the two passes run), and whether they
-  // are known to be zero (else they are cleared on the stream first).
+  // Sync words of the one-pass quantizers (MXFP4's encode alone, the pipelined pass; 0: none, the
+  // other passes run), and whether they are known to be zero (else they are cleared on the stream
+  // first).
   std::uint64_t sync = 0;
   bool sync_zero = false;
   int code_shift = 0; // E4m3Rows: the attention kernel's qk_widen_shift

@@ -29,6 +29,7 @@
   X(cuFuncGetAttribute)                                                                            \
   X(cuLaunchKernelEx)                                                                              \
   X(cuOccupancyMaxActiveClusters)                                                                  \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                   \
   X(cuMemAlloc)                                                                                    \
   X(cuMemFree)                                                                                     \
   X(cuMemcpyHtoD)                                                                                  \

@@ -158,6 +158,28 @@ llvm::Expected<int> Kernel::maxActiveClusters(const LaunchConfig &config) {
   return clusters;
 }
 
+llvm::Expected<int> Kernel::maxActiveBlocksPerSm(const LaunchConfig &config) {
+  const unsigned threads = config.block.x * config.block.y * config.block.z;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const BlockOccupancy &b = block_occupancy_;
+    if (b.blocks >= 0 && b.threads == threads && b.shared == config.dynamic_shared_bytes)
+      return b.blocks;
+  }
+  if (llvm::Error e = allowDynamicShared(config.dynamic_shared_bytes))
+    return e;
+  int blocks = 0;
+  CudaDriver &driver = module_->driver_;
+  if (llvm::Error e = driver.check(driver.api().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                                       &blocks, static_cast<CUfunction>(function_), static_cast<int>(threads),
+                                       config.dynamic_shared_bytes),
+                                   "cuOccupancyMaxActiveBlocksPerMultiprocessor"))
+    return error(llvm::toString(std::move(e)) + " for kernel " + info_.name);
+  std::lock_guard<std::mutex> lock(mutex_);
+  block_occupancy_ = {threads, config.dynamic_shared_bytes, blocks};
+  return blocks;
+}
+
 llvm::Error Kernel::launch(const LaunchConfig &config, llvm::ArrayRef<void *> args) {
   const DeviceInfo &device = module_->device_;
   const uint64_t threads = uint64_t(config.block.x) * config.block.y * config.block.z;

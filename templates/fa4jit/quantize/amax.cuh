@@ -77,8 +77,9 @@ FA4JIT_DEVICE uint32_t maxU16x2(uint32_t a, uint32_t b) {
 #endif
 }
 
-template <class T, class Offset>
-FA4JIT_DEVICE uint32_t chunkAmaxBf16Bits(const QuantizeParams &p, int64_t base, int n, Offset vectorOffset) {
+template <class T, class Offset, class Reads = PlainReads>
+FA4JIT_DEVICE uint32_t chunkAmaxBf16Bits(const QuantizeParams &p, int64_t base, int n, Offset vectorOffset,
+                                         const Reads &read = {}) {
   constexpr int kUnroll = 8;
   const uint4 *x = reinterpret_cast<const uint4 *>(reinterpret_cast<const uint16_t *>(p.x) + base);
   uint32_t m2 = 0u;
@@ -87,7 +88,7 @@ FA4JIT_DEVICE uint32_t chunkAmaxBf16Bits(const QuantizeParams &p, int64_t base, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int i = i0 + u * T::kThreads;
-      w[u] = i < n ? x[vectorOffset(i) / 8] : make_uint4(0u, 0u, 0u, 0u);
+      w[u] = i < n ? read(x + vectorOffset(i) / 8) : make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
@@ -97,16 +98,13 @@ FA4JIT_DEVICE uint32_t chunkAmaxBf16Bits(const QuantizeParams &p, int64_t base, 
   return m2;
 }
 
-// grid (amax_chunks, batch * heads), block T::kThreads.
-template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
-  using T = QuantizeTraits<C>;
+// Max |x| and the non-finite rows of rows [r0, r1) of head bh (r0 a multiple of 32, r1 <= S): the
+// partial at amax_partial[bh * amax_chunks + chunk] and the row bitmask's words of those rows.
+// Every thread of the CTA calls it. kFp32Unroll: FP32 vector loads in flight per thread; `read`:
+// how the aligned 16-bit input is read.
+template <class T, int kFp32Unroll = 4, class Reads = PlainReads>
+FA4JIT_DEVICE void amaxOfRows(const QuantizeParams &p, int bh, int r0, int r1, int chunk, const Reads &read = {}) {
   constexpr int kVecPerRow = T::kHeadDim / T::kVec;
-  const int bh = blockIdx.y;
-  const int chunk = blockIdx.x;
-  const int rows_per_chunk = amaxRowsPerChunk(p.seqlen, p.amax_chunks);
-  const int64_t first = static_cast<int64_t>(chunk) * rows_per_chunk;
-  const int r0 = first < p.seqlen ? static_cast<int>(first) : p.seqlen;
-  const int r1 = r0 + rows_per_chunk < p.seqlen ? r0 + rows_per_chunk : p.seqlen;
   const int n = (r1 - r0) * kVecPerRow;
   const int64_t base = headOffset(p, bh) + static_cast<int64_t>(r0) * p.x_row_stride;
   const bool vec_ok = vectorLoadsOk<T>(p);
@@ -119,10 +117,10 @@ template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
   float m = 0.0f;
   bool bad = false;
   if constexpr (T::kInputFp32) {
-    chunkAmaxFinite<T, 4>(p, base, n, vec_ok, vectorOffset, m, bad);
+    chunkAmaxFinite<T, kFp32Unroll>(p, base, n, vec_ok, vectorOffset, m, bad);
   } else {
     if (vec_ok) {
-      const uint32_t m2 = chunkAmaxBf16Bits<T>(p, base, n, vectorOffset);
+      const uint32_t m2 = chunkAmaxBf16Bits<T>(p, base, n, vectorOffset, read);
       const uint32_t bits = (m2 & 0xFFFFu) > (m2 >> 16) ? (m2 & 0xFFFFu) : (m2 >> 16);
       m = elementToFloat<T>(static_cast<uint16_t>(bits));
       bad = bits >= T::kInfBits16;
@@ -152,6 +150,17 @@ template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
         floatAsBits(m) | (any_bad ? 0x80000000u : 0u);
 }
 
+// grid (amax_chunks, batch * heads), block T::kThreads.
+template <class C> FA4JIT_DEVICE void amaxPass(const QuantizeParams &p) {
+  using T = QuantizeTraits<C>;
+  const int chunk = blockIdx.x;
+  const int rows_per_chunk = amaxRowsPerChunk(p.seqlen, p.amax_chunks);
+  const int64_t first = static_cast<int64_t>(chunk) * rows_per_chunk;
+  const int r0 = first < p.seqlen ? static_cast<int>(first) : p.seqlen;
+  const int r1 = r0 + rows_per_chunk < p.seqlen ? r0 + rows_per_chunk : p.seqlen;
+  amaxOfRows<T>(p, blockIdx.y, r0, r1, chunk);
+}
+
 struct HeadAmax {
   float amax;     // max |x| over the head's finite elements
   bool nonfinite; // some element of the head is NaN or Inf
@@ -164,7 +173,7 @@ template <class T> FA4JIT_DEVICE HeadAmax headAmax(const QuantizeParams &p, int 
   float m = 0.0f;
   bool bad = false;
   for (int i = threadIdx.x; i < p.amax_chunks; i += T::kThreads) {
-    const uint32_t u = partial[i];
+    const uint32_t u = __ldcg(partial + i); // (L2: the pipelined pass reads partials of this launch)
     m = fmaxf(m, bitsAsFloat(u & 0x7FFFFFFFu));
     bad |= (u >> 31) != 0;
   }
@@ -183,8 +192,8 @@ template <class T> FA4JIT_DEVICE void writeFirstNonFiniteRow(const QuantizeParam
     const uint32_t *mask = nonfiniteMask(p, bh);
     const int words = static_cast<int>(nonfiniteMaskWords(p.seqlen));
     for (int w = threadIdx.x; w < words; w += T::kThreads)
-      if (mask[w] != 0u)
-        atomicMin(&first, w * kRowsPerMaskWord + __ffs(static_cast<int>(mask[w])) - 1);
+      if (const uint32_t bits = __ldcg(mask + w); bits != 0u) // (L2, as the partials)
+        atomicMin(&first, w * kRowsPerMaskWord + __ffs(static_cast<int>(bits)) - 1);
   }
   __syncthreads();
   if (threadIdx.x == 0)

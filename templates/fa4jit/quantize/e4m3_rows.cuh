@@ -46,20 +46,25 @@ template <int kCodeShift> struct E4m3RowEncoder {
   }
 };
 
-// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
-// block T::kThreads.
-template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
+// Encodes row group `group` of head bh, as nvfp4EncodeGroup.
+template <class C, class HeadOf, class Reads = PlainReads>
+FA4JIT_DEVICE void e4m3RowsEncodeGroup(const QuantizeParams &p, int bh, int group, const HeadOf &headOf,
+                                       const Reads &read = {}) {
   using T = QuantizeTraits<C>;
-  const int bh = blockIdx.y;
-  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
+  const RowBlockWalk walk = rowBlockWalk<T>(p, bh, group);
   const int first_row = walk.first_row, blk = walk.blk;
   const bool vec_ok = walk.vec_ok;
   const auto blockOffset = [=](int row) { return walk.offset(row); };
   BlockVectors<T> next{};
   if (vec_ok && first_row < p.seqlen)
-    loadBlockVectors<T>(p, blockOffset(first_row), next);
-  const HeadAmax head = headAmax<T>(p, bh);
+    loadBlockVectors<T>(p, blockOffset(first_row), next, read);
+  const HeadAmax head = headOf();
   const E4m3RowEncoder<T::kCodeShift> encoder(head.amax);
+  if (group == 0) { // (before the tiles: nothing of it stays live across them)
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
 
   for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
@@ -71,7 +76,7 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
       unpackBlockVectors<T>(next, v);
       const int following = row + T::kRowsPerCta;
       if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
-        loadBlockVectors<T>(p, blockOffset(following), next);
+        loadBlockVectors<T>(p, blockOffset(following), next, read);
     } else {
       loadRun<T, 16>(p, blockOffset(row), false, v);
     }
@@ -79,11 +84,13 @@ template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p
       zeroNonFinite(v);
     *reinterpret_cast<uint4 *>(payload + static_cast<int64_t>(row) * T::kHeadDim + blk * 16) = encoder(v);
   }
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0)
-      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
-    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
-  }
+}
+
+// grid quantizeEncodeGrid (x over row groups of S padded to 128, y = batch * heads), block
+// T::kThreads.
+template <class C> FA4JIT_DEVICE void e4m3RowsEncodePass(const QuantizeParams &p) {
+  const int bh = blockIdx.y;
+  e4m3RowsEncodeGroup<C>(p, bh, blockIdx.x, [&] { return headAmax<QuantizeTraits<C>>(p, bh); });
 }
 
 #endif // CUDA compilers

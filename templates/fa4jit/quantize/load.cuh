@@ -56,6 +56,32 @@ template <class T> FA4JIT_DEVICE void wordToFloats(uint32_t w, float &lo, float 
   }
 }
 
+// How the 16-byte vector reads of x go: plain loads, or loads under an L2 eviction policy (the
+// pipelined pass keeps what it reads first in L2 until its second read, then lets it go first).
+struct PlainReads {
+  FA4JIT_DEVICE uint4 operator()(const uint4 *src) const { return *src; }
+};
+struct L2PolicyReads {
+  uint64_t policy; // from createpolicy
+  FA4JIT_DEVICE uint4 operator()(const uint4 *src) const {
+    uint4 v;
+    asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(src), "l"(policy));
+    return v;
+  }
+};
+FA4JIT_DEVICE L2PolicyReads l2EvictLastReads() {
+  L2PolicyReads r;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(r.policy));
+  return r;
+}
+FA4JIT_DEVICE L2PolicyReads l2EvictFirstReads() {
+  L2PolicyReads r;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(r.policy));
+  return r;
+}
+
 // Element offset of row 0, column 0 of head bh (= batch * heads + head) in x.
 FA4JIT_DEVICE int64_t headOffset(const QuantizeParams &p, int bh) {
   return static_cast<int64_t>(bh / p.heads) * p.x_batch_stride + static_cast<int64_t>(bh % p.heads) * p.x_head_stride;

@@ -13,11 +13,12 @@ namespace fa4jit::device::quantize {
 // a tile's encoding in half the registers of the FP32 values.
 template <class T> using BlockVectors = uint4[T::kElemBytes];
 
-template <class T> FA4JIT_DEVICE void loadBlockVectors(const QuantizeParams &p, int64_t off, BlockVectors<T> &w) {
+template <class T, class Reads = PlainReads>
+FA4JIT_DEVICE void loadBlockVectors(const QuantizeParams &p, int64_t off, BlockVectors<T> &w, const Reads &read = {}) {
   const uint4 *src = reinterpret_cast<const uint4 *>(reinterpret_cast<const uint8_t *>(p.x) + off * T::kElemBytes);
 #pragma unroll
   for (int i = 0; i < T::kElemBytes; ++i)
-    w[i] = src[i];
+    w[i] = read(src + i);
 }
 
 template <class T> FA4JIT_DEVICE void unpackBlockVectors(const BlockVectors<T> &w, float (&v)[16]) {
@@ -113,17 +114,18 @@ struct Nvfp4BlockEncoder {
   }
 };
 
-// What one thread of a row-major encode pass (NVFP4, E4M3 rows) reads: its 16-element block `blk`
-// of rows first_row, first_row + kRowsPerCta, ... (kNvfp4TilesPerCta of them) of head bh.
+// What one thread of a row-major encode (NVFP4, E4M3 rows) reads: its 16-element block `blk` of
+// rows first_row, first_row + kRowsPerCta, ... (kNvfp4TilesPerCta of them, row group `group`) of
+// head bh.
 struct RowBlockWalk {
   int first_row, blk;
   bool vec_ok;
   int64_t head_off, row_stride;
   FA4JIT_DEVICE int64_t offset(int row) const { return head_off + static_cast<int64_t>(row) * row_stride + blk * 16; }
 };
-template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams &p, int bh) {
+template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams &p, int bh, int group) {
   RowBlockWalk w;
-  w.first_row = blockIdx.x * (T::kRowsPerCta * kNvfp4TilesPerCta) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
+  w.first_row = group * rowGroupRows(T::kThreads, T::kHeadDim) + static_cast<int>(threadIdx.x) / T::kBlocksPerRow;
   w.blk = static_cast<int>(threadIdx.x) % T::kBlocksPerRow;
   w.vec_ok = vectorLoadsOk<T>(p);
   w.head_off = headOffset(p, bh);
@@ -131,13 +133,16 @@ template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams 
   return w;
 }
 
-// grid quantizeEncodeGrid (x over groups of row tiles of S padded to 128, y = batch * heads),
-// block T::kThreads.
-template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
+// Encodes row group `group` of head bh (rowGroupRows rows of S padded to 128); headOf() returns
+// the head's HeadAmax, called by every thread once the group's first loads are in flight. Group 0
+// also writes the head's scalar and first non-finite row. Every thread of the CTA calls it; `read`:
+// how the aligned input is read.
+template <class C, class HeadOf, class Reads = PlainReads>
+FA4JIT_DEVICE void nvfp4EncodeGroup(const QuantizeParams &p, int bh, int group, const HeadOf &headOf,
+                                    const Reads &read = {}) {
   using T = QuantizeTraits<C>;
-  const int bh = blockIdx.y;
   const int padded_rows = (p.seqlen + 127) / 128 * 128;
-  const RowBlockWalk walk = rowBlockWalk<T>(p, bh);
+  const RowBlockWalk walk = rowBlockWalk<T>(p, bh, group);
   const int first_row = walk.first_row, blk = walk.blk;
   const bool vec_ok = walk.vec_ok;
   const auto blockOffset = [=](int row) { return walk.offset(row); };
@@ -145,9 +150,14 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
   // at CTA barriers, which loads cannot cross): both latencies overlap.
   BlockVectors<T> next{};
   if (vec_ok && first_row < p.seqlen)
-    loadBlockVectors<T>(p, blockOffset(first_row), next);
-  const HeadAmax head = headAmax<T>(p, bh);
+    loadBlockVectors<T>(p, blockOffset(first_row), next, read);
+  const HeadAmax head = headOf();
   const Nvfp4BlockEncoder encoder(head.amax);
+  if (group == 0) { // (before the tiles: nothing of it stays live across them)
+    if (threadIdx.x == 0)
+      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
+    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
+  }
   uint8_t *sf = reinterpret_cast<uint8_t *>(p.scales) +
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * (T::kHeadDim / 2);
@@ -165,7 +175,7 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
           nvfp4SignsOfWords<T>(next, signs);
       const int following = row + T::kRowsPerCta;
       if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
-        loadBlockVectors<T>(p, blockOffset(following), next);
+        loadBlockVectors<T>(p, blockOffset(following), next, read);
     } else if (row < p.seqlen) {
       loadRun<T, 16>(p, blockOffset(row), false, v);
     }
@@ -183,11 +193,13 @@ template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
     *reinterpret_cast<uint2 *>(payload + static_cast<int64_t>(row) * (T::kHeadDim / 2) + blk * 8) = codes;
     sf[sf_off] = s;
   }
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0)
-      reinterpret_cast<float *>(p.head_scalar)[bh] = encoder.g;
-    writeFirstNonFiniteRow<T>(p, bh, head.nonfinite);
-  }
+}
+
+// grid quantizeEncodeGrid (x over row groups of S padded to 128, y = batch * heads), block
+// T::kThreads.
+template <class C> FA4JIT_DEVICE void nvfp4EncodePass(const QuantizeParams &p) {
+  const int bh = blockIdx.y;
+  nvfp4EncodeGroup<C>(p, bh, blockIdx.x, [&] { return headAmax<QuantizeTraits<C>>(p, bh); });
 }
 
 #endif // CUDA compilers

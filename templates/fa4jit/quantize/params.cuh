@@ -12,6 +12,9 @@
 //                 row.
 // Neither pass needs a cleared workspace: every word they own is written on every launch.
 //
+// NVFP4 and E4M3 rows can also run as one pipelined pass, <name>_pipelined (see
+// quantizePipelinedGroups below): x is read from memory once, the second read comes from L2.
+//
 // MXFP4 V^T can also run as its encode pass alone (sync != 0): its codes and scales depend on
 // each 32-key block only, and the head's v_shift and row bitmask are finished by the head's last
 // CTA to end, from per-head words in `sync` (quantizeSyncWords, zero at launch and left zero): no
@@ -53,7 +56,7 @@ struct QuantizeParams {
   int32_t heads;
   int32_t seqlen;        // S >= 1 (rows of Q/K, keys of V)
   int32_t amax_chunks;   // CTAs per head of the amax pass, >= 1
-  uint64_t sync;         // MXFP4 only: 0 (two passes), or uint32 [quantizeSyncWords] (encode alone)
+  uint64_t sync;         // MXFP4's encode alone and the pipelined pass: uint32 [quantizeSyncWords], else 0
 };
 static_assert(sizeof(QuantizeParams) == 7 * 8 + 3 * 8 + 4 * 4, "QuantizeParams layout changed");
 static_assert(alignof(QuantizeParams) == 8, "QuantizeParams alignment changed");
@@ -127,6 +130,10 @@ FA4JIT_HD constexpr int nvfp4RowsPerCta(int threads, int head_dim) { return thre
 // and the next tile's loads are in flight while one is encoded (a CTA per tile spends most of its
 // life waiting on its loads and that reduction).
 constexpr int kNvfp4TilesPerCta = 4;
+// Rows one row-major encode CTA covers (its row group): kNvfp4TilesPerCta row tiles.
+FA4JIT_HD constexpr int rowGroupRows(int threads, int head_dim) {
+  return nvfp4RowsPerCta(threads, head_dim) * kNvfp4TilesPerCta;
+}
 // 128-key tiles one V^T encode CTA loops over, for the same reasons.
 constexpr int kVtTilesPerCta = 4;
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
@@ -145,8 +152,7 @@ FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>(
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return quantizeRowMajor(format)
-             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128,
-                             static_cast<int64_t>(nvfp4RowsPerCta(threads, head_dim)) * kNvfp4TilesPerCta),
+             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, rowGroupRows(threads, head_dim)),
                      batch * heads, 1}
              : Grid3{ceilDiv(quantizePaddedKeys(seqlen) / kVtKeyTile, kVtTilesPerCta), head_dim / vtDimsPerCta(threads),
                      batch * heads};
@@ -192,5 +198,39 @@ FA4JIT_HD constexpr int quantizeClusterCtas(int seqlen, int head_dim, int elem_b
       return ctas;
   return 0;
 }
+
+// The pipelined one-pass quantizer (pipelined_pass.cuh) of NVFP4 and E4M3 rows: a grid of resident
+// CTAs walks the (head, row group) items in order, each CTA taking every gridDim.x-th. For item i
+// it reduces the group's max |x| (x read from memory), then encodes the item it reduced `lag`
+// steps before, once every group of that head has been reduced: x is then read again from L2,
+// where the reduction left it `lag` steps earlier. Every CTA reduces its item of a step before it
+// waits in that step, and the items a wait needs all belong to that step or earlier ones, so the
+// grid never deadlocks while all its CTAs are resident.
+//   Row groups per head: rowGroupRows rows each over S padded to 128 (amax_chunks = that count:
+//   the partial of group g of head bh at amax_partial[bh * amax_chunks + g]).
+FA4JIT_HD constexpr int quantizePipelinedGroups(int seqlen, int threads, int head_dim) {
+  return ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, rowGroupRows(threads, head_dim));
+}
+// Steps between reducing an item and encoding it: enough that the last group of the encoded
+// item's head lies in the encoding step or an earlier one, for every CTA (groups_per_head <=
+// lag * grid).
+FA4JIT_HD constexpr int quantizePipelinedLag(int groups_per_head, int grid) {
+  const int lag = ceilDiv(groups_per_head, grid);
+  return lag > 1 ? lag : 1;
+}
+// Bytes of x the grid reads between reducing an item and encoding it, which L2 must hold.
+FA4JIT_HD constexpr int64_t quantizePipelinedBytesInFlight(int groups_per_head, int grid, int threads, int head_dim,
+                                                          int elem_bytes) {
+  return static_cast<int64_t>(quantizePipelinedLag(groups_per_head, grid)) * grid * rowGroupRows(threads, head_dim) *
+         head_dim * elem_bytes;
+}
+// The mask words of a row group have one writer: its rows are whole words.
+FA4JIT_HD constexpr bool quantizePipelinedFits(int threads, int head_dim) {
+  return rowGroupRows(threads, head_dim) % kRowsPerMaskWord == 0;
+}
+// sync words per head: groups reduced, groups encoded (zero at launch; the head's last encoder
+// leaves them zero).
+constexpr int kPipelinedSyncWordsPerHead = 2;
+static_assert(kPipelinedSyncWordsPerHead <= kSyncWordsPerHead, "the pipelined pass uses quantizeSyncWords");
 
 } // namespace fa4jit::device::quantize

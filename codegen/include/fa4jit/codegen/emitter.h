@@ -23,9 +23,13 @@ struct EntryPoint {
 struct EmittedKernel {
   std::string name;                // kernelName(spec)
   std::vector<EntryPoint> entries; // in launch order (quantizers: the amax pass, the encode pass, then
-                                   // the one-pass cluster kernel where there is one)
+                                   // the one-pass cluster and pipelined kernels where they exist)
   std::string source;              // the instantiation file, compile with --std=c++17 -I<templates root>
 };
+
+// The entry point of `kernel` whose name ends in `suffix` (a second pass, a one-pass kernel), or
+// null where it has none.
+const EntryPoint *entryWithSuffix(const EmittedKernel &kernel, llvm::StringRef suffix);
 
 // Validates the spec, then generates. Same spec, same bytes: no time stamps, no addresses, no
 // environment. Errors name the spec field (validation) or the missing template.
@@ -37,6 +41,10 @@ llvm::Expected<EmittedKernel> emitKernel(const KernelSpec &spec);
 // maximum before any is written (NVFP4 and E4M3 rows, FP8 V^T); MXFP4 V^T is one pass without it.
 inline constexpr const char *kQuantizeClusterSuffix = "_cluster";
 bool quantizeHasClusterPass(const KernelSpec &spec);
+// The pipelined one-pass kernel (templates/fa4jit/quantize/pipelined_pass.cuh) of NVFP4 and E4M3
+// rows, on every target, where a row group of the spec's threads holds whole row-mask words.
+inline constexpr const char *kQuantizePipelinedSuffix = "_pipelined";
+bool quantizeHasPipelinedPass(const KernelSpec &spec);
 
 // Whether the attention templates (fa4jit/attention/kernel.cuh) are embedded in this build.
 bool attentionTemplatesAvailable();

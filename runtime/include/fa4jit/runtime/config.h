@@ -10,8 +10,9 @@
 //   FA4JIT_LOG_LEVEL          trace | debug | info | warn | error | critical | off
 //   FA4JIT_CHECK_FINITE       1/true/yes/on: a NaN or Inf input is an error (the forward then
 //                             synchronizes); default off: it propagates to the rows it reaches
-//   FA4JIT_QUANTIZE_PASSES    auto | two: the quantizers' one-pass cluster kernel where a head
-//                             fits it (default auto), or always the amax and encode passes
+//   FA4JIT_QUANTIZE_PASSES    auto | cluster | pipelined | two: the quantizers' one-pass kernels
+//                             where they fit (default auto; cluster or pipelined: that one only),
+//                             or always the amax and encode passes (QuantizePasses below)
 //   FA4JIT_REPRO_DIR          where failed compiles leave a reproducer (default <cache dir>/repro)
 //   NVRTC_APPEND_FLAGS        NVRTC's own: read here only so that it enters the cache key
 #include "fa4jit/cache/cache_config.h"
@@ -44,9 +45,15 @@ enum class NonFinitePolicy {
 // How the quantizers of NVFP4 rows, E4M3 rows and FP8 V^T run (templates/fa4jit/quantize): the
 // same bits either way.
 enum class QuantizePasses {
-  // The one-pass cluster kernel where the device has clusters, x allows 16-byte loads and a head
-  // fits the cluster's shared memory (x read once); the two passes elsewhere.
+  // The one-pass cluster kernel where it runs (as Cluster); else, for NVFP4 and E4M3 rows, the
+  // pipelined one-pass kernel where it runs (as Pipelined); else the two passes.
   Auto,
+  // The one-pass cluster kernel where the device has clusters, x allows 16-byte loads and a head
+  // fits the cluster's shared memory (x read once); the two passes elsewhere. For comparisons.
+  Cluster,
+  // NVFP4 and E4M3 rows: the pipelined one-pass kernel where the bytes it keeps in flight fit L2
+  // (x read from memory once, then from L2); the two passes elsewhere. For comparisons.
+  Pipelined,
   // Always the amax pass, then the encode pass (x read twice): for comparisons and tests.
   Two,
 };

@@ -44,6 +44,10 @@ public:
   // shared memory (cuOccupancyMaxActiveClusters; the grid is ignored): a persistent grid of
   // clusters larger than this would run a second wave. Remembered per (block, cluster, shared).
   llvm::Expected<int> maxActiveClusters(const LaunchConfig &config);
+  // How many CTAs of config.block and config.dynamic_shared_bytes one SM holds at once
+  // (cuOccupancyMaxActiveBlocksPerMultiprocessor; grid and cluster ignored). Remembered per
+  // (block, shared).
+  llvm::Expected<int> maxActiveBlocksPerSm(const LaunchConfig &config);
 
 private:
   // Opts the kernel in to `bytes` of dynamic shared memory where that is above the default 48 KiB
@@ -63,6 +67,10 @@ private:
     unsigned threads = 0, cluster = 0, shared = 0;
     int clusters = -1;
   } cluster_occupancy_;
+  struct BlockOccupancy {
+    unsigned threads = 0, shared = 0;
+    int blocks = -1;
+  } block_occupancy_;
   std::mutex mutex_;
 };
 
