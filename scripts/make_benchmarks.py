@@ -265,7 +265,7 @@ def e4m3_qk_section(run_dir):
 
 
 def quantize_cluster_section(run_dir):
-    """The one-pass cluster quantizers against the two passes, from their own run folder: run.json,
+    """The one-pass quantizers (cluster, pipelined) against the two passes, from their own run folder: run.json,
     `fa4jit jit-bench --json` with the default passes (jit.json) and with FA4JIT_QUANTIZE_PASSES=two
     (jit_two.json), `fa4jit bench --json` both ways (bench_auto.jsonl, bench_two.jsonl) and, where
     the run kept it, scripts/bench_sdpa.py of the same call (sdpa.jsonl)."""
@@ -287,8 +287,11 @@ def quantize_cluster_section(run_dir):
     out.append(wrap(
         f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}), its own "
         "run. NVFP4 and E4M3 Q/K and FP8 V need the head's maximum before any code: the two passes read x "
-        "twice (the max, then the encode), the one-pass kernel once (a cluster of CTAs holds the head in "
-        "shared memory). `fa4jit jit-bench`: each quantizer's `Engine::quantize` call at `fa4jit bench`'s 4k-key "
+        "twice (the max, then the encode), the one-pass kernels once from memory: the cluster kernel holds the "
+        "head in a cluster's shared memory where it fits, the pipelined kernel (NVFP4 and E4M3 rows) reads each "
+        "row group again from L2 a step after reducing it. `fa4jit jit-bench`: each quantizer's `Engine::quantize` "
+        "call (the default passes: the cluster kernel where it fits, else the pipelined one, else the two) at "
+        "`fa4jit bench`'s 4k-key "
         "shapes, milliseconds and the bandwidth it reaches (BF16 read once plus the codes written) as a fraction "
         f"of the device copy of the same run ({one.get('copy_tb_s', 0):.2f} TB/s, read plus write)."))
     out.append("")
@@ -305,20 +308,34 @@ def quantize_cluster_section(run_dir):
     out.append("")
     sizes = sorted({c["ctas"] for sh in one.get("bench_shapes", []) for p in sh["passes"]
                     for c in p.get("cluster", [])})
-    if sizes:
-        out.append(wrap("The one-pass kernel alone (256 threads) at each cluster size whose slices fit a CTA's shared "
-                        "memory, × copy (the engine takes the fewest CTAs whose slices stay within 64 KiB):"))
+    pipelined_threads = sorted({p["threads"] for sh in one.get("bench_shapes", []) for p in sh["passes"]
+                                if p.get("pipelined")})
+    if sizes or pipelined_threads:
+        out.append(wrap("The one-pass kernels alone, × copy: the cluster kernel (256 threads) at each cluster size "
+                        "whose slices fit a CTA's shared memory (the engine takes the fewest CTAs whose slices stay "
+                        "within 64 KiB), and the pipelined kernel at each CTA size (a grid of every CTA the device "
+                        "holds at once; the engine launches 256 threads), beside the two passes' amax and encode "
+                        "kernels (256 threads, ms):"))
         out.append("")
-        out.append("| D | format | " + " | ".join(f"{n} CTAs" for n in sizes) + " |")
-        out.append("|---|---|" + "---|" * len(sizes))
+        heads = ["D", "format", "amax ms", "encode ms"] + [f"cluster {n} CTAs" for n in sizes] + \
+            [f"pipelined {t} thr" for t in pipelined_threads]
+        out.append("| " + " | ".join(heads) + " |")
+        out.append("|---|---|---|---|" + "---|" * (len(sizes) + len(pipelined_threads)))
         for sh in one.get("bench_shapes", []):
+            by_threads = {p["threads"]: p for p in sh["passes"]}
             for p in sh["passes"]:
-                if p["threads"] != 256 or not p.get("cluster"):
+                if p["threads"] != 256 or not (p.get("cluster") or p.get("pipelined")):
                     continue
-                by = {c["ctas"]: c for c in p["cluster"]}
+                by = {c["ctas"]: c for c in p.get("cluster", [])}
                 cells = [f"{by[n]['fraction_of_copy']:.2f} ({by[n]['slice_kib']:.0f} KiB)" if n in by else "-"
                          for n in sizes]
-                out.append(f"| {sh['shape'][3]} | {p['format']} | " + " | ".join(cells) + " |")
+                for t in pipelined_threads:
+                    q = next((x for x in sh["passes"] if x["threads"] == t and x["format"] == p["format"]
+                              and x.get("pipelined")), None)
+                    cells.append(f"{q['pipelined']['fraction_of_copy']:.2f} ({q['pipelined']['ms']:.4f} ms)"
+                                 if q else "-")
+                out.append(f"| {sh['shape'][3]} | {p['format']} | {p['amax_ms']:.4f} | {p['encode_ms']:.4f} | "
+                           + " | ".join(cells) + " |")
         out.append("")
 
     def bench(name):
