@@ -121,16 +121,19 @@ FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, VtTile<T> &tile
     for (int j = 0; j < kVtVectorsPerThread<T>; ++j) {
       int key, dv;
       vtVectorAt<T>(j, key, dv);
-      const uint32_t words[4] = {w[j].x, w[j].y, w[j].z, w[j].w};
+      uint32_t words[4] = {w[j].x, w[j].y, w[j].z, w[j].w};
       float v[T::kVec];
+      if constexpr (T::kInputFp32) {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if constexpr (T::kInputFp32)
+        for (int k = 0; k < 4; ++k)
           v[k] = bitsAsFloat(words[k]);
-        else
+        nonfinite |= zeroNonFinite(v);
+      } else {
+        nonfinite |= zeroNonFiniteHalves<T>(words);
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
           wordToFloats<T>(words[k], v[2 * k], v[2 * k + 1]);
       }
-      nonfinite |= zeroNonFinite(v);
 #pragma unroll
       for (int k = 0; k < T::kVec; ++k)
         tile[dv + k][key] = floatAsBits(v[k]);
