@@ -102,6 +102,7 @@ FA4JIT_DEVICE void loadVtTileVectors(const QuantizeParams &p, int bh, int k0, in
 template <class T>
 FA4JIT_DEVICE void storeVtTileVectors(const VtTileVectors<T> &w, VtTile<T> &tile, bool &nonfinite) {
   if constexpr (T::kTilePaired) {
+    static_assert(kVtVectorsPerThread<T> % 2 == 0, "a thread loads whole key pairs");
 #pragma unroll
     for (int j = 0; j < kVtVectorsPerThread<T>; j += 2) {
       int key, dv;
