@@ -339,6 +339,17 @@ struct ClusterCase {
   int nonfinite; // NaN/Inf elements planted in x
 };
 
+// The quantizer `spec`'s entry point whose name ends in `suffix` (a one-pass kernel), loaded.
+runtime::Kernel &onePassKernel(const KernelSpec &spec, const char *suffix) {
+  llvm::Expected<EmittedKernel> k = emitKernel(spec);
+  REQUIRE_OK(k);
+  const EntryPoint *entry = entryWithSuffix(*k, suffix);
+  REQUIRE(entry != nullptr);
+  auto kernel = gpuEngine().kernel(spec, entry->name);
+  REQUIRE_OK(kernel);
+  return *kernel;
+}
+
 // Runs the quantizer `spec` on x as its two passes (ctas == 0 and pipelined_grid == 0), as its
 // one-pass cluster kernel with clusters of `ctas` CTAs, or as its pipelined one-pass kernel on a
 // grid of `pipelined_grid` CTAs, into poisoned buffers, and returns everything it wrote.
@@ -369,15 +380,12 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
   runtime::LaunchConfig l;
   l.block = {unsigned(c.threads), 1, 1};
   if (pipelined_grid > 0) {
-    const EntryPoint *entry = entryWithSuffix(*k, kQuantizePipelinedSuffix);
-    REQUIRE(entry != nullptr);
-    auto pipelined = gpuEngine().kernel(spec, entry->name);
-    REQUIRE_OK(pipelined);
+    runtime::Kernel &pipelined = onePassKernel(spec, kQuantizePipelinedSuffix);
     std::vector<uint32_t> zeros(std::size_t(dq::quantizeSyncWords(B * H)), 0u);
     auto sync = upload(zeros.data(), zeros.size() * 4);
     p.sync = sync.address();
     l.grid = {unsigned(pipelined_grid), 1, 1};
-    REQUIRE_SUCCESS(pipelined->launch(l, args));
+    REQUIRE_SUCCESS(pipelined.launch(l, args));
     CHECK(download<uint32_t>(sync, zeros.size()) == zeros); // (left zero for the next launch)
   } else if (ctas == 0) {
     auto amax = gpuEngine().kernel(spec, k->entries[0].name);
@@ -390,15 +398,12 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
     l.grid = {unsigned(g.x), unsigned(g.y), unsigned(g.z)};
     REQUIRE_SUCCESS(encode->launch(l, args));
   } else {
-    const EntryPoint *entry = entryWithSuffix(*k, kQuantizeClusterSuffix);
-    REQUIRE(entry != nullptr);
-    auto cluster = gpuEngine().kernel(spec, entry->name);
-    REQUIRE_OK(cluster);
+    runtime::Kernel &cluster = onePassKernel(spec, kQuantizeClusterSuffix);
     const int esize = c.input == QuantInput::F32 ? 4 : 2;
     l.grid = {unsigned(ctas), unsigned(B * H), 1};
     l.cluster = {unsigned(ctas), 1, 1};
     l.dynamic_shared_bytes = unsigned(dq::quantizeClusterSliceBytes(S, D, esize, ctas));
-    REQUIRE_SUCCESS(cluster->launch(l, args));
+    REQUIRE_SUCCESS(cluster.launch(l, args));
   }
   PassOutputs out;
   out.payload = download<uint8_t>(payload, pb * B * H);
@@ -411,18 +416,13 @@ PassOutputs runRowsOrFp8(const KernelSpec &spec, const ClusterCase &c, const run
 
 // Whether the device holds one cluster of `ctas` CTAs of the cluster kernel of `spec` for c.
 bool holdsCluster(const KernelSpec &spec, const ClusterCase &c, int ctas) {
-  llvm::Expected<EmittedKernel> k = emitKernel(spec);
-  REQUIRE_OK(k);
-  const EntryPoint *entry = entryWithSuffix(*k, kQuantizeClusterSuffix);
-  REQUIRE(entry != nullptr);
-  auto cluster = gpuEngine().kernel(spec, entry->name);
-  REQUIRE_OK(cluster);
+  runtime::Kernel &cluster = onePassKernel(spec, kQuantizeClusterSuffix);
   runtime::LaunchConfig l;
   l.block = {unsigned(c.threads), 1, 1};
   l.cluster = {unsigned(ctas), 1, 1};
   l.dynamic_shared_bytes = unsigned(
       dq::quantizeClusterSliceBytes(c.seqlen, c.head_dim, c.input == QuantInput::F32 ? 4 : 2, ctas));
-  auto resident = cluster->maxActiveClusters(l);
+  auto resident = cluster.maxActiveClusters(l);
   REQUIRE_OK(resident);
   return *resident > 0;
 }
@@ -491,15 +491,9 @@ TEST_CASE("the one-pass cluster and pipelined quantizers write what the two pass
     // The pipelined one pass (NVFP4 and E4M3 rows): one CTA (every head's groups in turn), grids
     // whose steps hold part of a head or several heads, and every CTA the device holds at once.
     if (c.format != QuantFormat::Fp8PerHead) {
-      llvm::Expected<EmittedKernel> emitted = emitKernel(spec);
-      REQUIRE_OK(emitted);
-      const EntryPoint *entry = entryWithSuffix(*emitted, kQuantizePipelinedSuffix);
-      REQUIRE(entry != nullptr);
-      auto pipelined = gpuEngine().kernel(spec, entry->name);
-      REQUIRE_OK(pipelined);
       runtime::LaunchConfig l;
       l.block = {unsigned(c.threads), 1, 1};
-      auto per_sm = pipelined->maxActiveBlocksPerSm(l);
+      auto per_sm = onePassKernel(spec, kQuantizePipelinedSuffix).maxActiveBlocksPerSm(l);
       REQUIRE_OK(per_sm);
       const int resident = *per_sm * gpuEngine().device().sm_count;
       for (int grid : {1, 3, 7, 64, resident}) {

@@ -57,10 +57,7 @@ FA4JIT_DEVICE void e4m3RowsEncodeGroup(const QuantizeParams &p, int bh, int grou
   const bool vec_ok = walk.vec_ok;
   const auto blockOffset = [=](int row) { return walk.offset(row); };
   BlockVectors<T> ahead[kAhead] = {};
-#pragma unroll
-  for (int t = 0; t < kAhead; ++t)
-    if (vec_ok && first_row + t * T::kRowsPerCta < p.seqlen)
-      loadBlockVectors<T>(p, blockOffset(first_row + t * T::kRowsPerCta), ahead[t], read);
+  loadTilesAhead<T>(p, walk, ahead, read);
   const HeadAmax head = headOf();
   const E4m3RowEncoder<T::kCodeShift> encoder(head.amax);
   if (group == 0) { // (before the tiles: nothing of it stays live across them)

@@ -133,6 +133,16 @@ template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams 
   return w;
 }
 
+// The first kAhead row tiles' blocks of a walk (those of rows before S; 16-byte loads only).
+template <class T, int kAhead, class Reads>
+FA4JIT_DEVICE void loadTilesAhead(const QuantizeParams &p, const RowBlockWalk &walk, BlockVectors<T> (&ahead)[kAhead],
+                                  const Reads &read) {
+#pragma unroll
+  for (int t = 0; t < kAhead; ++t)
+    if (walk.vec_ok && walk.first_row + t * T::kRowsPerCta < p.seqlen)
+      loadBlockVectors<T>(p, walk.offset(walk.first_row + t * T::kRowsPerCta), ahead[t], read);
+}
+
 // Encodes row group `group` of head bh (rowGroupRows rows of S padded to 128); headOf() returns
 // the head's HeadAmax, called by every thread once the group's first loads are in flight. Group 0
 // also writes the head's scalar and first non-finite row. Every thread of the CTA calls it; `read`:
@@ -151,10 +161,7 @@ FA4JIT_DEVICE void nvfp4EncodeGroup(const QuantizeParams &p, int bh, int group, 
   // The first tiles' values are loaded before the head's maximum is reduced (that reduction waits
   // at CTA barriers, which loads cannot cross): both latencies overlap.
   BlockVectors<T> ahead[kAhead] = {};
-#pragma unroll
-  for (int t = 0; t < kAhead; ++t)
-    if (vec_ok && first_row + t * T::kRowsPerCta < p.seqlen)
-      loadBlockVectors<T>(p, blockOffset(first_row + t * T::kRowsPerCta), ahead[t], read);
+  loadTilesAhead<T>(p, walk, ahead, read);
   const HeadAmax head = headOf();
   const Nvfp4BlockEncoder encoder(head.amax);
   if (group == 0) { // (before the tiles: nothing of it stays live across them)
