@@ -380,6 +380,48 @@ def quantize_cluster_section(run_dir):
     return out
 
 
+def quantize_pipelined_section(run_dir):
+    """The pipelined one-pass quantizer beside the two passes and the cluster kernel of the same
+    jit-bench run, from its own run folder: run.json and `fa4jit jit-bench --json` (jit.json)."""
+    with open(os.path.join(run_dir, "run.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    with open(os.path.join(run_dir, meta.get("files", {}).get("jit", "jit.json")), encoding="utf-8") as f:
+        text = f.read()
+    q = json.loads(text[text.index("{"):]).get("quantize", {})
+    out = ["", "## Pipelined one-pass quantizer", ""]
+    out.append(wrap(
+        f"Run of {meta.get('date', '?')} on an {meta.get('device', '?')} (commit {meta.get('commit', '?')}), its own "
+        "run. The pipelined kernel of NVFP4 rows (`quantize/pipelined_pass.cuh`) reads x once from memory and once "
+        "more from L2, a step after reducing it. `fa4jit jit-bench` at `fa4jit bench`'s 4k-key shapes, milliseconds "
+        "and × the device copy of the same run "
+        f"({q.get('copy_tb_s', 0):.2f} TB/s): the two passes (the amax and encode kernels, 256 threads), the "
+        "cluster kernel at 16 CTAs where it fits, and the pipelined kernel at each CTA size on a grid of every CTA "
+        "the device holds at once (the lag in steps and the bytes read between a group's two reads)."))
+    out.append("")
+    out.append("| D | two passes | cluster, 16 CTAs | pipelined, 128 threads | pipelined, 256 threads "
+               "| pipelined, 512 threads |")
+    out.append("|---|---|---|---|---|---|")
+    for sh in q.get("bench_shapes", []):
+        passes = {p["threads"]: p for p in sh["passes"] if p["format"] == "nvfp4"}
+        base = passes.get(256)
+        if not base:
+            continue
+        two_ms = base["amax_ms"] + base["encode_ms"]
+        call = next((c for c in sh["calls"] if c["format"] == "nvfp4"), None)
+        frac = (call["fraction_of_copy"] * call["ms"] / two_ms) if call else 0
+        cluster = {c["ctas"]: c for c in base.get("cluster", [])}.get(16)
+        cells = [f"{two_ms:.4f} ({frac:.2f})",
+                 f"{cluster['ms']:.4f} ({cluster['fraction_of_copy']:.2f})" if cluster else "-"]
+        for t in (128, 256, 512):
+            pp = passes.get(t, {}).get("pipelined")
+            cells.append(f"{pp['ms']:.4f} ({pp['fraction_of_copy']:.2f}), lag {pp['lag']}, "
+                         f"{pp['mib_in_flight']:.1f} MiB" if pp else "-")
+        out.append(f"| {sh['shape'][3]} | " + " | ".join(cells) + " |")
+    out.append("")
+    out.extend(notes_and_command(meta, meta.get("command", "")))
+    return out
+
+
 def notes_and_command(meta, command):
     """A run folder's notes, then the command that reproduces it."""
     out = []
@@ -419,7 +461,8 @@ def backward_variants_table(run_dir, meta):
     return out
 
 
-def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=None, quantize_dir=None):
+def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=None, quantize_dir=None,
+          quantize_pipelined_dir=None):
     meta, ours, sdpa, gpu, run_log = read_run(run_dir)
     dev = next((r for r in sdpa if r.get("kind") == "device"), {})
     ceil = next((r for r in sdpa if r.get("kind") == "ceiling"), {})
@@ -700,6 +743,8 @@ def build(run_dir, out_path, backward_dir=None, decode_dir=None, e4m3_qk_dir=Non
         out.extend(e4m3_qk_section(e4m3_qk_dir))
     if quantize_dir and os.path.exists(os.path.join(quantize_dir, "run.json")):
         out.extend(quantize_cluster_section(quantize_dir))
+    if quantize_pipelined_dir and os.path.exists(os.path.join(quantize_pipelined_dir, "run.json")):
+        out.extend(quantize_pipelined_section(quantize_pipelined_dir))
     text = "\n".join(out) + "\n"
     with open(out_path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
@@ -719,8 +764,11 @@ def main():
                     help="run folder of the E4M3 Q/K presets (default docs/benchmarks/e4m3_qk)")
     ap.add_argument("--quantize-run", default=os.path.join(REPO, "docs", "benchmarks", "quantize"),
                     help="run folder of the one-pass quantizers (default docs/benchmarks/quantize)")
+    ap.add_argument("--quantize-pipelined-run", default=os.path.join(REPO, "docs", "benchmarks", "quantize_pipelined"),
+                    help="run folder of the pipelined quantizer (default docs/benchmarks/quantize_pipelined)")
     args = ap.parse_args()
-    build(args.run, args.out, args.backward_run, args.decode_run, args.e4m3_qk_run, args.quantize_run)
+    build(args.run, args.out, args.backward_run, args.decode_run, args.e4m3_qk_run, args.quantize_run,
+          args.quantize_pipelined_run)
 
 
 if __name__ == "__main__":
