@@ -64,15 +64,10 @@ template <class C> struct QuantizeTraits {
                 "an NVFP4 CTA covers whole rows and tiles the 128-row scale atoms");
   static_assert(kBlocksPerRow % 4 == 0, "D/16 scale columns fill whole 4-column atoms (no column padding)");
 
-  // V^T: a tile of 128 keys x kDims head-dim rows, staged in shared memory as 32-bit words
-  // [kDims][kTilePitch]: one key's FP32 value per word, or for MXFP4 from 16-bit input the pair of
-  // keys 2m, 2m + 1 (low, high half) per word, as the input's own bit patterns: half the bytes, one
-  // store per two elements, and the E2M1 signs straight from the patterns. (FP8 V^T keeps FP32
-  // words: paired, its encode pass takes 100 registers instead of 79.) The odd pitch puts the 32
-  // consecutive rows that a warp reads into distinct banks.
+  // V^T: a tile of 128 keys x kDims head-dim rows, staged in shared memory as FP32 [kDims][128 + 1]
+  // (the +1 makes the 32 consecutive rows that a warp reads fall into distinct banks).
   static constexpr int kDims = vtDimsPerCta(kThreads);
-  static constexpr bool kTilePaired = !kInputFp32 && kFormat == Format::Mxfp4;
-  static constexpr int kTilePitch = (kTilePaired ? kVtKeyTile / 2 : kVtKeyTile) + 1;
+  static constexpr int kTilePitch = kVtKeyTile + 1;
   static constexpr int kTileBytes = kDims * kTilePitch * 4;
   static_assert(!kTransposed || kHeadDim % kDims == 0, "V^T tiles of threads/4 rows must divide head_dim");
   static_assert(!kTransposed || kDims % kVec == 0, "a V^T tile row segment is a whole number of vectors");

@@ -47,17 +47,17 @@ template <int kCodeShift> struct E4m3RowEncoder {
 };
 
 // Encodes row group `group` of head bh, as nvfp4EncodeGroup.
-template <class C, int kAhead = 1, class HeadOf, class Reads = PlainReads>
+template <class C, class HeadOf, class Reads = PlainReads>
 FA4JIT_DEVICE void e4m3RowsEncodeGroup(const QuantizeParams &p, int bh, int group, const HeadOf &headOf,
                                        const Reads &read = {}) {
-  static_assert(kAhead >= 1 && kAhead <= kNvfp4TilesPerCta, "1 to kNvfp4TilesPerCta tiles ahead");
   using T = QuantizeTraits<C>;
   const RowBlockWalk walk = rowBlockWalk<T>(p, bh, group);
   const int first_row = walk.first_row, blk = walk.blk;
   const bool vec_ok = walk.vec_ok;
   const auto blockOffset = [=](int row) { return walk.offset(row); };
-  BlockVectors<T> ahead[kAhead] = {};
-  loadTilesAhead<T>(p, walk, ahead, read);
+  BlockVectors<T> next{};
+  if (vec_ok && first_row < p.seqlen)
+    loadBlockVectors<T>(p, blockOffset(first_row), next, read);
   const HeadAmax head = headOf();
   const E4m3RowEncoder<T::kCodeShift> encoder(head.amax);
   if (group == 0) { // (before the tiles: nothing of it stays live across them)
@@ -67,18 +67,16 @@ FA4JIT_DEVICE void e4m3RowsEncodeGroup(const QuantizeParams &p, int bh, int grou
   }
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * T::kHeadDim;
 
-#pragma unroll
   for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
     const int row = first_row + t * T::kRowsPerCta;
     if (row >= p.seqlen)
       break;
     float v[16];
     if (vec_ok) {
-      BlockVectors<T> &words = ahead[t % kAhead];
-      unpackBlockVectors<T>(words, v);
-      const int following = row + kAhead * T::kRowsPerCta;
-      if (t + kAhead < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
-        loadBlockVectors<T>(p, blockOffset(following), words, read);
+      unpackBlockVectors<T>(next, v);
+      const int following = row + T::kRowsPerCta;
+      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
+        loadBlockVectors<T>(p, blockOffset(following), next, read);
     } else {
       loadRun<T, 16>(p, blockOffset(row), false, v);
     }

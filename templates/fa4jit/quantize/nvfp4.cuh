@@ -133,35 +133,24 @@ template <class T> FA4JIT_DEVICE RowBlockWalk rowBlockWalk(const QuantizeParams 
   return w;
 }
 
-// The first kAhead row tiles' blocks of a walk (those of rows before S; 16-byte loads only).
-template <class T, int kAhead, class Reads>
-FA4JIT_DEVICE void loadTilesAhead(const QuantizeParams &p, const RowBlockWalk &walk, BlockVectors<T> (&ahead)[kAhead],
-                                  const Reads &read) {
-#pragma unroll
-  for (int t = 0; t < kAhead; ++t)
-    if (walk.vec_ok && walk.first_row + t * T::kRowsPerCta < p.seqlen)
-      loadBlockVectors<T>(p, walk.offset(walk.first_row + t * T::kRowsPerCta), ahead[t], read);
-}
-
 // Encodes row group `group` of head bh (rowGroupRows rows of S padded to 128); headOf() returns
 // the head's HeadAmax, called by every thread once the group's first loads are in flight. Group 0
 // also writes the head's scalar and first non-finite row. Every thread of the CTA calls it; `read`:
-// how the aligned input is read; kAhead: row tiles whose loads are in flight ahead of the one
-// being encoded (1 to kNvfp4TilesPerCta).
-template <class C, int kAhead = 1, class HeadOf, class Reads = PlainReads>
+// how the aligned input is read.
+template <class C, class HeadOf, class Reads = PlainReads>
 FA4JIT_DEVICE void nvfp4EncodeGroup(const QuantizeParams &p, int bh, int group, const HeadOf &headOf,
                                     const Reads &read = {}) {
-  static_assert(kAhead >= 1 && kAhead <= kNvfp4TilesPerCta, "1 to kNvfp4TilesPerCta tiles ahead");
   using T = QuantizeTraits<C>;
   const int padded_rows = (p.seqlen + 127) / 128 * 128;
   const RowBlockWalk walk = rowBlockWalk<T>(p, bh, group);
   const int first_row = walk.first_row, blk = walk.blk;
   const bool vec_ok = walk.vec_ok;
   const auto blockOffset = [=](int row) { return walk.offset(row); };
-  // The first tiles' values are loaded before the head's maximum is reduced (that reduction waits
+  // The first tile's values are loaded before the head's maximum is reduced (that reduction waits
   // at CTA barriers, which loads cannot cross): both latencies overlap.
-  BlockVectors<T> ahead[kAhead] = {};
-  loadTilesAhead<T>(p, walk, ahead, read);
+  BlockVectors<T> next{};
+  if (vec_ok && first_row < p.seqlen)
+    loadBlockVectors<T>(p, blockOffset(first_row), next, read);
   const HeadAmax head = headOf();
   const Nvfp4BlockEncoder encoder(head.amax);
   if (group == 0) { // (before the tiles: nothing of it stays live across them)
@@ -173,7 +162,6 @@ FA4JIT_DEVICE void nvfp4EncodeGroup(const QuantizeParams &p, int bh, int group, 
                 static_cast<int64_t>(bh) * quantizeScaleBytesPerHead(0, T::kHeadDim, p.seqlen);
   uint8_t *payload = reinterpret_cast<uint8_t *>(p.payload) + static_cast<int64_t>(bh) * p.seqlen * (T::kHeadDim / 2);
 
-#pragma unroll
   for (int t = 0; t < kNvfp4TilesPerCta; ++t) {
     const int row = first_row + t * T::kRowsPerCta;
     if (row >= padded_rows) // (whole tiles: kRowsPerCta divides 128)
@@ -181,14 +169,13 @@ FA4JIT_DEVICE void nvfp4EncodeGroup(const QuantizeParams &p, int bh, int group, 
     float v[16];
     uint32_t signs[2];
     if (vec_ok) {
-      BlockVectors<T> &words = ahead[t % kAhead];
-      unpackBlockVectors<T>(words, v);
+      unpackBlockVectors<T>(next, v);
       if constexpr (!T::kInputFp32) // (before the next load reuses the words)
         if (!head.nonfinite)
-          nvfp4SignsOfWords<T>(words, signs);
-      const int following = row + kAhead * T::kRowsPerCta;
-      if (t + kAhead < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
-        loadBlockVectors<T>(p, blockOffset(following), words, read);
+          nvfp4SignsOfWords<T>(next, signs);
+      const int following = row + T::kRowsPerCta;
+      if (t + 1 < kNvfp4TilesPerCta && following < p.seqlen) // in flight while this tile encodes
+        loadBlockVectors<T>(p, blockOffset(following), next, read);
     } else if (row < p.seqlen) {
       loadRun<T, 16>(p, blockOffset(row), false, v);
     }

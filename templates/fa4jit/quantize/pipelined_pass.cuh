@@ -50,18 +50,6 @@ template <class C> FA4JIT_DEVICE void pipelinedPass(const QuantizeParams &p) {
   uint32_t *sync = reinterpret_cast<uint32_t *>(p.sync);
   // x stays in L2 from its first read to its second, and goes first after it.
   const L2PolicyReads first_read = l2EvictLastReads(), second_read = l2EvictFirstReads();
-  // The count of encoded groups this CTA added last step, read only now (its latency off the
-  // step's path): the head's last encoder leaves the head's words zero for the next launch. Every
-  // group of the head has been waited for once the last one is counted.
-  uint32_t *counted_head = nullptr;
-  uint32_t counted_before = 0;
-  const auto resetIfLast = [&] {
-    if (counted_head != nullptr && counted_before == static_cast<uint32_t>(groups) - 1u) {
-      counted_head[0] = 0u;
-      counted_head[1] = 0u;
-    }
-    counted_head = nullptr;
-  };
   for (int64_t i = blockIdx.x;; i += grid) {
     const int64_t j = i - lag * grid; // the item this step encodes
     if (j >= items)
@@ -80,27 +68,18 @@ template <class C> FA4JIT_DEVICE void pipelinedPass(const QuantizeParams &p) {
         waitReducedGroups(words, static_cast<uint32_t>(groups));
         return headAmax<T>(p, bh);
       };
-      // (every tile's loads in flight before the wait: the L2 latencies overlap it and each other;
-      // two tiles of FP32, and of E4M3 rows before sm_90, whose four spilled there)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-      constexpr bool kNarrow = T::kInputFp32 || T::kFormat == Format::E4m3Rows;
-#else
-      constexpr bool kNarrow = T::kInputFp32;
-#endif
-      constexpr int kAhead = kNarrow ? 2 : kNvfp4TilesPerCta;
       if constexpr (T::kFormat == Format::Nvfp4)
-        nvfp4EncodeGroup<C, kAhead>(p, bh, g, headOf, second_read);
+        nvfp4EncodeGroup<C>(p, bh, g, headOf, second_read);
       else
-        e4m3RowsEncodeGroup<C, kAhead>(p, bh, g, headOf, second_read);
-      if (threadIdx.x == 0) {
-        resetIfLast();
-        counted_head = words;
-        counted_before = atomicAdd(words + 1, 1u);
+        e4m3RowsEncodeGroup<C>(p, bh, g, headOf, second_read);
+      // Every group of the head has been waited for once the last one is counted here: its
+      // encoder leaves the head's words zero for the next launch.
+      if (threadIdx.x == 0 && atomicAdd(words + 1, 1u) == static_cast<uint32_t>(groups) - 1u) {
+        words[0] = 0u;
+        words[1] = 0u;
       }
     }
   }
-  if (threadIdx.x == 0)
-    resetIfLast();
 }
 
 #endif // CUDA compilers

@@ -47,7 +47,7 @@ template <class T> struct Fp8VtEncoder {
 // z = batch * heads), block T::kThreads.
 template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
-  __shared__ VtTile<T> tile;
+  __shared__ float tile[T::kDims][T::kTilePitch];
   const int bh = blockIdx.z;
   const int d0 = blockIdx.y * T::kDims;
   const int first_k = blockIdx.x * kVtTilesPerCta * kVtKeyTile;
@@ -67,11 +67,7 @@ template <class C> FA4JIT_DEVICE void vtFp8EncodePass(const QuantizeParams &p) {
   const int d = d0 + static_cast<int>(threadIdx.x) % T::kDims;
   const int blk = static_cast<int>(threadIdx.x) / T::kDims;
   bool nonfinite = false; // (the amax pass records the rows)
-  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, const VtBlock<T> &b) {
-    float v[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i)
-      v[i] = b[i];
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
     encoder(v, p, bh, d, k0 + blk * 32);
   });
 }

@@ -60,7 +60,7 @@ FA4JIT_DEVICE void finishMxfp4Head(const QuantizeParams &p, int bh, float cta_am
 // (finishMxfp4Head).
 template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p) {
   using T = QuantizeTraits<C>;
-  __shared__ VtTile<T> tile;
+  __shared__ float tile[T::kDims][T::kTilePitch];
   const int bh = blockIdx.z;
   const int d0 = blockIdx.y * T::kDims;
   const int64_t skp = quantizePaddedKeys(p.seqlen);
@@ -87,8 +87,11 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
   uint8_t *payload_row = reinterpret_cast<uint8_t *>(p.payload) + (static_cast<int64_t>(bh) * T::kHeadDim + d) * (skp / 2);
   float cta_amax = 0.0f; // (the largest block maximum: the head's, once every CTA's is in)
   bool nonfinite = false;
-  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, const VtBlock<T> &b) {
-    const float amax_b = b.amax();
+  forEachVtTile<T>(p, bh, first_k, d0, vec_ok, next, tile, nonfinite, [&](int k0, float (&v)[32]) {
+    float amax_b = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      amax_b = fmaxf(amax_b, fabsf(v[i]));
     cta_amax = fmaxf(cta_amax, amax_b);
     const int e = mxBlockExponent(amax_b);
     const float inv = exp2Int(-e); // exact power of two: the codes see x * 2^-e unrounded
@@ -97,9 +100,9 @@ template <class C> FA4JIT_DEVICE void vtMxfp4EncodePass(const QuantizeParams &p)
     for (int j = 0; j < 4; ++j) {
       float x[8];
 #pragma unroll
-      for (int n = 0; n < 8; ++n)
-        x[n] = __fmul_rn(b[8 * j + n], inv);
-      w[j] = finiteFloatsToE2M1x8(x, b.e2m1Signs8(j)); // (a product has its element's sign)
+      for (int i = 0; i < 8; ++i)
+        x[i] = __fmul_rn(v[8 * j + i], inv);
+      w[j] = finiteFloatsToE2M1x8(x);
     }
     *reinterpret_cast<uint4 *>(payload_row + (k0 + blk * 32) / 2) = make_uint4(w[0], w[1], w[2], w[3]);
     sf[scaleFactorOffset(d, k0 / 32 + blk, scale_cols)] = exponentToUE8M0(e);
