@@ -290,7 +290,7 @@ def quantize_cluster_section(run_dir):
         "twice (the max, then the encode), the one-pass kernels once from memory: the cluster kernel holds the "
         "head in a cluster's shared memory where it fits, the pipelined kernel (NVFP4 and E4M3 rows) reads each "
         "row group again from L2 a step after reducing it. `fa4jit jit-bench`: each quantizer's `Engine::quantize` "
-        "call (the default passes: the cluster kernel where it fits, else the pipelined one, else the two) at "
+        "call (the default passes of the run's binaries) at "
         "`fa4jit bench`'s 4k-key "
         "shapes, milliseconds and the bandwidth it reaches (BF16 read once plus the codes written) as a fraction "
         f"of the device copy of the same run ({one.get('copy_tb_s', 0):.2f} TB/s, read plus write)."))
