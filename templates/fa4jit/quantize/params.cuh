@@ -134,6 +134,11 @@ constexpr int kNvfp4TilesPerCta = 4;
 FA4JIT_HD constexpr int rowGroupRows(int threads, int head_dim) {
   return nvfp4RowsPerCta(threads, head_dim) * kNvfp4TilesPerCta;
 }
+// Row groups of one head: S padded to 128 rows (NVFP4's padding rows' scale bytes are written too).
+FA4JIT_HD constexpr int quantizeRowGroups(int seqlen, int threads, int head_dim) {
+  return static_cast<int>(((static_cast<int64_t>(seqlen) + 127) / 128 * 128 + rowGroupRows(threads, head_dim) - 1) /
+                          rowGroupRows(threads, head_dim));
+}
 // 128-key tiles one V^T encode CTA loops over, for the same reasons.
 constexpr int kVtTilesPerCta = 4;
 // Head-dim rows of one V^T tile: four threads (32-key blocks) per row of 128 keys.
@@ -152,8 +157,7 @@ FA4JIT_HD constexpr int ceilDiv(int64_t a, int64_t b) { return static_cast<int>(
 FA4JIT_HD constexpr Grid3 quantizeEncodeGrid(int format, int head_dim, int threads, int batch, int heads,
                                             int seqlen) {
   return quantizeRowMajor(format)
-             ? Grid3{ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, rowGroupRows(threads, head_dim)),
-                     batch * heads, 1}
+             ? Grid3{quantizeRowGroups(seqlen, threads, head_dim), batch * heads, 1}
              : Grid3{ceilDiv(quantizePaddedKeys(seqlen) / kVtKeyTile, kVtTilesPerCta), head_dim / vtDimsPerCta(threads),
                      batch * heads};
 }
@@ -209,7 +213,7 @@ FA4JIT_HD constexpr int quantizeClusterCtas(int seqlen, int head_dim, int elem_b
 //   Row groups per head: rowGroupRows rows each over S padded to 128 (amax_chunks = that count:
 //   the partial of group g of head bh at amax_partial[bh * amax_chunks + g]).
 FA4JIT_HD constexpr int quantizePipelinedGroups(int seqlen, int threads, int head_dim) {
-  return ceilDiv((static_cast<int64_t>(seqlen) + 127) / 128 * 128, rowGroupRows(threads, head_dim));
+  return quantizeRowGroups(seqlen, threads, head_dim); // (the encode pass's grid along x)
 }
 // Steps between reducing an item and encoding it: enough that the last group of the encoded
 // item's head lies in the encoding step or an earlier one, for every CTA (groups_per_head <=
